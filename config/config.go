@@ -1,0 +1,232 @@
+// Package config defines parley's one typed configuration, its defaults, its
+// strict loading (a YAML file, then PARLEY_* environment variables, then
+// flags) and its validation. Errors name the file, line and key path.
+package config
+
+import (
+	"time"
+)
+
+// Config is the whole of a parley run's configuration.
+type Config struct {
+	Run        Run        `yaml:"run"`
+	Policy     Policy     `yaml:"policy"`
+	Sampling   Sampling   `yaml:"sampling"`
+	Game       Game       `yaml:"game"`
+	Curriculum Curriculum `yaml:"curriculum"`
+	Rollout    Rollout    `yaml:"rollout"`
+	Judge      Judge      `yaml:"judge"`
+	GRPO       GRPO       `yaml:"grpo"`
+	Train      Train      `yaml:"train"`
+	Trainer    Trainer    `yaml:"trainer"`
+	Log        Log        `yaml:"log"`
+}
+
+// Run names the run and fixes its seed.
+type Run struct {
+	// Name is the run's name: its directory is Dir/Name.
+	Name string `yaml:"name"`
+	// Dir is the parent directory of run directories.
+	Dir string `yaml:"dir"`
+	// Seed seeds curriculum order and sampling seeds.
+	Seed int64 `yaml:"seed"`
+}
+
+// Policy is the policy inference server (vLLM or a stand-in).
+type Policy struct {
+	// Endpoints are base URLs of the vLLM servers (replicas are balanced).
+	Endpoints []string `yaml:"endpoints"`
+	// Model is the served model name (vLLM's --served-model-name).
+	Model string `yaml:"model"`
+	// APIKeyEnv names the environment variable holding vLLM's --api-key, if any.
+	APIKeyEnv string `yaml:"api_key_env"`
+	// MaxConcurrentPerEndpoint bounds in-flight requests per endpoint.
+	MaxConcurrentPerEndpoint int `yaml:"max_concurrent_per_endpoint"`
+	// RequestTimeout bounds one attempt of one request.
+	RequestTimeout time.Duration `yaml:"request_timeout"`
+	// MaxRetries is how many times a failed request is retried.
+	MaxRetries int `yaml:"max_retries"`
+	// HealthInterval is the period of background health checks (0: off).
+	HealthInterval time.Duration `yaml:"health_interval"`
+	// EnableThinking sets Qwen3's chat_template_kwargs.enable_thinking.
+	EnableThinking bool `yaml:"enable_thinking"`
+}
+
+// Sampling holds the policy's sampling parameters for rollouts.
+type Sampling struct {
+	Temperature float64 `yaml:"temperature"`
+	TopP        float64 `yaml:"top_p"`
+	TopK        int     `yaml:"top_k"`
+	// MaxTokens bounds each negotiation turn.
+	MaxTokens int `yaml:"max_tokens"`
+	// FinalMaxTokens bounds the final completion (and the single-agent answer).
+	FinalMaxTokens int `yaml:"final_max_tokens"`
+}
+
+// Game selects the environment and its rules.
+type Game struct {
+	// Env is the game: deliberation (seed 000) or single (the single-agent baseline).
+	Env string `yaml:"env"`
+	// MaxRounds bounds the negotiation; a round is one turn of each agent.
+	MaxRounds int `yaml:"max_rounds"`
+	// AgreementMarker is the text a turn carries to accept the standing proposal.
+	AgreementMarker string `yaml:"agreement_marker"`
+}
+
+// Curriculum is where prompt rows come from and how they are mixed.
+type Curriculum struct {
+	// Path is a JSONL or parquet file of prompts, or builtin:dilemmas / builtin:open-ended.
+	Path string `yaml:"path"`
+	// Personas is a JSONL or parquet persona-pair library ("" = the built-in 25).
+	Personas string `yaml:"personas"`
+	// Mix weighs categories when sampling rows (empty = as in the file).
+	Mix map[string]float64 `yaml:"mix"`
+	// Split keeps only rows of this split ("" = all).
+	Split string `yaml:"split"`
+}
+
+// Rollout sizes the sampling of groups.
+type Rollout struct {
+	// GroupSize is G, the rollouts per prompt row.
+	GroupSize int `yaml:"group_size"`
+	// PromptsPerStep is the number of prompt rows per training step.
+	PromptsPerStep int `yaml:"prompts_per_step"`
+	// Concurrency bounds the dialogues in flight.
+	Concurrency int `yaml:"concurrency"`
+}
+
+// Judge is the reward model.
+type Judge struct {
+	// Kind is ca (the Collective Agency rubric judge, an LLM) or rule.
+	Kind string `yaml:"kind"`
+	// BaseURL is the OpenAI-compatible API of the judge.
+	BaseURL string `yaml:"base_url"`
+	// Model is the judge model.
+	Model string `yaml:"model"`
+	// APIKeyEnv names the environment variable holding the judge's API key.
+	APIKeyEnv string `yaml:"api_key_env"`
+	// Concurrency bounds judge requests in flight.
+	Concurrency int `yaml:"concurrency"`
+	// RequestsPerMinute and TokensPerMinute rate-limit the judge (0: unlimited).
+	RequestsPerMinute int `yaml:"requests_per_minute"`
+	TokensPerMinute   int `yaml:"tokens_per_minute"`
+	// MaxRetries and Timeout govern each judge request.
+	MaxRetries int           `yaml:"max_retries"`
+	Timeout    time.Duration `yaml:"timeout"`
+	// StructuredOutput asks for a JSON schema response format.
+	StructuredOutput bool `yaml:"structured_output"`
+	// Rule configures the rule scorer when Kind is rule.
+	Rule Rule `yaml:"rule"`
+}
+
+// Rule configures a rule scorer.
+type Rule struct {
+	// Kind is keywords, length or agreement.
+	Kind string `yaml:"kind"`
+	// Keywords are counted in the final completion (keywords kind).
+	Keywords []string `yaml:"keywords"`
+	// TargetLength is the target length in words (length kind).
+	TargetLength int `yaml:"target_length"`
+}
+
+// GRPO sets the advantage and mask modes.
+type GRPO struct {
+	// Advantage is group, group_mean or role_baseline.
+	Advantage string `yaml:"advantage"`
+	// Epsilon is added to the std in group mode.
+	Epsilon float64 `yaml:"epsilon"`
+	// KeepZeroVariance keeps groups whose rewards are all equal (dropped by default).
+	KeepZeroVariance bool `yaml:"keep_zero_variance"`
+	// BaselineMomentum is the EMA momentum of role_baseline.
+	BaselineMomentum float64 `yaml:"baseline_momentum"`
+	// Mask is dialogue, dialogue+final or final.
+	Mask string `yaml:"mask"`
+}
+
+// Train drives the training loop and the trainer handshake.
+type Train struct {
+	// Steps is the number of training steps.
+	Steps int `yaml:"steps"`
+	// MaxStaleness is 0 (strictly on-policy) or 1 (step N+1 sampled while N trains).
+	MaxStaleness int `yaml:"max_staleness"`
+	// Handshake is file or http.
+	Handshake string `yaml:"handshake"`
+	// HTTPAddr is the handshake server's listen address (loopback by default).
+	HTTPAddr string `yaml:"http_addr"`
+	// TokenEnv names the environment variable holding the handshake bearer token.
+	TokenEnv string `yaml:"token_env"`
+	// TrainerTimeout bounds the wait for one step's DONE.
+	TrainerTimeout time.Duration `yaml:"trainer_timeout"`
+	// TrainerCommand, if set, is started by parley and stopped when it exits.
+	TrainerCommand []string `yaml:"trainer_command"`
+	// ServerCommand, if set, starts the inference server (the CPU dev server).
+	ServerCommand []string `yaml:"server_command"`
+	// AdapterPrefix names loaded LoRA adapters: <prefix>-<step>.
+	AdapterPrefix string `yaml:"adapter_prefix"`
+	// EvalEvery runs an evaluation pass every N steps (0: never).
+	EvalEvery int `yaml:"eval_every"`
+}
+
+// Trainer holds the PyTorch trainer's hyperparameters; parley passes them as flags.
+type Trainer struct {
+	// Model is the base model folder (or hub id for real runs).
+	Model string `yaml:"model"`
+	LR    float64 `yaml:"lr"`
+	// EpsilonLow and EpsilonHigh clip the ratio (0.2/0.28).
+	EpsilonLow  float64 `yaml:"epsilon_low"`
+	EpsilonHigh float64 `yaml:"epsilon_high"`
+	// KLBeta weighs the k3 KL to the reference (0: off).
+	KLBeta float64 `yaml:"kl_beta"`
+	// Aggregation is token_mean, seq_mean_token_mean or dr_grpo.
+	Aggregation string `yaml:"aggregation"`
+	// LoRA settings; FullFinetune trains every weight instead.
+	LoRAR        int     `yaml:"lora_r"`
+	LoRAAlpha    int     `yaml:"lora_alpha"`
+	LoRADropout  float64 `yaml:"lora_dropout"`
+	FullFinetune bool    `yaml:"full_finetune"`
+	// MicroBatchTokens is the token budget of a micro-batch.
+	MicroBatchTokens int `yaml:"micro_batch_tokens"`
+	// MaxGradNorm clips gradients.
+	MaxGradNorm float64 `yaml:"max_grad_norm"`
+	WeightDecay float64 `yaml:"weight_decay"`
+}
+
+// Log configures logging.
+type Log struct {
+	// Level is debug, info, warn or error.
+	Level string `yaml:"level"`
+	// Format is auto, console or json.
+	Format string `yaml:"format"`
+}
+
+// Default returns the defaults every config starts from.
+func Default() Config {
+	return Config{
+		Run: Run{Name: "run", Dir: "runs", Seed: 1},
+		Policy: Policy{
+			Endpoints:                []string{"http://127.0.0.1:8000"},
+			Model:                    "sim-policy",
+			MaxConcurrentPerEndpoint: 256,
+			RequestTimeout:           120 * time.Second,
+			MaxRetries:               8,
+		},
+		Sampling: Sampling{Temperature: 1.0, TopP: 1.0, MaxTokens: 256, FinalMaxTokens: 512},
+		Game:     Game{Env: "deliberation", MaxRounds: 5, AgreementMarker: "[AGREE]"},
+		Curriculum: Curriculum{
+			Path: "builtin:dilemmas",
+		},
+		Rollout: Rollout{GroupSize: 8, PromptsPerStep: 16, Concurrency: 256},
+		Judge: Judge{
+			Kind: "ca", BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini",
+			APIKeyEnv: "OPENAI_API_KEY", Concurrency: 32, MaxRetries: 6,
+			Timeout: 60 * time.Second, StructuredOutput: true,
+		},
+		GRPO:  GRPO{Advantage: "group", Epsilon: 1e-6, BaselineMomentum: 0.9, Mask: "dialogue"},
+		Train: Train{Steps: 100, Handshake: "file", HTTPAddr: "127.0.0.1:0", TokenEnv: "PARLEY_HANDSHAKE_TOKEN", TrainerTimeout: 2 * time.Hour, AdapterPrefix: "parley"},
+		Trainer: Trainer{
+			LR: 1e-5, EpsilonLow: 0.2, EpsilonHigh: 0.28, Aggregation: "token_mean",
+			LoRAR: 16, LoRAAlpha: 32, MicroBatchTokens: 8192, MaxGradNorm: 1.0,
+		},
+		Log: Log{Level: "info", Format: "auto"},
+	}
+}

@@ -1,0 +1,277 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+	"gopkg.in/yaml.v3"
+)
+
+// EnvPrefix prefixes every environment variable that overrides a config key:
+// run.seed is PARLEY_RUN_SEED.
+const EnvPrefix = "PARLEY"
+
+// Load reads the config: the defaults, then the YAML file at path (if not
+// empty), then PARLEY_* environment variables, then the flags of fs that
+// were set and whose names are keys ("run.seed") or that appear in
+// overrides' values. It validates the result. Unknown keys and wrong types
+// are errors naming the file, line and key path.
+func Load(path string, fs *pflag.FlagSet) (Config, error) {
+	cfg := Default()
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return cfg, fmt.Errorf("config: read %s: %w", path, err)
+		}
+		if err := decodeStrict(data, &cfg); err != nil {
+			return cfg, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	if err := applyOverrides(&cfg, fs); err != nil {
+		return cfg, err
+	}
+	if err := cfg.Validate(); err != nil {
+		if path != "" {
+			return cfg, fmt.Errorf("config %s: %w", path, err)
+		}
+		return cfg, fmt.Errorf("config: %w", err)
+	}
+	return cfg, nil
+}
+
+// Parse decodes YAML bytes over the defaults and validates the result; it is
+// Load without a file, environment or flags.
+func Parse(data []byte) (Config, error) {
+	cfg := Default()
+	if err := decodeStrict(data, &cfg); err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
+	}
+	return cfg, nil
+}
+
+// decodeStrict decodes data into cfg, rejecting unknown keys with their path
+// and line, and type mismatches with their line.
+func decodeStrict(data []byte, cfg *Config) error {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return fmt.Errorf("invalid YAML: %w", err)
+	}
+	if len(root.Content) == 0 {
+		return nil // an empty file keeps the defaults
+	}
+	doc := root.Content[0]
+	if doc.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: the top level must be a mapping of sections", doc.Line)
+	}
+	if err := checkKeys(doc, reflect.TypeOf(*cfg), ""); err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil {
+		return fmt.Errorf("%s", strings.TrimSpace(strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:")))
+	}
+	return nil
+}
+
+// checkKeys walks a mapping node against a struct type and reports the
+// first unknown key with its full path, line and the keys that are known.
+func checkKeys(n *yaml.Node, t reflect.Type, prefix string) error {
+	if t.Kind() != reflect.Struct || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	fields := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if name := yamlName(f); name != "" {
+			fields[name] = f.Type
+		}
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		path := k.Value
+		if prefix != "" {
+			path = prefix + "." + k.Value
+		}
+		ft, ok := fields[k.Value]
+		if !ok {
+			known := make([]string, 0, len(fields))
+			for name := range fields {
+				known = append(known, name)
+			}
+			sort.Strings(known)
+			return fmt.Errorf("line %d: unknown key %q (known keys here: %s)", k.Line, path, strings.Join(known, ", "))
+		}
+		if err := checkKeys(v, ft, path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func yamlName(f reflect.StructField) string {
+	tag := f.Tag.Get("yaml")
+	name, _, _ := strings.Cut(tag, ",")
+	if name == "-" {
+		return ""
+	}
+	return name
+}
+
+// leaf is one settable config key.
+type leaf struct {
+	key string
+	v   reflect.Value
+}
+
+// leaves lists every leaf key of cfg (structs are walked, everything else is
+// a leaf), in declaration order.
+func leaves(v reflect.Value, prefix string, out []leaf) []leaf {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		name := yamlName(t.Field(i))
+		if name == "" {
+			continue
+		}
+		key := name
+		if prefix != "" {
+			key = prefix + "." + name
+		}
+		fv := v.Field(i)
+		if fv.Kind() == reflect.Struct && fv.Type() != reflect.TypeOf(time.Duration(0)) {
+			out = leaves(fv, key, out)
+			continue
+		}
+		out = append(out, leaf{key: key, v: fv})
+	}
+	return out
+}
+
+// Keys returns every leaf key path, for flag registration and docs.
+func Keys() []string {
+	cfg := Default()
+	var keys []string
+	for _, l := range leaves(reflect.ValueOf(&cfg).Elem(), "", nil) {
+		keys = append(keys, l.key)
+	}
+	return keys
+}
+
+// EnvName is the environment variable that overrides key.
+func EnvName(key string) string {
+	return EnvPrefix + "_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(key))
+}
+
+// applyOverrides applies PARLEY_* environment variables and then the set
+// flags of fs named like keys, through viper.
+func applyOverrides(cfg *Config, fs *pflag.FlagSet) error {
+	v := viper.New()
+	ls := leaves(reflect.ValueOf(cfg).Elem(), "", nil)
+	for _, l := range ls {
+		if err := v.BindEnv(l.key, EnvName(l.key)); err != nil {
+			return fmt.Errorf("config: bind %s: %w", l.key, err)
+		}
+		if fs != nil {
+			if f := fs.Lookup(l.key); f != nil && f.Changed {
+				if err := v.BindPFlag(l.key, f); err != nil {
+					return fmt.Errorf("config: bind flag --%s: %w", l.key, err)
+				}
+			}
+		}
+	}
+	for _, l := range ls {
+		if !v.IsSet(l.key) {
+			continue
+		}
+		src := "environment variable " + EnvName(l.key)
+		if fs != nil {
+			if f := fs.Lookup(l.key); f != nil && f.Changed {
+				src = "flag --" + l.key
+			}
+		}
+		if err := setFromString(l.v, v.GetString(l.key)); err != nil {
+			return fmt.Errorf("config: %s: key %s: %w", src, l.key, err)
+		}
+	}
+	return nil
+}
+
+// setFromString parses s into the leaf value v.
+func setFromString(v reflect.Value, s string) error {
+	s = strings.TrimSpace(s)
+	switch {
+	case v.Type() == reflect.TypeOf(time.Duration(0)):
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("want a duration such as 30s, got %q", s)
+		}
+		v.SetInt(int64(d))
+	case v.Kind() == reflect.String:
+		v.SetString(s)
+	case v.Kind() == reflect.Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return fmt.Errorf("want true or false, got %q", s)
+		}
+		v.SetBool(b)
+	case v.Kind() >= reflect.Int && v.Kind() <= reflect.Int64:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("want an integer, got %q", s)
+		}
+		v.SetInt(n)
+	case v.Kind() == reflect.Float64:
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return fmt.Errorf("want a number, got %q", s)
+		}
+		v.SetFloat(f)
+	case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.String:
+		var parts []string
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				parts = append(parts, p)
+			}
+		}
+		v.Set(reflect.ValueOf(parts))
+	case v.Kind() == reflect.Map:
+		// key=value,key=value for map[string]float64
+		m := reflect.MakeMap(v.Type())
+		for _, p := range strings.Split(s, ",") {
+			k, val, ok := strings.Cut(strings.TrimSpace(p), "=")
+			if !ok {
+				return fmt.Errorf("want key=value pairs separated by commas, got %q", s)
+			}
+			f, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+			if err != nil {
+				return fmt.Errorf("want a number for %q, got %q", k, val)
+			}
+			m.SetMapIndex(reflect.ValueOf(strings.TrimSpace(k)), reflect.ValueOf(f))
+		}
+		v.Set(m)
+	default:
+		return errors.New("this key cannot be set from a string")
+	}
+	return nil
+}
+
+// RegisterFlags adds one flag per config key to fs (hidden from the short
+// help), so that --run.seed=7 overrides the file and the environment.
+func RegisterFlags(fs *pflag.FlagSet) {
+	for _, key := range Keys() {
+		fs.String(key, "", "override config key "+key)
+		_ = fs.MarkHidden(key)
+	}
+}

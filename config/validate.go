@@ -1,0 +1,243 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Validate checks every value, returning all problems joined; each names
+// its key path.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("key %s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	oneOf := func(key, v string, allowed ...string) {
+		for _, a := range allowed {
+			if v == a {
+				return
+			}
+		}
+		bad(key, "%q is not one of %s", v, strings.Join(allowed, ", "))
+	}
+	positive := func(key string, v int) {
+		if v <= 0 {
+			bad(key, "must be positive, got %d", v)
+		}
+	}
+	nonNegative := func(key string, v int) {
+		if v < 0 {
+			bad(key, "must be zero or more, got %d", v)
+		}
+	}
+	envName := func(key, v string, required bool) {
+		if v == "" {
+			if required {
+				bad(key, "must name an environment variable")
+			}
+			return
+		}
+		for _, r := range v {
+			if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+				bad(key, "%q is not an environment variable name (put the secret in the environment, never in the config)", v)
+				return
+			}
+		}
+	}
+
+	if c.Run.Name == "" || strings.ContainsAny(c.Run.Name, `/\`) || c.Run.Name == "." || c.Run.Name == ".." {
+		bad("run.name", "must be a plain directory name, got %q", c.Run.Name)
+	}
+	if c.Run.Dir == "" {
+		bad("run.dir", "must not be empty")
+	}
+
+	if len(c.Policy.Endpoints) == 0 {
+		bad("policy.endpoints", "must list at least one base URL")
+	}
+	for i, e := range c.Policy.Endpoints {
+		u, err := url.Parse(e)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad(fmt.Sprintf("policy.endpoints[%d]", i), "%q is not an http(s) base URL", redactURL(e))
+		}
+	}
+	if c.Policy.Model == "" {
+		bad("policy.model", "must not be empty")
+	}
+	envName("policy.api_key_env", c.Policy.APIKeyEnv, false)
+	positive("policy.max_concurrent_per_endpoint", c.Policy.MaxConcurrentPerEndpoint)
+	if c.Policy.RequestTimeout <= 0 {
+		bad("policy.request_timeout", "must be positive, got %s", c.Policy.RequestTimeout)
+	}
+	nonNegative("policy.max_retries", c.Policy.MaxRetries)
+
+	if c.Sampling.Temperature < 0 || c.Sampling.Temperature > 5 {
+		bad("sampling.temperature", "must be in [0, 5], got %g", c.Sampling.Temperature)
+	}
+	if c.Sampling.TopP <= 0 || c.Sampling.TopP > 1 {
+		bad("sampling.top_p", "must be in (0, 1], got %g", c.Sampling.TopP)
+	}
+	nonNegative("sampling.top_k", c.Sampling.TopK)
+	positive("sampling.max_tokens", c.Sampling.MaxTokens)
+	positive("sampling.final_max_tokens", c.Sampling.FinalMaxTokens)
+
+	oneOf("game.env", c.Game.Env, "deliberation", "single")
+	if c.Game.MaxRounds < 1 || c.Game.MaxRounds > 100 {
+		bad("game.max_rounds", "must be in [1, 100], got %d", c.Game.MaxRounds)
+	}
+	if strings.TrimSpace(c.Game.AgreementMarker) == "" {
+		bad("game.agreement_marker", "must not be empty")
+	}
+
+	if c.Curriculum.Path == "" {
+		bad("curriculum.path", "must name a prompts file or builtin:dilemmas / builtin:open-ended")
+	}
+	var mixSum float64
+	for k, w := range c.Curriculum.Mix {
+		switch k {
+		case "professional", "interpersonal", "micro_ethics", "open_ended":
+		default:
+			bad("curriculum.mix."+k, "unknown category (professional, interpersonal, micro_ethics, open_ended)")
+		}
+		if w < 0 {
+			bad("curriculum.mix."+k, "weight must be zero or more, got %g", w)
+		}
+		mixSum += w
+	}
+	if len(c.Curriculum.Mix) > 0 && mixSum <= 0 {
+		bad("curriculum.mix", "weights must not all be zero")
+	}
+	if c.Curriculum.Split != "" {
+		oneOf("curriculum.split", c.Curriculum.Split, "train", "eval")
+	}
+
+	positive("rollout.group_size", c.Rollout.GroupSize)
+	positive("rollout.prompts_per_step", c.Rollout.PromptsPerStep)
+	positive("rollout.concurrency", c.Rollout.Concurrency)
+
+	oneOf("judge.kind", c.Judge.Kind, "ca", "rule")
+	if c.Judge.Kind == "ca" {
+		if u, err := url.Parse(c.Judge.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("judge.base_url", "%q is not an http(s) URL", redactURL(c.Judge.BaseURL))
+		}
+		if c.Judge.Model == "" {
+			bad("judge.model", "must not be empty")
+		}
+		envName("judge.api_key_env", c.Judge.APIKeyEnv, false)
+		positive("judge.concurrency", c.Judge.Concurrency)
+		if c.Judge.Timeout <= 0 {
+			bad("judge.timeout", "must be positive, got %s", c.Judge.Timeout)
+		}
+	}
+	nonNegative("judge.requests_per_minute", c.Judge.RequestsPerMinute)
+	nonNegative("judge.tokens_per_minute", c.Judge.TokensPerMinute)
+	nonNegative("judge.max_retries", c.Judge.MaxRetries)
+	if c.Judge.Kind == "rule" {
+		oneOf("judge.rule.kind", c.Judge.Rule.Kind, "keywords", "length", "agreement")
+		if c.Judge.Rule.Kind == "keywords" && len(c.Judge.Rule.Keywords) == 0 {
+			bad("judge.rule.keywords", "must list at least one keyword for the keywords rule")
+		}
+		if c.Judge.Rule.Kind == "length" && c.Judge.Rule.TargetLength <= 0 {
+			bad("judge.rule.target_length", "must be positive for the length rule")
+		}
+	}
+
+	oneOf("grpo.advantage", c.GRPO.Advantage, "group", "group_mean", "role_baseline")
+	if c.GRPO.Epsilon <= 0 || c.GRPO.Epsilon > 1 {
+		bad("grpo.epsilon", "must be in (0, 1], got %g", c.GRPO.Epsilon)
+	}
+	if c.GRPO.BaselineMomentum < 0 || c.GRPO.BaselineMomentum >= 1 {
+		bad("grpo.baseline_momentum", "must be in [0, 1), got %g", c.GRPO.BaselineMomentum)
+	}
+	oneOf("grpo.mask", c.GRPO.Mask, "dialogue", "dialogue+final", "final")
+	if c.Game.Env == "single" && c.GRPO.Mask == "dialogue" {
+		bad("grpo.mask", "the single-agent game has no dialogue tokens: use final or dialogue+final")
+	}
+
+	positive("train.steps", c.Train.Steps)
+	if c.Train.MaxStaleness != 0 && c.Train.MaxStaleness != 1 {
+		bad("train.max_staleness", "must be 0 or 1, got %d", c.Train.MaxStaleness)
+	}
+	oneOf("train.handshake", c.Train.Handshake, "file", "http")
+	if _, _, err := net.SplitHostPort(c.Train.HTTPAddr); err != nil {
+		bad("train.http_addr", "%q is not host:port", c.Train.HTTPAddr)
+	}
+	envName("train.token_env", c.Train.TokenEnv, c.Train.Handshake == "http")
+	if c.Train.TrainerTimeout <= 0 {
+		bad("train.trainer_timeout", "must be positive, got %s", c.Train.TrainerTimeout)
+	}
+	if c.Train.AdapterPrefix == "" || strings.ContainsAny(c.Train.AdapterPrefix, `/\ `) {
+		bad("train.adapter_prefix", "must be a plain name, got %q", c.Train.AdapterPrefix)
+	}
+	nonNegative("train.eval_every", c.Train.EvalEvery)
+
+	if c.Trainer.LR <= 0 || c.Trainer.LR > 1 {
+		bad("trainer.lr", "must be in (0, 1], got %g", c.Trainer.LR)
+	}
+	if c.Trainer.EpsilonLow <= 0 || c.Trainer.EpsilonLow >= 1 {
+		bad("trainer.epsilon_low", "must be in (0, 1), got %g", c.Trainer.EpsilonLow)
+	}
+	if c.Trainer.EpsilonHigh <= 0 {
+		bad("trainer.epsilon_high", "must be positive, got %g", c.Trainer.EpsilonHigh)
+	}
+	if c.Trainer.KLBeta < 0 {
+		bad("trainer.kl_beta", "must be zero or more, got %g", c.Trainer.KLBeta)
+	}
+	oneOf("trainer.aggregation", c.Trainer.Aggregation, "token_mean", "seq_mean_token_mean", "dr_grpo")
+	if !c.Trainer.FullFinetune {
+		positive("trainer.lora_r", c.Trainer.LoRAR)
+		positive("trainer.lora_alpha", c.Trainer.LoRAAlpha)
+	}
+	if c.Trainer.LoRADropout < 0 || c.Trainer.LoRADropout >= 1 {
+		bad("trainer.lora_dropout", "must be in [0, 1), got %g", c.Trainer.LoRADropout)
+	}
+	positive("trainer.micro_batch_tokens", c.Trainer.MicroBatchTokens)
+	if c.Trainer.MaxGradNorm <= 0 {
+		bad("trainer.max_grad_norm", "must be positive, got %g", c.Trainer.MaxGradNorm)
+	}
+
+	oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
+	oneOf("log.format", c.Log.Format, "auto", "console", "json")
+	return errors.Join(errs...)
+}
+
+// RunDir is the run's directory, Dir/Name.
+func (c Config) RunDir() string { return filepath.Join(c.Run.Dir, c.Run.Name) }
+
+// redactURL hides a URL's user information (credentials).
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	u.User = url.User("REDACTED")
+	return u.String()
+}
+
+// Redacted returns a copy fit to print or store: credentials in URLs are
+// replaced. Secrets themselves never live in the config, only the names of
+// the environment variables that hold them.
+func (c Config) Redacted() Config {
+	out := c
+	out.Policy.Endpoints = make([]string, len(c.Policy.Endpoints))
+	for i, e := range c.Policy.Endpoints {
+		out.Policy.Endpoints[i] = redactURL(e)
+	}
+	out.Judge.BaseURL = redactURL(c.Judge.BaseURL)
+	return out
+}
+
+// YAML renders the config (redacted) as YAML.
+func (c Config) YAML() ([]byte, error) {
+	b, err := yaml.Marshal(c.Redacted())
+	if err != nil {
+		return nil, fmt.Errorf("config: marshal: %w", err)
+	}
+	return b, nil
+}

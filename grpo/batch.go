@@ -1,0 +1,207 @@
+package grpo
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/parleyhq/parley/dataset"
+)
+
+// MaskMode selects which sequences of a rollout are trained, by their Kind.
+type MaskMode string
+
+// Mask modes (the `mask` config switch of seed 000).
+const (
+	// MaskDialogue trains the agents' dialogue sequences only: the reward
+	// comes from the final completion, the gradient goes to the
+	// deliberation. The default.
+	MaskDialogue MaskMode = "dialogue"
+	// MaskDialogueFinal trains the dialogue and the final completion.
+	MaskDialogueFinal MaskMode = "dialogue+final"
+	// MaskFinal trains the final completion (or the single-agent answer)
+	// only.
+	MaskFinal MaskMode = "final"
+)
+
+// ParseMaskMode validates a mask mode name.
+func ParseMaskMode(s string) (MaskMode, error) {
+	switch m := MaskMode(s); m {
+	case MaskDialogue, MaskDialogueFinal, MaskFinal:
+		return m, nil
+	}
+	return "", fmt.Errorf("grpo.ParseMaskMode: unknown mask mode %q, want %q, %q or %q",
+		s, MaskDialogue, MaskDialogueFinal, MaskFinal)
+}
+
+// Trains reports whether sequences of kind (dataset.KindDialogue or
+// dataset.KindFinal) get gradient under m.
+func (m MaskMode) Trains(kind string) bool {
+	switch kind {
+	case dataset.KindDialogue:
+		return m == MaskDialogue || m == MaskDialogueFinal
+	case dataset.KindFinal:
+		return m == MaskFinal || m == MaskDialogueFinal
+	}
+	return false
+}
+
+// BatchOptions configures BuildBatch.
+type BatchOptions struct {
+	// RunID is written in every row; empty keeps each rollout's RunID.
+	RunID string
+	// Step is the step this batch trains.
+	Step int
+	// PolicyVersion is the policy that sampled the batch; every rollout
+	// must carry the same version.
+	PolicyVersion int
+	// Mask is a MaskMode name; empty means MaskDialogue.
+	Mask string
+}
+
+// BatchStats describes a batch BuildBatch assembled.
+type BatchStats struct {
+	// Rollouts is the number of rollouts given; RolloutsWithRows of them
+	// produced at least one row.
+	Rollouts         int `json:"rollouts"`
+	RolloutsWithRows int `json:"rollouts_with_rows"`
+	// Rows is the number of rows (training sequences).
+	Rows int `json:"rows"`
+	// Tokens is the total sequence length of the rows; TrainedTokens the
+	// number of mask-1 tokens among them.
+	Tokens        int64 `json:"tokens"`
+	TrainedTokens int64 `json:"trained_tokens"`
+	// NotTrainedKind counts sequences the mask mode does not train.
+	NotTrainedKind int `json:"not_trained_kind"`
+	// EmptyMask counts sequences the mask mode trains but whose loss mask
+	// has no 1: they are skipped.
+	EmptyMask int `json:"empty_mask"`
+	// SkippedUnscored counts failed or unjudged rollouts given to
+	// BuildBatch; they are skipped (ComputeAdvantages never keeps them).
+	SkippedUnscored int `json:"skipped_unscored"`
+}
+
+// BuildBatch assembles the training batch of one step from the kept rollouts
+// of ComputeAdvantages: one row per trained sequence of every rollout, in
+// input order. A row's SampleID is the rollout ID, "/", and the sequence's
+// index in Rollout.Sequences. Its advantages are the rollout's Advantage on
+// mask-1 tokens and 0 elsewhere; its inference logprobs are the sampling
+// logprobs on mask-1 tokens and 0 elsewhere. Token slices are copied.
+//
+// A sequence whose input_ids, loss_mask and logprobs differ in length, whose
+// mask holds anything but 0 and 1, whose kind is unknown, or whose mask-1
+// logprobs are not finite is an error naming the rollout; so is a rollout
+// with no ID, with a non-finite advantage, or sampled by another policy
+// version than opts.PolicyVersion.
+func BuildBatch(rollouts []dataset.Rollout, opts BatchOptions) ([]dataset.BatchRow, BatchStats, error) {
+	st := BatchStats{Rollouts: len(rollouts)}
+	mask := MaskDialogue
+	if opts.Mask != "" {
+		m, err := ParseMaskMode(opts.Mask)
+		if err != nil {
+			return nil, st, fmt.Errorf("grpo.BuildBatch: %w", err)
+		}
+		mask = m
+	}
+	if opts.Step < 0 || opts.Step > math.MaxInt32 {
+		return nil, st, fmt.Errorf("grpo.BuildBatch: step %d out of range", opts.Step)
+	}
+	if opts.PolicyVersion < 0 || opts.PolicyVersion > math.MaxInt32 {
+		return nil, st, fmt.Errorf("grpo.BuildBatch: policy version %d out of range", opts.PolicyVersion)
+	}
+
+	var rows []dataset.BatchRow
+	for ri := range rollouts {
+		r := &rollouts[ri]
+		if r.RolloutID == "" {
+			return nil, st, fmt.Errorf("grpo.BuildBatch: rollout %d (group %q) has no rollout_id", ri, r.GroupID)
+		}
+		if !Scored(*r) {
+			st.SkippedUnscored++
+			continue
+		}
+		if int(r.PolicyVersion) != opts.PolicyVersion {
+			return nil, st, fmt.Errorf("grpo.BuildBatch: rollout %q was sampled by policy version %d, batch is for %d",
+				r.RolloutID, r.PolicyVersion, opts.PolicyVersion)
+		}
+		adv := r.Advantage
+		if math.IsNaN(float64(adv)) || math.IsInf(float64(adv), 0) {
+			return nil, st, fmt.Errorf("grpo.BuildBatch: rollout %q has advantage %v", r.RolloutID, adv)
+		}
+		runID := opts.RunID
+		if runID == "" {
+			runID = r.RunID
+		}
+		before := len(rows)
+		for si, s := range r.Sequences {
+			if err := checkSequence(s); err != nil {
+				return nil, st, fmt.Errorf("grpo.BuildBatch: rollout %q sequence %d: %w", r.RolloutID, si, err)
+			}
+			if !mask.Trains(s.Kind) {
+				st.NotTrainedKind++
+				continue
+			}
+			n := len(s.InputIDs)
+			row := dataset.BatchRow{
+				RunID:             runID,
+				SampleID:          r.RolloutID + "/" + strconv.Itoa(si),
+				GroupID:           r.GroupID,
+				RolloutID:         r.RolloutID,
+				PromptID:          r.PromptID,
+				Step:              int32(opts.Step),
+				PolicyVersion:     int32(opts.PolicyVersion),
+				Env:               r.Env,
+				Role:              s.Role,
+				InputIDs:          append([]int32(nil), s.InputIDs...),
+				LossMask:          append([]int8(nil), s.LossMask...),
+				InferenceLogprobs: make([]float32, n),
+				Advantages:        make([]float32, n),
+				Reward:            r.Reward,
+				Temperature:       r.Temperature,
+			}
+			var trained int64
+			for t, m := range s.LossMask {
+				if m == 1 {
+					trained++
+					row.InferenceLogprobs[t] = s.Logprobs[t]
+					row.Advantages[t] = adv
+				}
+			}
+			if trained == 0 {
+				st.EmptyMask++
+				continue
+			}
+			st.Tokens += int64(n)
+			st.TrainedTokens += trained
+			rows = append(rows, row)
+		}
+		if len(rows) > before {
+			st.RolloutsWithRows++
+		}
+	}
+	st.Rows = len(rows)
+	return rows, st, nil
+}
+
+// checkSequence validates the invariants of one token sequence.
+func checkSequence(s dataset.Sequence) error {
+	if s.Kind != dataset.KindDialogue && s.Kind != dataset.KindFinal {
+		return fmt.Errorf("unknown kind %q", s.Kind)
+	}
+	if len(s.LossMask) != len(s.InputIDs) || len(s.Logprobs) != len(s.InputIDs) {
+		return fmt.Errorf("lengths differ: input_ids %d, loss_mask %d, logprobs %d",
+			len(s.InputIDs), len(s.LossMask), len(s.Logprobs))
+	}
+	for t, m := range s.LossMask {
+		switch m {
+		case 0:
+		case 1:
+			if lp := float64(s.Logprobs[t]); math.IsNaN(lp) || math.IsInf(lp, 0) {
+				return fmt.Errorf("token %d: logprob %v", t, lp)
+			}
+		default:
+			return fmt.Errorf("token %d: loss_mask %d, want 0 or 1", t, m)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,123 @@
+package grpo
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// File and directory names of a run directory.
+const (
+	ConfigFile         = "config.yaml"
+	StateFile          = "state.json"
+	BatchesDirName     = "batches"
+	RolloutsDirName    = "rollouts"
+	CheckpointsDirName = "checkpoints"
+	MetricsFile        = "metrics.jsonl"
+	// DoneFile is the marker the trainer writes, last, inside a step's
+	// checkpoint directory.
+	DoneFile = "DONE"
+	// ParquetExt and ReadyExt are the extensions of a batch and its marker.
+	ParquetExt = ".parquet"
+	ReadyExt   = ".ready"
+)
+
+// RunDir is the root of one run's directory:
+//
+//	config.yaml                       the resolved config, frozen at start
+//	state.json                        see State
+//	batches/step-000042.parquet       the batch of step 42
+//	batches/step-000042.ready         its dataset.Ready marker
+//	rollouts/step-000042.parquet      its rollout records
+//	checkpoints/step-000042/          the adapter trained on it, then DONE
+//	metrics.jsonl                     one line per step
+//
+// Steps are numbered from 1 (State.Step 0 means none completed) and written
+// with at least six digits. The path methods take 0 <= step <= MaxStep.
+type RunDir string
+
+// MaxStep is the largest step ParseStepName and the handshake accept.
+const MaxStep = 999_999_999
+
+// StepName is "step-%06d".
+func StepName(step int) string { return fmt.Sprintf("step-%06d", step) }
+
+// ParseStepName parses "step-N" as StepName writes it (N of six to nine
+// decimal digits, no sign, no extra leading zeros) and reports whether name
+// has that form.
+func ParseStepName(name string) (int, bool) {
+	digits, ok := strings.CutPrefix(name, "step-")
+	if !ok || len(digits) < 6 || len(digits) > 9 {
+		return 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || StepName(n) != name {
+		return 0, false
+	}
+	return n, true
+}
+
+// Root is the run directory itself.
+func (d RunDir) Root() string { return string(d) }
+
+// ConfigPath is config.yaml.
+func (d RunDir) ConfigPath() string { return filepath.Join(string(d), ConfigFile) }
+
+// StatePath is state.json.
+func (d RunDir) StatePath() string { return filepath.Join(string(d), StateFile) }
+
+// MetricsPath is metrics.jsonl.
+func (d RunDir) MetricsPath() string { return filepath.Join(string(d), MetricsFile) }
+
+// BatchesDir is batches/.
+func (d RunDir) BatchesDir() string { return filepath.Join(string(d), BatchesDirName) }
+
+// BatchPath is batches/step-N.parquet.
+func (d RunDir) BatchPath(step int) string {
+	return filepath.Join(string(d), BatchesDirName, StepName(step)+ParquetExt)
+}
+
+// ReadyPath is batches/step-N.ready.
+func (d RunDir) ReadyPath(step int) string {
+	return filepath.Join(string(d), BatchesDirName, StepName(step)+ReadyExt)
+}
+
+// RolloutsDir is rollouts/.
+func (d RunDir) RolloutsDir() string { return filepath.Join(string(d), RolloutsDirName) }
+
+// RolloutsPath is rollouts/step-N.parquet.
+func (d RunDir) RolloutsPath(step int) string {
+	return filepath.Join(string(d), RolloutsDirName, StepName(step)+ParquetExt)
+}
+
+// CheckpointsDir is checkpoints/.
+func (d RunDir) CheckpointsDir() string { return filepath.Join(string(d), CheckpointsDirName) }
+
+// CheckpointDir is checkpoints/step-N/.
+func (d RunDir) CheckpointDir(step int) string {
+	return filepath.Join(string(d), CheckpointsDirName, StepName(step))
+}
+
+// DonePath is checkpoints/step-N/DONE.
+func (d RunDir) DonePath(step int) string { return filepath.Join(d.CheckpointDir(step), DoneFile) }
+
+// Create makes the run directory and its batches/, rollouts/ and
+// checkpoints/ subdirectories; existing ones are kept.
+func (d RunDir) Create() error {
+	if d == "" {
+		return fmt.Errorf("grpo.RunDir.Create: empty path")
+	}
+	for _, p := range []string{d.BatchesDir(), d.RolloutsDir(), d.CheckpointsDir()} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return fmt.Errorf("grpo.RunDir.Create: %w", err)
+		}
+	}
+	return nil
+}

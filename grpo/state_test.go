@@ -1,0 +1,250 @@
+package grpo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRunDirPaths(t *testing.T) {
+	d := RunDir(filepath.FromSlash("runs/x"))
+	tests := []struct {
+		got, want string
+	}{
+		{d.ConfigPath(), "runs/x/config.yaml"},
+		{d.StatePath(), "runs/x/state.json"},
+		{d.MetricsPath(), "runs/x/metrics.jsonl"},
+		{d.BatchesDir(), "runs/x/batches"},
+		{d.BatchPath(42), "runs/x/batches/step-000042.parquet"},
+		{d.ReadyPath(42), "runs/x/batches/step-000042.ready"},
+		{d.RolloutsDir(), "runs/x/rollouts"},
+		{d.RolloutsPath(7), "runs/x/rollouts/step-000007.parquet"},
+		{d.CheckpointsDir(), "runs/x/checkpoints"},
+		{d.CheckpointDir(1234567), "runs/x/checkpoints/step-1234567"},
+		{d.DonePath(3), "runs/x/checkpoints/step-000003/DONE"},
+	}
+	for _, tt := range tests {
+		if tt.got != filepath.FromSlash(tt.want) {
+			t.Errorf("path = %q, want %q", tt.got, tt.want)
+		}
+	}
+}
+
+func TestParseStepName(t *testing.T) {
+	tests := []struct {
+		in     string
+		want   int
+		wantOK bool
+	}{
+		{"step-000042", 42, true},
+		{"step-000000", 0, true},
+		{"step-1234567", 1234567, true},
+		{"step-999999999", MaxStep, true},
+		{"step-42", 0, false},
+		{"step-0000042", 0, false}, // not as StepName writes it
+		{"step-00004a", 0, false},
+		{"step--00042", 0, false},
+		{"step-+00042", 0, false},
+		{"step-1000000000", 0, false},
+		{"batch-000042", 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := ParseStepName(tt.in)
+		if got != tt.want || ok != tt.wantOK {
+			t.Errorf("ParseStepName(%q) = %d, %v, want %d, %v", tt.in, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+func TestRunDirCreate(t *testing.T) {
+	d := RunDir(filepath.Join(t.TempDir(), "run"))
+	for range 2 { // idempotent
+		if err := d.Create(); err != nil {
+			t.Fatalf("Create() = %v", err)
+		}
+	}
+	for _, p := range []string{d.BatchesDir(), d.RolloutsDir(), d.CheckpointsDir()} {
+		if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+			t.Errorf("Create() did not make %s: %v", p, err)
+		}
+	}
+}
+
+func TestSaveLoadState(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, StateFile)
+
+	if s, ok, err := LoadState(path); err != nil || ok || !reflect.DeepEqual(s, State{}) {
+		t.Fatalf("LoadState(missing) = %+v, %v, %v; want zero, false, nil", s, ok, err)
+	}
+	rb := NewRoleBaseline()
+	rb.Update("holder", 0.5, 0.9)
+	want := State{
+		RunID: "run-1", Step: 4, PolicyVersion: 4, Cursor: Cursor{Epoch: 1, Offset: 96}, Seed: 7,
+		RoleBaseline: rb, Adapter: "run-1-step-000004",
+		Pending: []PendingStep{
+			{Step: 5, Phase: PhaseBatchWritten, PolicyVersion: 4, CursorBefore: Cursor{1, 96}, CursorAfter: Cursor{1, 128}},
+			{Step: 6, Phase: PhaseSampled, PolicyVersion: 4, CursorBefore: Cursor{1, 128}, CursorAfter: Cursor{1, 160}},
+		},
+	}
+	for i := range 3 { // overwrite repeatedly
+		want.UpdatedUnixMS = int64(i)
+		if err := SaveState(path, want); err != nil {
+			t.Fatalf("SaveState() = %v", err)
+		}
+	}
+	got, ok, err := LoadState(path)
+	if err != nil || !ok {
+		t.Fatalf("LoadState() = %v, %v", ok, err)
+	}
+	want.Version = StateVersion
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("LoadState() = %+v, want %+v", got, want)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("directory holds %v, want only %s (temp files left behind)", names, StateFile)
+	}
+	raw, _ := os.ReadFile(path)
+	for _, key := range []string{`"run_id"`, `"step"`, `"policy_version"`, `"cursor"`, `"epoch"`, `"offset"`, `"seed"`, `"role_baseline"`, `"pending"`, `"phase": "batch_written"`, `"adapter"`} {
+		if !strings.Contains(string(raw), key) {
+			t.Errorf("state.json lacks %s:\n%s", key, raw)
+		}
+	}
+}
+
+func TestStateErrors(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name    string
+		content string
+		want    string
+	}{
+		{"malformed", `{"step": `, "unexpected EOF"},
+		{"unknown field", `{"step": 1, "stpe": 2}`, "unknown field"},
+		{"unknown phase", `{"step": 1, "pending": [{"step": 2, "phase": "half-done"}]}`, `unknown phase "half-done"`},
+		{"pending not after step", `{"step": 3, "pending": [{"step": 3, "phase": "sampled"}]}`, "must follow step 3"},
+		{"negative", `{"step": -1}`, "must not be negative"},
+		{"future version", `{"version": 99}`, "state version 99"},
+	}
+	for _, tt := range tests {
+		path := filepath.Join(dir, tt.name+".json")
+		if err := os.WriteFile(path, []byte(tt.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := LoadState(path)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("LoadState(%s) error = %v, want one containing %q", tt.name, err, tt.want)
+		}
+	}
+	if err := SaveState(filepath.Join(dir, "s.json"), State{Pending: []PendingStep{{Step: 1, Phase: "x"}}}); err == nil {
+		t.Error("SaveState(invalid phase) = nil, want an error")
+	}
+	if err := SaveState(filepath.Join(dir, "missing", "s.json"), State{}); err == nil {
+		t.Error("SaveState(missing dir) = nil, want an error")
+	}
+}
+
+func TestReadWaitDone(t *testing.T) {
+	run := RunDir(t.TempDir())
+	if err := run.Create(); err != nil {
+		t.Fatal(err)
+	}
+	ckpt := run.CheckpointDir(3)
+	if err := os.MkdirAll(ckpt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := ReadDone(ckpt); ok || err != nil {
+		t.Fatalf("ReadDone(no marker) = %v, %v; want false, nil", ok, err)
+	}
+
+	// WaitDone returns once the marker appears.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	written := make(chan error, 1)
+	go func() {
+		time.Sleep(30 * time.Millisecond)
+		written <- WriteDone(ckpt, Done{Step: 3, Metrics: map[string]float64{"loss": 0.25}})
+	}()
+	got, err := WaitDone(ctx, ckpt, 5*time.Millisecond)
+	if err != nil {
+		t.Fatalf("WaitDone() = %v", err)
+	}
+	if err := <-written; err != nil {
+		t.Fatal(err)
+	}
+	want := Done{Step: 3, Metrics: map[string]float64{"loss": 0.25}, AdapterPath: ckpt}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("WaitDone() = %+v, want %+v", got, want)
+	}
+
+	// A marker for another step, or one that never parses, is an error.
+	bad := []struct {
+		name, content, want string
+	}{
+		{"other step", `{"step": 4, "metrics": {}}`, "is for step 4"},
+		{"garbage", `{"step": 3, "metr`, "DONE"},
+		{"trailing", `{"step": 3} {"step": 3}`, "trailing data"},
+	}
+	for _, tt := range bad {
+		if err := os.WriteFile(filepath.Join(ckpt, DoneFile), []byte(tt.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := WaitDone(ctx, ckpt, 5*time.Millisecond); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("WaitDone(%s) error = %v, want one containing %q", tt.name, err, tt.want)
+		}
+	}
+
+	// The context ends the wait.
+	other := run.CheckpointDir(9)
+	cctx, ccancel := context.WithCancel(context.Background())
+	ccancel()
+	if _, err := WaitDone(cctx, other, time.Millisecond); !errors.Is(err, context.Canceled) {
+		t.Errorf("WaitDone(cancelled) error = %v, want context.Canceled", err)
+	}
+
+	// An explicit adapter path is kept; NaN metrics cannot be written.
+	if err := WriteDone(ckpt, Done{Step: 3, AdapterPath: "/elsewhere"}); err != nil {
+		t.Fatal(err)
+	}
+	if d, _, _ := ReadDone(ckpt); d.AdapterPath != "/elsewhere" {
+		t.Errorf("ReadDone().AdapterPath = %q, want /elsewhere", d.AdapterPath)
+	}
+	if err := WriteDone(ckpt, Done{Step: 3, Metrics: map[string]float64{"loss": math.NaN()}}); err == nil {
+		t.Error("WriteDone(NaN metric) = nil, want an error")
+	}
+}
+
+func TestAppendMetrics(t *testing.T) {
+	path := filepath.Join(t.TempDir(), MetricsFile)
+	for i := range 3 {
+		if err := AppendMetrics(path, map[string]int{"step": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("metrics.jsonl has %d lines, want 3:\n%s", len(lines), b)
+	}
+	for i, l := range lines {
+		var m map[string]int
+		if err := json.Unmarshal([]byte(l), &m); err != nil || m["step"] != i {
+			t.Errorf("line %d = %q (%v), want step %d", i, l, err, i)
+		}
+	}
+}

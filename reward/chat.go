@@ -1,0 +1,502 @@
+package reward
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+	"go.uber.org/zap"
+	"golang.org/x/sync/singleflight"
+	"golang.org/x/time/rate"
+)
+
+// Defaults applied by the judge constructors to zero ClientOptions fields.
+const (
+	DefaultConcurrency = 8
+	DefaultMaxRetries  = 5
+	DefaultBackoffBase = 500 * time.Millisecond
+	DefaultBackoffMax  = 30 * time.Second
+	DefaultTimeout     = 120 * time.Second
+	DefaultMaxTokens   = 1024
+	// maxRetryAfter caps a server's Retry-After so a broken value cannot
+	// stall a run.
+	maxRetryAfter = 5 * time.Minute
+)
+
+// ClientOptions configure the judge API client shared by the rubric and
+// pairwise judges. Zero values take the defaults above.
+type ClientOptions struct {
+	// BaseURL is the OpenAI-compatible API root, e.g.
+	// "https://api.openai.com/v1" (the default) or "http://host:8000/v1".
+	BaseURL string
+	// Model is the judge model name (required).
+	Model string
+	// APIKey is sent as a bearer token. The caller reads it from the
+	// environment variable named in the config; it is never logged, cached
+	// or included in errors.
+	APIKey string
+	// Concurrency bounds the judge requests in flight.
+	Concurrency int
+	// RequestsPerMinute and TokensPerMinute limit the request rate; 0 means
+	// unlimited. Tokens are estimated as prompt characters/4 + MaxTokens.
+	// The limiters allow a burst of a tenth of a minute's budget.
+	RequestsPerMinute int
+	TokensPerMinute   int
+	// MaxRetries is the number of retries after the first attempt on
+	// transient failures (429, 408, 409, 5xx, timeouts, transport errors,
+	// unparseable or out-of-range verdicts, refusals). 0 takes the default;
+	// a negative value disables retries.
+	MaxRetries int
+	// BackoffBase and BackoffMax bound the jittered exponential backoff
+	// between retries. A server's Retry-After, when longer, is honoured.
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+	// Timeout bounds each request attempt.
+	Timeout time.Duration
+	// MaxTokens is the completion token limit sent as max_completion_tokens.
+	MaxTokens int
+	// CacheDir is the run directory holding judge-cache.jsonl; "" disables
+	// the cache.
+	CacheDir string
+	// DisableStructuredOutput stops sending response_format json_schema,
+	// for endpoints that do not support it; replies are then parsed
+	// tolerantly. Structured output is on by default.
+	DisableStructuredOutput bool
+	// Logger receives retry warnings; nil means no logging.
+	Logger *zap.Logger
+	// HTTPClient is the HTTP client; nil means a new http.Client.
+	HTTPClient *http.Client
+}
+
+// withDefaults returns o with defaults applied.
+func (o ClientOptions) withDefaults() ClientOptions {
+	if o.BaseURL == "" {
+		o.BaseURL = "https://api.openai.com/v1"
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	switch {
+	case o.MaxRetries == 0:
+		o.MaxRetries = DefaultMaxRetries
+	case o.MaxRetries < 0:
+		o.MaxRetries = 0
+	}
+	if o.BackoffBase <= 0 {
+		o.BackoffBase = DefaultBackoffBase
+	}
+	if o.BackoffMax <= 0 {
+		o.BackoffMax = DefaultBackoffMax
+	}
+	if o.BackoffMax < o.BackoffBase {
+		o.BackoffMax = o.BackoffBase
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.MaxTokens <= 0 {
+		o.MaxTokens = DefaultMaxTokens
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{}
+	}
+	return o
+}
+
+// String describes the options without the API key.
+func (o ClientOptions) String() string {
+	key := "unset"
+	if o.APIKey != "" {
+		key = "set"
+	}
+	return fmt.Sprintf("{BaseURL:%s Model:%s APIKey:%s Concurrency:%d RPM:%d TPM:%d MaxRetries:%d Timeout:%s CacheDir:%s}",
+		o.BaseURL, o.Model, key, o.Concurrency, o.RequestsPerMinute, o.TokensPerMinute, o.MaxRetries, o.Timeout, o.CacheDir)
+}
+
+// chatClient is the one chat-call helper behind every LLM judge: bounded
+// concurrency, rate limits, retries with backoff, temperature 0 on the
+// wire, the persistent cache and de-duplication of identical requests.
+type chatClient struct {
+	opts   ClientOptions
+	client *openai.Client
+	sem    chan struct{}
+	rpm    *rate.Limiter // nil when unlimited
+	tpm    *rate.Limiter // nil when unlimited
+	cache  *cache        // nil when disabled
+	group  singleflight.Group
+	log    *zap.Logger
+	// sleep waits d or until ctx is done; replaced in tests.
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+// newChatClient builds the helper; opts must already have defaults.
+func newChatClient(opts ClientOptions) (*chatClient, error) {
+	if opts.Model == "" {
+		return nil, errors.New("model is required")
+	}
+	cfg := openai.DefaultConfig(opts.APIKey)
+	cfg.BaseURL = opts.BaseURL
+	cfg.HTTPClient = &doer{client: opts.HTTPClient, temperature: 0}
+	c := &chatClient{
+		opts:   opts,
+		client: openai.NewClientWithConfig(cfg),
+		sem:    make(chan struct{}, opts.Concurrency),
+		log:    opts.Logger,
+		sleep:  sleepCtx,
+	}
+	if opts.RequestsPerMinute > 0 {
+		c.rpm = rate.NewLimiter(rate.Limit(float64(opts.RequestsPerMinute)/60), max(1, opts.RequestsPerMinute/10))
+	}
+	if opts.TokensPerMinute > 0 {
+		c.tpm = rate.NewLimiter(rate.Limit(float64(opts.TokensPerMinute)/60), max(1, opts.TokensPerMinute/10))
+	}
+	if opts.CacheDir != "" {
+		ch, err := openCache(opts.CacheDir)
+		if err != nil {
+			return nil, err
+		}
+		if ch.skipped > 0 {
+			c.log.Warn("judge cache: skipped unreadable lines", zap.Int("lines", ch.skipped))
+		}
+		c.cache = ch
+	}
+	return c, nil
+}
+
+// close releases the cache file.
+func (c *chatClient) close() error {
+	if c.cache == nil {
+		return nil
+	}
+	return c.cache.close()
+}
+
+// chatCall is one judge question.
+type chatCall struct {
+	System, User string
+	// Version names the prompt version; it is part of the cache key.
+	Version string
+	// SchemaName and Schema describe the structured output.
+	SchemaName string
+	Schema     json.RawMessage
+	// Parse turns a reply into the verdict to cache; a parse error is
+	// retried like a transient failure.
+	Parse func(reply chatReply) (any, error)
+}
+
+// chatReply is what the judge API returned for one attempt.
+type chatReply struct {
+	Content, Refusal, FinishReason string
+	Usage                          openai.Usage
+}
+
+// chatOutcome is a verdict and where it came from.
+type chatOutcome struct {
+	Value  json.RawMessage
+	Cached bool
+}
+
+// prompt renders the full prompt hashed into the cache key.
+func (call chatCall) prompt(structured bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "version=%s\x00schema=%s\x00structured=%t\x00", call.Version, call.SchemaName, structured)
+	b.WriteString(call.System)
+	b.WriteByte(0)
+	b.WriteString(call.User)
+	return b.String()
+}
+
+// do asks the judge, from the cache when it can.
+func (c *chatClient) do(ctx context.Context, call chatCall) (chatOutcome, error) {
+	structured := !c.opts.DisableStructuredOutput
+	key := cacheKey(c.opts.Model, call.prompt(structured))
+	if c.cache != nil {
+		if v, ok := c.cache.get(key); ok {
+			return chatOutcome{Value: v, Cached: true}, nil
+		}
+	}
+	ran := false // set only when this caller's function runs (the leader)
+	ch := c.group.DoChan(key, func() (any, error) {
+		ran = true
+		v, err := c.ask(ctx, call, structured)
+		if err != nil {
+			return nil, err
+		}
+		if c.cache != nil {
+			if err := c.cache.put(key, v); err != nil {
+				c.log.Warn("judge cache: write failed", zap.Error(err))
+			}
+		}
+		return v, nil
+	})
+	select {
+	case <-ctx.Done():
+		return chatOutcome{}, ctx.Err()
+	case res := <-ch:
+		if res.Err != nil {
+			return chatOutcome{}, res.Err
+		}
+		// Followers of an identical in-flight request paid nothing.
+		return chatOutcome{Value: res.Val.(json.RawMessage), Cached: !ran}, nil
+	}
+}
+
+// ask runs the attempts of one request.
+func (c *chatClient) ask(ctx context.Context, call chatCall, structured bool) (json.RawMessage, error) {
+	req := openai.ChatCompletionRequest{
+		Model: c.opts.Model,
+		Messages: []openai.ChatCompletionMessage{
+			{Role: openai.ChatMessageRoleSystem, Content: call.System},
+			{Role: openai.ChatMessageRoleUser, Content: call.User},
+		},
+		MaxCompletionTokens: c.opts.MaxTokens,
+		// Temperature 0 is injected into the body by doer.
+	}
+	if structured && call.SchemaName != "" {
+		req.ResponseFormat = &openai.ChatCompletionResponseFormat{
+			Type: openai.ChatCompletionResponseFormatTypeJSONSchema,
+			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{
+				Name:   call.SchemaName,
+				Schema: call.Schema,
+				Strict: true,
+			},
+		}
+	}
+	tokens := (len(call.System)+len(call.User))/4 + c.opts.MaxTokens
+
+	var lastErr error
+	for attempt := 0; attempt <= c.opts.MaxRetries; attempt++ {
+		if attempt > 0 {
+			wait := c.backoff(attempt, lastErr)
+			c.log.Warn("judge request failed, retrying",
+				zap.String("model", c.opts.Model),
+				zap.Int("attempt", attempt),
+				zap.Duration("wait", wait),
+				zap.String("error", lastErr.Error()))
+			if err := c.sleep(ctx, wait); err != nil {
+				return nil, c.redact(fmt.Errorf("judge %s: %w (last error: %v)", c.opts.Model, err, lastErr))
+			}
+		}
+		v, err := c.attempt(ctx, req, tokens, call.Parse)
+		if err == nil {
+			return v, nil
+		}
+		lastErr = c.redact(err)
+		if ctx.Err() != nil {
+			return nil, c.redact(fmt.Errorf("judge %s: %w", c.opts.Model, err))
+		}
+		if !retryable(err) {
+			return nil, c.redact(fmt.Errorf("judge %s: %w", c.opts.Model, err))
+		}
+	}
+	return nil, c.redact(fmt.Errorf("judge %s: giving up after %d attempts: %w", c.opts.Model, c.opts.MaxRetries+1, lastErr))
+}
+
+// attempt makes one request under the concurrency bound, the rate limits
+// and the per-request timeout, and parses the reply.
+func (c *chatClient) attempt(ctx context.Context, req openai.ChatCompletionRequest, tokens int,
+	parse func(chatReply) (any, error)) (json.RawMessage, error) {
+	select {
+	case c.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-c.sem }()
+	if c.rpm != nil {
+		if err := c.rpm.Wait(ctx); err != nil {
+			return nil, fmt.Errorf("rate limit: %w", err)
+		}
+	}
+	if c.tpm != nil {
+		if err := c.tpm.WaitN(ctx, min(tokens, c.tpm.Burst())); err != nil {
+			return nil, fmt.Errorf("token rate limit: %w", err)
+		}
+	}
+	info := &attemptInfo{}
+	actx, cancel := context.WithTimeout(context.WithValue(ctx, attemptKey{}, info), c.opts.Timeout)
+	defer cancel()
+	resp, err := c.client.CreateChatCompletion(actx, req)
+	if err != nil {
+		if info.retryAfter > 0 {
+			return nil, &retryAfterError{err: err, wait: info.retryAfter}
+		}
+		if actx.Err() != nil && ctx.Err() == nil {
+			return nil, &timeoutError{err: err, timeout: c.opts.Timeout}
+		}
+		return nil, err
+	}
+	if len(resp.Choices) == 0 {
+		return nil, &verdictError{msg: "reply has no choices"}
+	}
+	ch := resp.Choices[0]
+	v, err := parse(chatReply{
+		Content:      ch.Message.Content,
+		Refusal:      ch.Message.Refusal,
+		FinishReason: string(ch.FinishReason),
+		Usage:        resp.Usage,
+	})
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode verdict: %w", err)
+	}
+	return raw, nil
+}
+
+// backoff is the wait before retry number attempt (1-based): equal-jitter
+// exponential backoff, or the server's Retry-After when that is longer.
+func (c *chatClient) backoff(attempt int, lastErr error) time.Duration {
+	d := c.opts.BackoffBase << min(attempt-1, 30)
+	if d <= 0 || d > c.opts.BackoffMax {
+		d = c.opts.BackoffMax
+	}
+	d = d/2 + rand.N(d/2+1)
+	var ra *retryAfterError
+	if errors.As(lastErr, &ra) && ra.wait > d {
+		d = min(ra.wait, maxRetryAfter)
+	}
+	return d
+}
+
+// maxErrorLen bounds an error message (an HTML error page can be long); the
+// message is stored with every failed rollout.
+const maxErrorLen = 1000
+
+// redact removes the API key from err's message and shortens it to
+// maxErrorLen bytes.
+func (c *chatClient) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	changed := false
+	if c.opts.APIKey != "" && strings.Contains(msg, c.opts.APIKey) {
+		msg, changed = strings.ReplaceAll(msg, c.opts.APIKey, "[REDACTED]"), true
+	}
+	if len(msg) > maxErrorLen {
+		msg, changed = strings.ToValidUTF8(msg[:maxErrorLen], "")+"…", true
+	}
+	if !changed {
+		return err
+	}
+	return &redactedError{msg: msg, err: err}
+}
+
+// redactedError is an error whose message had the API key removed or was
+// shortened; it still unwraps to the original.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// retryAfterError is a failed attempt whose response asked for a wait.
+type retryAfterError struct {
+	err  error
+	wait time.Duration
+}
+
+func (e *retryAfterError) Error() string {
+	return fmt.Sprintf("%v (retry after %s)", e.err, e.wait)
+}
+func (e *retryAfterError) Unwrap() error { return e.err }
+
+// timeoutError is an attempt that ran past the per-request timeout.
+type timeoutError struct {
+	err     error
+	timeout time.Duration
+}
+
+func (e *timeoutError) Error() string {
+	return fmt.Sprintf("request timed out after %s: %v", e.timeout, e.err)
+}
+func (e *timeoutError) Unwrap() error { return e.err }
+
+// verdictError is a reply that holds no valid verdict: unparseable, out of
+// range, a refusal, or truncated. It is retried.
+type verdictError struct {
+	msg string
+}
+
+func (e *verdictError) Error() string { return e.msg }
+
+// ErrNoVerdict is matched (errors.Is) by every failure to read a valid
+// verdict from a judge reply.
+var ErrNoVerdict = errors.New("no valid verdict in judge reply")
+
+// Is makes verdictError match ErrNoVerdict.
+func (e *verdictError) Is(target error) bool { return target == ErrNoVerdict }
+
+// retryable reports whether a failed attempt may succeed on retry.
+func retryable(err error) bool {
+	var (
+		apiErr  *openai.APIError
+		reqErr  *openai.RequestError
+		ra      *retryAfterError
+		to      *timeoutError
+		ve      *verdictError
+		netErr  net.Error
+		syntax  *json.SyntaxError
+		typeErr *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &ra), errors.As(err, &to), errors.As(err, &ve):
+		return true
+	case errors.As(err, &apiErr):
+		return retryableStatus(apiErr.HTTPStatusCode)
+	case errors.As(err, &reqErr):
+		return retryableStatus(reqErr.HTTPStatusCode)
+	case errors.As(err, &netErr), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
+		errors.Is(err, context.DeadlineExceeded):
+		return true
+	case errors.As(err, &syntax), errors.As(err, &typeErr):
+		// A 200 whose body is not the expected JSON: a broken proxy or a
+		// truncated response.
+		return true
+	}
+	// Unknown transport failures (connection reset, refused) surface as
+	// *url.Error wrapping syscall errors, which net.Error covers; anything
+	// else is treated as permanent.
+	return false
+}
+
+// retryableStatus reports whether an HTTP status is worth retrying.
+func retryableStatus(code int) bool {
+	switch {
+	case code == http.StatusTooManyRequests, code == http.StatusRequestTimeout, code == http.StatusConflict:
+		return true
+	case code >= 500:
+		return true
+	}
+	return false
+}
+
+// sleepCtx waits d or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

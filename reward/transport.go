@@ -1,0 +1,98 @@
+package reward
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// attemptInfo carries per-attempt data between the chat helper and the
+// HTTP doer through the request context.
+type attemptInfo struct {
+	retryAfter time.Duration // from Retry-After / retry-after-ms, 0 if none
+}
+
+type attemptKey struct{}
+
+// doer is the HTTP layer under go-openai. go-openai's ChatCompletionRequest
+// marks temperature omitempty, so a temperature of 0 would never be sent:
+// doer rewrites each JSON request body to hold "temperature" explicitly. It
+// also records Retry-After on the attempt found in the request context,
+// because go-openai's error types do not expose response headers.
+type doer struct {
+	client      *http.Client
+	temperature float64
+}
+
+// Do implements go-openai's HTTPDoer.
+func (d *doer) Do(req *http.Request) (*http.Response, error) {
+	if req.Body != nil && req.Method == http.MethodPost {
+		body, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("reward: read request body: %w", err)
+		}
+		body, err = setTemperature(body, d.temperature)
+		if err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		req.ContentLength = int64(len(body))
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if info, ok := req.Context().Value(attemptKey{}).(*attemptInfo); ok &&
+		(resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500) {
+		info.retryAfter = retryAfter(resp.Header, time.Now())
+	}
+	return resp, nil
+}
+
+// setTemperature returns the JSON object body with its "temperature" member
+// set to t.
+func setTemperature(body []byte, t float64) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, fmt.Errorf("reward: request body is not a JSON object: %w", err)
+	}
+	m["temperature"] = json.RawMessage(strconv.FormatFloat(t, 'f', -1, 64))
+	out, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("reward: encode request body: %w", err)
+	}
+	return out, nil
+}
+
+// retryAfter reads the server's requested wait: OpenAI's retry-after-ms
+// (milliseconds) or the standard Retry-After (seconds or an HTTP date).
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}

@@ -1,0 +1,237 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/parleyhq/parley/eval/stats"
+)
+
+// ItemScore is the verdict on one item in one run.
+type ItemScore struct {
+	ID       string `json:"id"`
+	Run      int    `json:"run"`
+	Expected string `json:"expected"`
+	Got      string `json:"got"` // the extracted answer; "" when none was found
+	Correct  bool   `json:"correct"`
+	Missing  bool   `json:"missing,omitempty"` // no response for this item in this run
+}
+
+// RunScore is one run's accuracy. Every item counts in N: an item without a
+// response (Missing) or without an extractable answer (Unanswered) is wrong.
+type RunScore struct {
+	Run        int     `json:"run"`
+	N          int     `json:"n"`
+	Correct    int     `json:"correct"`
+	Unanswered int     `json:"unanswered"`
+	Missing    int     `json:"missing"`
+	Accuracy   float64 `json:"accuracy"` // percent: 100 × Correct / N
+}
+
+// Result is a benchmark's score over runs: accuracy per run, and their mean
+// and sample SD (ddof 1; SD 0 for a single run) in percent. Model is left
+// empty by the scorers for the caller to name ("base" or the adapter). Its
+// JSON form is the bench result file the report reads.
+type Result struct {
+	Benchmark string      `json:"benchmark"`
+	Model     string      `json:"model,omitempty"`
+	N         int         `json:"n"` // items per run
+	Seed      *int64      `json:"seed,omitempty"`
+	Runs      []RunScore  `json:"runs"`
+	Mean      float64     `json:"mean"`
+	SD        float64     `json:"sd"`
+	Items     []ItemScore `json:"items,omitempty"`
+}
+
+// ScoreGPQA scores responses to GPQA questions shuffled with seed (the seed
+// the questions were made with: see GPQAQuestions). The answer is the last
+// answer statement after any thinking block (StripThinking, ExtractChoice),
+// right when it is the shuffled correct letter. It fails on a response to an
+// unknown item, two responses to one item in one run, a response whose
+// Expected disagrees with the shuffle, or no responses at all.
+func ScoreGPQA(items []GPQAItem, responses []Response, seed int64) (Result, error) {
+	expected := make(map[string]func(run int) string, len(items))
+	ids := make([]string, len(items))
+	for i, it := range items {
+		ids[i] = it.ID
+		expected[it.ID] = func(run int) string { return ShuffleGPQA(it, seed, run).Correct }
+	}
+	judge := func(response, want string) (string, bool) {
+		got, _ := ExtractChoice(StripThinking(response))
+		return got, got != "" && got == want
+	}
+	r, err := score(GPQADiamond, ids, expected, judge, responses)
+	if err != nil {
+		return Result{}, fmt.Errorf("bench.ScoreGPQA: %w", err)
+	}
+	r.Seed = &seed
+	return r, nil
+}
+
+// ScoreAIME scores responses to AIME problems under the given benchmark name
+// (AIME2024, AIME2025). The answer is the last complete \boxed{} after any
+// thinking block, right when it reads as the expected integer (ParseInteger:
+// "\boxed{033}" is 33; "\boxed{33.5}" is wrong). Failures as for ScoreGPQA.
+func ScoreAIME(benchmark string, items []AIMEItem, responses []Response) (Result, error) {
+	expected := make(map[string]func(run int) string, len(items))
+	ids := make([]string, len(items))
+	for i, it := range items {
+		ids[i] = it.ID
+		want := strconv.FormatInt(it.Answer, 10)
+		expected[it.ID] = func(int) string { return want }
+	}
+	judge := func(response, want string) (string, bool) {
+		n, text, ok := ExtractAIMEAnswer(StripThinking(response))
+		if !ok {
+			return text, false
+		}
+		got := strconv.FormatInt(n, 10)
+		return got, got == want
+	}
+	r, err := score(benchmark, ids, expected, judge, responses)
+	if err != nil {
+		return Result{}, fmt.Errorf("bench.ScoreAIME: %w", err)
+	}
+	return r, nil
+}
+
+type runItem struct {
+	run int
+	id  string
+}
+
+func score(benchmark string, ids []string, expected map[string]func(int) string,
+	judge func(response, want string) (string, bool), responses []Response) (Result, error) {
+	if len(ids) == 0 {
+		return Result{}, fmt.Errorf("%s: no items", benchmark)
+	}
+	if len(responses) == 0 {
+		return Result{}, fmt.Errorf("%s: no responses", benchmark)
+	}
+	byKey := make(map[runItem]Response, len(responses))
+	var runs []int
+	for i, r := range responses {
+		exp, ok := expected[r.ID]
+		if !ok {
+			return Result{}, fmt.Errorf("%s: response %d: unknown item %q", benchmark, i+1, r.ID)
+		}
+		k := runItem{r.Run, r.ID}
+		if _, dup := byKey[k]; dup {
+			return Result{}, fmt.Errorf("%s: response %d: second response to item %q in run %d", benchmark, i+1, r.ID, r.Run)
+		}
+		if r.Expected != "" && r.Expected != exp(r.Run) {
+			return Result{}, fmt.Errorf("%s: response %d: item %q run %d expects %q, the scorer %q (another seed or data file?)",
+				benchmark, i+1, r.ID, r.Run, r.Expected, exp(r.Run))
+		}
+		byKey[k] = r
+		if !slices.Contains(runs, r.Run) {
+			runs = append(runs, r.Run)
+		}
+	}
+	slices.Sort(runs)
+	res := Result{Benchmark: benchmark, N: len(ids)}
+	accs := make([]float64, 0, len(runs))
+	for _, run := range runs {
+		rs := RunScore{Run: run, N: len(ids)}
+		for _, id := range ids {
+			want := expected[id](run)
+			is := ItemScore{ID: id, Run: run, Expected: want}
+			if resp, ok := byKey[runItem{run, id}]; ok {
+				is.Got, is.Correct = judge(resp.Response, want)
+				if is.Got == "" {
+					rs.Unanswered++
+				}
+			} else {
+				is.Missing = true
+				rs.Missing++
+			}
+			if is.Correct {
+				rs.Correct++
+			}
+			res.Items = append(res.Items, is)
+		}
+		rs.Accuracy = 100 * float64(rs.Correct) / float64(rs.N)
+		accs = append(accs, rs.Accuracy)
+		res.Runs = append(res.Runs, rs)
+	}
+	res.Mean, res.SD = stats.MeanSD(accs)
+	return res, nil
+}
+
+// ScoreOffline scores a responses file (see ReadResponses) against a data
+// file: benchmark GPQADiamond (seed as used for the questions) or an AIME
+// name (AIME2024, AIME2025, or any name starting "aime").
+func ScoreOffline(benchmark, dataPath, responsesPath string, seed int64) (Result, error) {
+	responses, err := ReadResponses(responsesPath)
+	if err != nil {
+		return Result{}, fmt.Errorf("bench.ScoreOffline: %w", err)
+	}
+	var r Result
+	switch {
+	case benchmark == GPQADiamond || benchmark == "gpqa":
+		items, err := LoadGPQA(dataPath)
+		if err != nil {
+			return Result{}, fmt.Errorf("bench.ScoreOffline: %w", err)
+		}
+		r, err = ScoreGPQA(items, responses, seed)
+		if err != nil {
+			return Result{}, fmt.Errorf("bench.ScoreOffline: %w", err)
+		}
+		r.Benchmark = benchmark
+	case strings.HasPrefix(strings.ToLower(benchmark), "aime"):
+		items, err := LoadAIME(dataPath)
+		if err != nil {
+			return Result{}, fmt.Errorf("bench.ScoreOffline: %w", err)
+		}
+		r, err = ScoreAIME(benchmark, items, responses)
+		if err != nil {
+			return Result{}, fmt.Errorf("bench.ScoreOffline: %w", err)
+		}
+	default:
+		return Result{}, fmt.Errorf("bench.ScoreOffline: unknown benchmark %q (want %q, %q or %q)", benchmark, GPQADiamond, AIME2024, AIME2025)
+	}
+	return r, nil
+}
+
+// Accuracies returns the per-run accuracies in run order.
+func (r Result) Accuracies() []float64 {
+	out := make([]float64, len(r.Runs))
+	for i, rs := range r.Runs {
+		out[i] = rs.Accuracy
+	}
+	return out
+}
+
+// WriteJSON writes the result as indented JSON, through a temporary file
+// renamed into place. Per-item verdicts are included unless withItems is
+// false; they hold IDs and answer letters or numbers, never question text.
+func (r Result) WriteJSON(path string, withItems bool) error {
+	if !withItems {
+		r.Items = nil
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("bench.Result.WriteJSON: %w", err)
+	}
+	if err := writeFileAtomic(path, append(b, '\n')); err != nil {
+		return fmt.Errorf("bench.Result.WriteJSON: %w", err)
+	}
+	return nil
+}
+
+// ReadResult reads a result written by WriteJSON.
+func ReadResult(path string) (Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Result{}, fmt.Errorf("bench.ReadResult: %w", err)
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Result{}, fmt.Errorf("bench.ReadResult: %s: %w", path, err)
+	}
+	return r, nil
+}

@@ -1,0 +1,160 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+)
+
+// Keys of a run's metrics.jsonl that the report charts, as the training loop
+// writes them. The score keys are the CA score min/mean/max within each group,
+// averaged over the step's groups. Keys under EvalPrefix are the same
+// metrics on the evaluation set ("eval/score_mean", …), written on the steps
+// that evaluate.
+const (
+	KeyStep              = "step"
+	KeyScoreMin          = "score_min"
+	KeyScoreMean         = "score_mean"
+	KeyScoreMax          = "score_max"
+	KeyAgreementRate     = "agreement_rate"
+	KeyRoundsToAgreement = "rounds_to_agreement"
+	KeyRewardMean        = "reward_mean"
+	EvalPrefix           = "eval/"
+)
+
+// Metrics is a run's metrics.jsonl read into numeric series: one merged row
+// per step, in step order.
+type Metrics struct {
+	File  string               // the path read
+	Steps []int                // ascending, distinct
+	Rows  []map[string]float64 // Rows[i] holds the numeric values of step Steps[i]
+	Notes []string             // lines skipped and why
+}
+
+// ReadMetrics reads a metrics.jsonl file: one JSON object per line with a
+// numeric "step". Numbers are kept; nested objects are flattened with "/"
+// ({"eval": {"score_mean": 3}} gives "eval/score_mean"); strings, booleans,
+// nulls and lists are ignored. Lines for the same step are merged, later
+// values winning (orchestrator and trainer may write separately). A line
+// that is not a JSON object (say, cut short by a crash) or has no step is
+// skipped with a note in Notes, not an error, so that a report can be made
+// of a run that is still going or was interrupted.
+func ReadMetrics(path string) (*Metrics, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("report.ReadMetrics: %w", err)
+	}
+	defer f.Close()
+	m, err := decodeMetrics(f, path)
+	if err != nil {
+		return nil, fmt.Errorf("report.ReadMetrics: %w", err)
+	}
+	return m, nil
+}
+
+func decodeMetrics(r io.Reader, path string) (*Metrics, error) {
+	name := filepath.Base(path)
+	m := &Metrics{File: path}
+	bySteps := map[int]map[string]float64{}
+	br := bufio.NewReader(r)
+	for line := 1; ; line++ {
+		b, err := br.ReadBytes('\n')
+		if err != nil && err != io.EOF {
+			return nil, fmt.Errorf("%s line %d: %w", path, line, err)
+		}
+		if t := bytes.TrimSpace(b); len(t) > 0 {
+			var obj map[string]any
+			dec := json.NewDecoder(bytes.NewReader(t))
+			dec.UseNumber()
+			if derr := dec.Decode(&obj); derr != nil || dec.More() || obj == nil {
+				m.Notes = append(m.Notes, fmt.Sprintf("%s line %d: not a JSON object, skipped", name, line))
+			} else {
+				vals := map[string]float64{}
+				flatten("", obj, vals)
+				step, ok := vals[KeyStep]
+				if !ok || step != math.Trunc(step) {
+					m.Notes = append(m.Notes, fmt.Sprintf("%s line %d: no integer %q, skipped", name, line, KeyStep))
+				} else {
+					delete(vals, KeyStep)
+					row := bySteps[int(step)]
+					if row == nil {
+						row = map[string]float64{}
+						bySteps[int(step)] = row
+					}
+					for k, v := range vals {
+						row[k] = v
+					}
+				}
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+	}
+	for s := range bySteps {
+		m.Steps = append(m.Steps, s)
+	}
+	sort.Ints(m.Steps)
+	for _, s := range m.Steps {
+		m.Rows = append(m.Rows, bySteps[s])
+	}
+	return m, nil
+}
+
+func flatten(prefix string, obj map[string]any, out map[string]float64) {
+	for k, v := range obj {
+		key := prefix + k
+		switch x := v.(type) {
+		case json.Number:
+			if f, err := x.Float64(); err == nil && !math.IsInf(f, 0) {
+				out[key] = f
+			}
+		case map[string]any:
+			flatten(key+"/", x, out)
+		}
+	}
+}
+
+// Has reports whether any step has a value for key.
+func (m *Metrics) Has(key string) bool {
+	for _, r := range m.Rows {
+		if _, ok := r[key]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Series returns the steps that have a finite value for key, and the values.
+func (m *Metrics) Series(key string) (steps, values []float64) {
+	for i, r := range m.Rows {
+		if v, ok := r[key]; ok && !math.IsNaN(v) {
+			steps = append(steps, float64(m.Steps[i]))
+			values = append(values, v)
+		}
+	}
+	return steps, values
+}
+
+// Keys returns every key that has a value at some step, sorted.
+func (m *Metrics) Keys() []string {
+	seen := map[string]bool{}
+	for _, r := range m.Rows {
+		for k := range r {
+			seen[k] = true
+		}
+	}
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,538 @@
+// Package report turns a run's metrics and its evaluation results into a
+// markdown report with PNG charts: the training dynamics of seed 000
+// figure 2 (CA score min/mean/max, agreement rate, rounds to agreement, as
+// running averages) for the training set and, where the run logged them,
+// the evaluation set; pairwise win-rate tables in the form of tables 2–3;
+// the benchmark table of table 4; and judge agreement as in table 7.
+//
+// The report reads only files: runs/<name>/metrics.jsonl and evaluation
+// result files (PairwiseResult, BenchResult, AgreementResult as JSON).
+package report
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.uber.org/zap"
+)
+
+// DefaultWindow is the running-average window, in steps, of the paper's
+// figures.
+const DefaultWindow = 50
+
+// ReportFile is the name of the markdown file written in the output folder.
+const ReportFile = "report.md"
+
+// Options configures Generate.
+type Options struct {
+	RunDir    string      // the run directory holding metrics.jsonl; "" for none
+	OutDir    string      // where report.md and the PNGs go (created if missing)
+	EvalFiles []string    // evaluation result files (see ReadEvalFiles)
+	Window    int         // running-average window in steps; 0: DefaultWindow, capped at the run's step count
+	WidthPx   int         // chart width; 0: DefaultWidthPx
+	HeightPx  int         // chart height; 0: DefaultHeightPx
+	Title     string      // report title; "": "Run report: <base name of RunDir>"
+	Logger    *zap.Logger // nil: no logging
+}
+
+// WriteReport writes outDir/report.md and its PNG charts from runDir's
+// metrics.jsonl and the evaluation files, with default options.
+func WriteReport(runDir, outDir string, evalFiles []string) error {
+	return Generate(Options{RunDir: runDir, OutDir: outDir, EvalFiles: evalFiles})
+}
+
+// Generate writes OutDir/report.md and the PNG charts it links. A missing
+// metrics.jsonl or metric key is not an error: the chart or table is left
+// out and the report says so in its notes. An unreadable evaluation file,
+// or two results for the same cell of a table, is an error.
+func Generate(opts Options) error {
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if opts.OutDir == "" {
+		return fmt.Errorf("report.Generate: no output directory")
+	}
+	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
+		return fmt.Errorf("report.Generate: %w", err)
+	}
+	g := &generator{opts: opts, log: log}
+	if err := g.run(); err != nil {
+		return fmt.Errorf("report.Generate: %w", err)
+	}
+	return nil
+}
+
+type generator struct {
+	opts  Options
+	log   *zap.Logger
+	md    strings.Builder
+	notes []string
+}
+
+func (g *generator) note(format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	g.notes = append(g.notes, s)
+	g.log.Info("report note", zap.String("note", s))
+}
+
+func (g *generator) printf(format string, args ...any) { fmt.Fprintf(&g.md, format, args...) }
+
+func (g *generator) run() error {
+	title := g.opts.Title
+	if title == "" {
+		name := "(no run)"
+		if g.opts.RunDir != "" {
+			name = filepath.Base(filepath.Clean(g.opts.RunDir))
+		}
+		title = "Run report: " + name
+	}
+	g.printf("# %s\n\n", title)
+
+	var metrics *Metrics
+	if g.opts.RunDir != "" {
+		path := filepath.Join(g.opts.RunDir, "metrics.jsonl")
+		m, err := ReadMetrics(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			g.note("%s not found: no training dynamics", "metrics.jsonl")
+		case err != nil:
+			return err
+		default:
+			metrics = m
+			g.notes = append(g.notes, m.Notes...)
+		}
+	}
+	evals, err := ReadEvalFiles(g.opts.EvalFiles)
+	if err != nil {
+		return err
+	}
+
+	g.sources(metrics)
+	if metrics != nil && len(metrics.Steps) > 0 {
+		if err := g.dynamics(metrics); err != nil {
+			return err
+		}
+	} else if metrics != nil {
+		g.note("metrics.jsonl has no steps: no training dynamics")
+	}
+	if err := g.pairwise(evals.Pairwise); err != nil {
+		return err
+	}
+	if err := g.bench(evals.Bench); err != nil {
+		return err
+	}
+	g.agreement(evals.Agreement)
+
+	if len(g.notes) > 0 {
+		g.printf("## Notes\n\n")
+		for _, n := range g.notes {
+			g.printf("- %s\n", n)
+		}
+		g.printf("\n")
+	}
+	out := filepath.Join(g.opts.OutDir, ReportFile)
+	if err := writeFileAtomic(out, []byte(g.md.String())); err != nil {
+		return err
+	}
+	g.log.Info("report written", zap.String("path", out))
+	return nil
+}
+
+func (g *generator) sources(m *Metrics) {
+	var parts []string
+	if m != nil && len(m.Steps) > 0 {
+		parts = append(parts, fmt.Sprintf("`metrics.jsonl` (%d steps, %d–%d)", len(m.Steps), m.Steps[0], m.Steps[len(m.Steps)-1]))
+	}
+	for _, f := range g.opts.EvalFiles {
+		parts = append(parts, "`"+filepath.Base(f)+"`")
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "nothing")
+	}
+	g.printf("Sources: %s.\n\n", strings.Join(parts, ", "))
+}
+
+// window returns the running-average window for a run of n steps.
+func (g *generator) window(n int) int {
+	w := g.opts.Window
+	if w <= 0 {
+		w = min(DefaultWindow, n)
+	}
+	return max(w, 1)
+}
+
+func (g *generator) dynamics(m *Metrics) error {
+	w := g.window(len(m.Steps))
+	g.printf("## Training dynamics\n\n")
+	g.printf("Running averages over a trailing window of %d steps. "+
+		"CA scores are the min, mean and max within each group, averaged over the step's groups.\n\n", w)
+	for _, prefix := range []string{"", EvalPrefix} {
+		charts := dynamicsCharts(prefix)
+		has := false
+		for _, c := range charts {
+			for _, l := range c.lines {
+				has = has || m.Has(l.key)
+			}
+		}
+		if prefix == EvalPrefix && !has {
+			continue // evaluation-set metrics are optional
+		}
+		if prefix == "" {
+			g.printf("### Training set\n\n")
+		} else {
+			g.printf("### Evaluation set\n\n")
+		}
+		g.summaryTable(m, prefix, w)
+		for _, c := range charts {
+			if err := g.chart(m, c, w); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+var metricLabels = map[string]string{
+	KeyScoreMin:          "CA score, group min",
+	KeyScoreMean:         "CA score, group mean",
+	KeyScoreMax:          "CA score, group max",
+	KeyAgreementRate:     "agreement rate",
+	KeyRoundsToAgreement: "rounds to agreement",
+	KeyRewardMean:        "reward mean",
+}
+
+// summaryTable lists each metric's mean over the first window and its
+// running average at the last step.
+func (g *generator) summaryTable(m *Metrics, prefix string, w int) {
+	keys := []string{KeyScoreMin, KeyScoreMean, KeyScoreMax, KeyAgreementRate, KeyRoundsToAgreement, KeyRewardMean}
+	var rows [][]string
+	for _, k := range keys {
+		x, y := m.Series(prefix + k)
+		if len(x) == 0 {
+			continue
+		}
+		var sum float64
+		var n int
+		for i := range x {
+			if x[i] < x[0]+float64(w) {
+				sum += y[i]
+				n++
+			}
+		}
+		_, ra, _ := smoothed(m, prefix+k, w)
+		rows = append(rows, []string{"`" + prefix + k + "`", metricLabels[k], fmt.Sprint(len(x)), f2(sum / float64(n)), f2(ra[len(ra)-1])})
+	}
+	if len(rows) == 0 {
+		return
+	}
+	g.table([]string{"key", "metric", "points", "first window", "last window"}, rows)
+}
+
+func (g *generator) chart(m *Metrics, c dynamicsChart, w int) error {
+	var lines []Line
+	var missing []string
+	single := len(c.lines) == 1
+	for _, l := range c.lines {
+		x, y, ok := smoothed(m, l.key, w)
+		if !ok {
+			missing = append(missing, "`"+l.key+"`")
+			continue
+		}
+		lines = append(lines, Line{Label: l.label, X: x, Y: y, Style: l.style, Color: lineColor(l.style, single)})
+	}
+	if len(lines) == 0 {
+		g.note("%s: no data for %s, chart %s skipped", "metrics.jsonl", strings.Join(missing, ", "), c.file)
+		return nil
+	}
+	if len(missing) > 0 {
+		g.note("%s: no data for %s in %s", "metrics.jsonl", strings.Join(missing, ", "), c.file)
+	}
+	chart := Chart{
+		Title:   fmt.Sprintf("%s (%d-step running average)", c.title, w),
+		XLabel:  "step",
+		YLabel:  c.ylab,
+		Lines:   lines,
+		WidthPx: g.opts.WidthPx, HeightPx: g.opts.HeightPx,
+	}
+	if err := chart.WritePNG(filepath.Join(g.opts.OutDir, c.file)); err != nil {
+		return err
+	}
+	g.printf("![%s](%s)\n\n", c.title, c.file)
+	return nil
+}
+
+var aspectTitles = map[string]string{
+	AspectCA:                 "CA alignment",
+	AspectConflictResolution: "conflict-resolution quality",
+}
+
+func (g *generator) pairwise(results []PairwiseResult) error {
+	if len(results) == 0 {
+		return nil
+	}
+	g.printf("## Pairwise comparisons\n\n")
+	g.printf("Win rate of the left model in percent (a tie counts half), mean ± SD over runs (sample SD); " +
+		"bold where the mean is above 50 %%. Rounds are the average rounds of negotiation of each side.\n\n")
+	var aspects []string
+	for _, r := range results {
+		if !slices.Contains(aspects, r.Aspect) {
+			aspects = append(aspects, r.Aspect)
+		}
+	}
+	for _, aspect := range aspects {
+		title := aspectTitles[aspect]
+		if title == "" {
+			title = aspect
+		}
+		g.printf("### Judged for %s\n\n", title)
+		type rowKey struct{ left, right, set string }
+		var rows []rowKey
+		cells := map[rowKey]map[string]PairwiseResult{}
+		var decodings []string
+		hasRounds := false
+		for _, r := range results {
+			if r.Aspect != aspect {
+				continue
+			}
+			k := rowKey{r.Left, r.Right, r.Set}
+			if cells[k] == nil {
+				cells[k] = map[string]PairwiseResult{}
+				rows = append(rows, k)
+			}
+			if _, dup := cells[k][r.Decoding]; dup {
+				return fmt.Errorf("two pairwise results for %s vs. %s on %q, %s, %s", r.Left, r.Right, r.Set, aspect, r.Decoding)
+			}
+			cells[k][r.Decoding] = r
+			if !slices.Contains(decodings, r.Decoding) {
+				decodings = append(decodings, r.Decoding)
+			}
+			if l, rr := r.rounds(); l != nil || rr != nil {
+				hasRounds = true
+			}
+		}
+		decodings = orderDecodings(decodings)
+		header := []string{"comparison", "eval set"}
+		for _, d := range decodings {
+			header = append(header, "win rate, "+d)
+		}
+		if hasRounds {
+			for _, d := range decodings {
+				header = append(header, "rounds, "+d+" (left / right)")
+			}
+		}
+		var body [][]string
+		for _, k := range rows {
+			row := []string{k.left + " vs. " + k.right, k.set}
+			for _, d := range decodings {
+				r, ok := cells[k][d]
+				if !ok || len(r.Runs) == 0 && r.Mean == 0 && r.SD == 0 {
+					row = append(row, "–")
+					continue
+				}
+				cell := meanSD(r.Mean, r.SD)
+				if r.Mean > 50 {
+					cell = "**" + cell + "**"
+				}
+				row = append(row, cell+runsNote(len(r.Runs)))
+			}
+			if hasRounds {
+				for _, d := range decodings {
+					r, ok := cells[k][d]
+					if !ok {
+						row = append(row, "–")
+						continue
+					}
+					l, rr := r.rounds()
+					row = append(row, optF1(l)+" / "+optF1(rr))
+				}
+			}
+			body = append(body, row)
+		}
+		g.table(header, body)
+	}
+	return nil
+}
+
+func orderDecodings(ds []string) []string {
+	out := make([]string, 0, len(ds))
+	for _, d := range []string{DecodingGreedy, DecodingSampling} {
+		if slices.Contains(ds, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+var benchTitles = map[string]string{
+	"gpqa_diamond": "GPQA Diamond",
+	"aime2024":     "AIME 2024",
+	"aime2025":     "AIME 2025",
+	"ifeval":       "IFEval",
+}
+
+func (g *generator) bench(results []BenchResult) error {
+	if len(results) == 0 {
+		return nil
+	}
+	g.printf("## Benchmarks\n\n")
+	g.printf("Accuracy in percent, mean ± SD over runs (sample SD).\n\n")
+	var benches, models []string
+	cells := map[[2]string]BenchResult{}
+	for _, r := range results {
+		model := r.Model
+		if model == "" {
+			model = "(unnamed)"
+		}
+		k := [2]string{r.Benchmark, model}
+		if _, dup := cells[k]; dup {
+			return fmt.Errorf("two bench results for %s, model %s", r.Benchmark, model)
+		}
+		cells[k] = r
+		if !slices.Contains(benches, r.Benchmark) {
+			benches = append(benches, r.Benchmark)
+		}
+		if !slices.Contains(models, model) {
+			models = append(models, model)
+		}
+	}
+	if i := slices.Index(models, "base"); i > 0 {
+		models = append([]string{"base"}, slices.Delete(models, i, i+1)...)
+	}
+	header := append([]string{"benchmark (size)"}, models...)
+	var body [][]string
+	for _, b := range benches {
+		title := benchTitles[b]
+		if title == "" {
+			title = b
+		}
+		var sizes []int
+		for _, m := range models {
+			if r, ok := cells[[2]string{b, m}]; ok && r.N > 0 && !slices.Contains(sizes, r.N) {
+				sizes = append(sizes, r.N)
+			}
+		}
+		if len(sizes) > 0 {
+			ss := make([]string, len(sizes))
+			for i, s := range sizes {
+				ss[i] = fmt.Sprint(s)
+			}
+			title += " (" + strings.Join(ss, " / ") + ")"
+			if len(sizes) > 1 {
+				g.note("%s: models were scored on different numbers of items (%s)", b, strings.Join(ss, ", "))
+			}
+		}
+		row := []string{title}
+		for _, m := range models {
+			r, ok := cells[[2]string{b, m}]
+			if !ok {
+				row = append(row, "–")
+				continue
+			}
+			row = append(row, meanSD(r.Mean, r.SD)+runsNote(len(r.Runs)))
+		}
+		body = append(body, row)
+	}
+	g.table(header, body)
+	return nil
+}
+
+func (g *generator) agreement(results []AgreementResult) {
+	if len(results) == 0 {
+		return
+	}
+	g.printf("## Judge agreement\n\n")
+	header := []string{"metric"}
+	for i, r := range results {
+		label := r.Label
+		if label == "" {
+			label = fmt.Sprintf("pair %d", i+1)
+		}
+		header = append(header, label)
+	}
+	rows := [][]string{{"items"}, {"exact agreement (%)"}, {"±1 agreement (%)"}, {"Pearson r"}, {"weighted κ (quadratic)"}}
+	for _, r := range results {
+		rows[0] = append(rows[0], fmt.Sprint(r.N))
+		rows[1] = append(rows[1], fmt.Sprintf("%.1f", r.Exact))
+		rows[2] = append(rows[2], fmt.Sprintf("%.1f", r.WithinOne))
+		rows[3] = append(rows[3], optF2(r.Pearson))
+		rows[4] = append(rows[4], optF2(r.Kappa))
+	}
+	g.table(header, rows)
+}
+
+func (g *generator) table(header []string, rows [][]string) {
+	g.printf("| %s |\n", strings.Join(escapeCells(header), " | "))
+	seps := make([]string, len(header))
+	for i := range seps {
+		seps[i] = "---"
+	}
+	g.printf("|%s|\n", strings.Join(seps, "|"))
+	for _, r := range rows {
+		g.printf("| %s |\n", strings.Join(escapeCells(r), " | "))
+	}
+	g.printf("\n")
+}
+
+func escapeCells(cells []string) []string {
+	out := make([]string, len(cells))
+	for i, c := range cells {
+		out[i] = strings.ReplaceAll(strings.ReplaceAll(c, "|", `\|`), "\n", " ")
+	}
+	return out
+}
+
+func meanSD(mean, sd float64) string { return fmt.Sprintf("%.1f ± %.1f", mean, sd) }
+
+func runsNote(n int) string {
+	if n == 1 {
+		return " (1 run)"
+	}
+	return ""
+}
+
+func f2(x float64) string {
+	if math.IsNaN(x) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", x)
+}
+
+func optF1(p *float64) string {
+	if p == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", *p)
+}
+
+func optF2(p *float64) string {
+	if p == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", *p)
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,192 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+var fixtureEvals = []string{"testdata/eval/pairwise.json", "testdata/eval/bench.jsonl", "testdata/eval/agreement.json"}
+
+func TestWriteReportGolden(t *testing.T) {
+	out := t.TempDir()
+	if err := WriteReport("testdata/run/quickstart", out, fixtureEvals); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(out, ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := "testdata/report.golden.md"
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("report.md differs from %s (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", golden, got, want)
+	}
+
+	// Every PNG the report links exists, decodes, and has the default size.
+	linked := 0
+	for _, line := range strings.Split(string(got), "\n") {
+		if !strings.HasPrefix(line, "![") {
+			continue
+		}
+		name := line[strings.Index(line, "](")+2 : len(line)-1]
+		linked++
+		checkPNG(t, filepath.Join(out, name), DefaultWidthPx, DefaultHeightPx)
+	}
+	// Training set: 3 charts; evaluation set: CA scores and agreement rate
+	// (eval/rounds_to_agreement is absent from the fixture).
+	if linked != 5 {
+		t.Errorf("report links %d charts, want 5", linked)
+	}
+}
+
+func checkPNG(t *testing.T, path string, w, h int) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Errorf("chart: %v", err)
+		return
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	if st.Size() < 1000 {
+		t.Errorf("%s: %d bytes, want a drawn chart", path, st.Size())
+	}
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Errorf("png.Decode(%s): %v", path, err)
+		return
+	}
+	if b := img.Bounds(); b.Dx() != w || b.Dy() != h {
+		t.Errorf("%s: %d×%d, want %d×%d", path, b.Dx(), b.Dy(), w, h)
+	}
+	// Not blank: more than one colour.
+	first := img.At(0, 0)
+	for y := 0; y < img.Bounds().Dy(); y += 7 {
+		for x := 0; x < img.Bounds().Dx(); x += 7 {
+			if img.At(x, y) != first {
+				return
+			}
+		}
+	}
+	t.Errorf("%s is a blank image", path)
+}
+
+func TestGenerateOptions(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "nested", "out")
+	err := Generate(Options{RunDir: "testdata/run/quickstart", OutDir: out, Window: 10, WidthPx: 400, HeightPx: 300, Title: "Custom"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(out, ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# Custom\n", "trailing window of 10 steps", "![(a) CA score, training set](ca_scores.png)"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+	for _, name := range []string{"ca_scores.png", "agreement_rate.png", "rounds_to_agreement.png", "eval_ca_scores.png"} {
+		checkPNG(t, filepath.Join(out, name), 400, 300)
+	}
+	if strings.Contains(string(md), "## Benchmarks") {
+		t.Errorf("report.md has a benchmark section without eval files")
+	}
+}
+
+func TestGenerateWithoutRun(t *testing.T) {
+	tests := []struct {
+		name, runDir string
+		metrics      string // content of metrics.jsonl; "" for no file
+		want         []string
+	}{
+		{"no run dir", "", "", []string{"# Run report: (no run)", "Sources: `bench.jsonl`.", "## Benchmarks"}},
+		{"missing metrics", "RUN", "", []string{"metrics.jsonl not found: no training dynamics"}},
+		{"keys missing", "RUN", `{"step": 1, "score_mean": 3}` + "\n" + `{"step": 2, "score_mean": 3.5}` + "\n",
+			[]string{
+				"no data for `score_max`, `score_min` in ca_scores.png",
+				"no data for `agreement_rate`, chart agreement_rate.png skipped",
+				"trailing window of 2 steps", // min(50, steps)
+			}},
+		{"no steps", "RUN", `{"loss": 1}` + "\n", []string{"metrics.jsonl line 1: no integer \"step\", skipped", "metrics.jsonl has no steps"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			runDir := tt.runDir
+			if runDir == "RUN" {
+				runDir = t.TempDir()
+				if tt.metrics != "" {
+					if err := os.WriteFile(filepath.Join(runDir, "metrics.jsonl"), []byte(tt.metrics), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			out := t.TempDir()
+			if err := WriteReport(runDir, out, []string{"testdata/eval/bench.jsonl"}); err != nil {
+				t.Fatal(err)
+			}
+			md, _ := os.ReadFile(filepath.Join(out, ReportFile))
+			for _, w := range tt.want {
+				if !strings.Contains(string(md), w) {
+					t.Errorf("report.md lacks %q:\n%s", w, md)
+				}
+			}
+		})
+	}
+}
+
+func TestGenerateErrors(t *testing.T) {
+	dir := t.TempDir()
+	dupPairwise := filepath.Join(dir, "dup.jsonl")
+	os.WriteFile(dupPairwise, []byte(
+		`{"left":"A","right":"B","set":"s","aspect":"ca","decoding":"greedy","runs":[{"win_rate":50}]}`+"\n"+
+			`{"left":"A","right":"B","set":"s","aspect":"ca","decoding":"greedy","runs":[{"win_rate":60}]}`+"\n"), 0o644)
+	dupBench := filepath.Join(dir, "dupbench.jsonl")
+	os.WriteFile(dupBench, []byte(`{"benchmark":"aime2024","model":"base","runs":[1]}`+"\n"+`{"benchmark":"aime2024","model":"base","runs":[2]}`+"\n"), 0o644)
+	tests := []struct {
+		opts Options
+		want string
+	}{
+		{Options{OutDir: ""}, "no output directory"},
+		{Options{OutDir: t.TempDir(), EvalFiles: []string{dupPairwise}}, "two pairwise results for A vs. B"},
+		{Options{OutDir: t.TempDir(), EvalFiles: []string{dupBench}}, "two bench results for aime2024, model base"},
+		{Options{OutDir: t.TempDir(), EvalFiles: []string{filepath.Join(dir, "missing.json")}}, "missing.json"},
+	}
+	for _, tt := range tests {
+		err := Generate(tt.opts)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Generate(%+v) error = %v, want it to contain %q", tt.opts, err, tt.want)
+		}
+	}
+}
+
+func TestChartWritePNG(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.png")
+	c := Chart{Title: "t", XLabel: "x", YLabel: "y", WidthPx: 320, HeightPx: 200, Lines: []Line{
+		{Label: "one point", X: []float64{1}, Y: []float64{2}},
+		{Label: "with NaN", X: []float64{1, 2, 3}, Y: []float64{1, nan(), 3}, Style: StyleDashed},
+	}}
+	if err := c.WritePNG(path); err != nil {
+		t.Fatal(err)
+	}
+	checkPNG(t, path, 320, 200)
+	empty := Chart{Lines: []Line{{X: []float64{1}, Y: []float64{nan()}}}}
+	if err := empty.WritePNG(path); err == nil || !strings.Contains(err.Error(), "no data") {
+		t.Errorf("WritePNG(no finite points) error = %v, want no data", err)
+	}
+}

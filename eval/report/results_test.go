@@ -1,0 +1,139 @@
+package report
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parleyhq/parley/eval/stats"
+)
+
+func nan() float64 { return math.NaN() }
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+func TestReadMetrics(t *testing.T) {
+	m, err := ReadMetrics("testdata/run/quickstart/metrics.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Steps) != 120 || m.Steps[0] != 1 || m.Steps[119] != 120 {
+		t.Errorf("ReadMetrics: %d steps %v…, want 1..120", len(m.Steps), m.Steps[:3])
+	}
+	// Step 30 merges the orchestrator's and the trainer's lines.
+	row := m.Rows[29]
+	if row["loss"] != 0.125 || row["score_min"] != 1.987 || row["timings/rollout_s"] != 12.5 {
+		t.Errorf("step 30 = %v, want merged loss, score_min and flattened timings", row)
+	}
+	if _, ok := row["run_id"]; ok {
+		t.Errorf("string value kept as a metric: %v", row)
+	}
+	wantNotes := []string{
+		`metrics.jsonl line 62: not a JSON object, skipped`,
+		`metrics.jsonl line 93: no integer "step", skipped`,
+	}
+	if strings.Join(m.Notes, "\n") != strings.Join(wantNotes, "\n") {
+		t.Errorf("Notes = %q, want %q", m.Notes, wantNotes)
+	}
+	x, y := m.Series("eval/score_mean")
+	if len(x) != 6 || x[0] != 20 || x[5] != 120 || y[5] != 3.4 {
+		t.Errorf("Series(eval/score_mean) = %v, %v, want steps 20..120 every 20, last 3.4", x, y)
+	}
+	if !m.Has("eval/agreement_rate") || m.Has("eval/rounds_to_agreement") {
+		t.Errorf("Has: eval/agreement_rate %v, eval/rounds_to_agreement %v; want true, false",
+			m.Has("eval/agreement_rate"), m.Has("eval/rounds_to_agreement"))
+	}
+	if k := m.Keys(); len(k) == 0 || k[0] != "agreement_rate" {
+		t.Errorf("Keys() = %v", k)
+	}
+}
+
+func TestReadEvalFiles(t *testing.T) {
+	e, err := ReadEvalFiles(fixtureEvals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Pairwise) != 7 || len(e.Bench) != 7 || len(e.Agreement) != 3 {
+		t.Fatalf("ReadEvalFiles: %d pairwise, %d bench, %d agreement; want 7, 7, 3", len(e.Pairwise), len(e.Bench), len(e.Agreement))
+	}
+	// The file says mean 99, sd 99; the runs 48 50 52 give mean 50 and
+	// SD sqrt((4+0+4)/2) = 2.
+	if p := e.Pairwise[1]; p.Mean != 50 || p.SD != 2 || p.Kind != KindPairwise {
+		t.Errorf("pairwise[1] mean, sd, kind = %v, %v, %q, want 50, 2, pairwise", p.Mean, p.SD, p.Kind)
+	}
+	// Rounds: left (2.4 + 2.6)/2 = 2.5, right (3.1 + 3.3)/2 = 3.2.
+	if l, r := e.Pairwise[4].rounds(); l == nil || r == nil || !near(*l, 2.5) || !near(*r, 3.2) {
+		t.Errorf("pairwise[4].rounds() = %v, %v, want 2.5, 3.2", l, r)
+	}
+	if l, r := e.Pairwise[6].rounds(); l != nil || r == nil {
+		t.Errorf("pairwise[6].rounds() = %v, %v, want nil left", l, r)
+	}
+	// Runs as bare numbers: (30 + 36.67)/2 = 33.33.
+	if b := e.Bench[2]; len(b.Runs) != 2 || b.Runs[1].Accuracy != 36.666666666666664 || !near(b.Mean, 100.0/3) {
+		t.Errorf("bench[2] = %+v, want runs 30, 36.67 and mean 33.33", b)
+	}
+	// A bench.Result file (extra fields ignored; mean recomputed from runs).
+	if b := e.Bench[1]; b.Model != "ca-aligned" || !near(b.Mean, (60.101010101010104+61.111111111111114)/2) {
+		t.Errorf("bench[1] = %+v", b)
+	}
+	if a := e.Agreement[2]; a.Label != "5.2 run 1 vs. run 2" || a.Kappa == nil || *a.Kappa != 0.93 || a.N != 100 {
+		t.Errorf("agreement[2] = %+v", a)
+	}
+}
+
+func TestReadEvalFilesErrors(t *testing.T) {
+	tests := []struct{ content, want string }{
+		{`{"foo": 1}`, "x.json object 1: cannot tell the kind"},
+		{`{"kind": "elo"}`, `unknown kind "elo"`},
+		{`[{"benchmark": "b", "runs": []}, {"left": "a", "right": "b", "aspect": "ca", "decoding": "beam"}]`, `object 2: pairwise decoding "beam"`},
+		{`{"left": "a", "right": "b", "decoding": "greedy"}`, "needs left, right and aspect"},
+		{`{"benchmark": ""}`, "needs a benchmark"},
+		{`{"benchmark": "b", "runs": ["x"]}`, "report.BenchRun"},
+		{`not json`, "x.json"},
+		{``, "no results"},
+	}
+	for _, tt := range tests {
+		p := filepath.Join(t.TempDir(), "x.json")
+		if err := os.WriteFile(p, []byte(tt.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ReadEvalFiles([]string{p})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("ReadEvalFiles(%s) error = %v, want it to contain %q", tt.content, err, tt.want)
+		}
+	}
+}
+
+func TestResultConstructorsRoundTrip(t *testing.T) {
+	w, err := stats.WinRate([]stats.Outcome{stats.Win, stats.Win, stats.Tie, stats.Loss})
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := 2.0
+	runs := []PairwiseRun{NewPairwiseRun(w, &two, nil), {WinRate: 37.5}}
+	p := NewPairwiseResult("L", "R", "s", AspectConflictResolution, DecodingSampling, runs)
+	// Win rates 62.5 and 37.5: mean 50, SD sqrt(2 · 12.5²) = 17.678.
+	if p.Mean != 50 || !near(p.SD, 12.5*math.Sqrt2) || p.Runs[0].Wins != 2 || p.Runs[0].Ties != 1 {
+		t.Errorf("NewPairwiseResult = %+v", p)
+	}
+	b := NewBenchResult("aime2025", "base", 30, []float64{20, 30})
+	dir := t.TempDir()
+	if err := WriteJSON(filepath.Join(dir, "p.json"), p); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(filepath.Join(dir, "b.json"), []BenchResult{b}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := ReadEvalFiles([]string{filepath.Join(dir, "p.json"), filepath.Join(dir, "b.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Pairwise) != 1 || e.Pairwise[0].Runs[0].RoundsLeft == nil || *e.Pairwise[0].Runs[0].RoundsLeft != 2 || e.Pairwise[0].Runs[0].RoundsRight != nil {
+		t.Errorf("pairwise round trip = %+v", e.Pairwise)
+	}
+	if len(e.Bench) != 1 || e.Bench[0].Mean != 25 || e.Bench[0].N != 30 || e.Bench[0].Runs[1].Accuracy != 30 {
+		t.Errorf("bench round trip = %+v", e.Bench)
+	}
+}

@@ -1,0 +1,176 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"time"
+)
+
+// chatRequest is the subset of an OpenAI chat completion request the
+// simulated judge, generator and agents read.
+type chatRequest struct {
+	Model               string         `json:"model"`
+	Messages            []chatMessage  `json:"messages"`
+	MaxTokens           *int           `json:"max_tokens"`
+	MaxCompletionTokens *int           `json:"max_completion_tokens"`
+	Temperature         *float64       `json:"temperature"`
+	N                   *int           `json:"n"`
+	Seed                *int64         `json:"seed"`
+	Stream              bool           `json:"stream"`
+	ChatTemplateKwargs  map[string]any `json:"chat_template_kwargs"`
+	ResponseFormat      *struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Name string `json:"name"`
+		} `json:"json_schema"`
+	} `json:"response_format"`
+}
+
+type chatChoice struct {
+	Index        int            `json:"index"`
+	Message      chatOutMessage `json:"message"`
+	Logprobs     any            `json:"logprobs"`
+	FinishReason string         `json:"finish_reason"`
+	StopReason   any            `json:"stop_reason"`
+}
+
+type chatOutMessage struct {
+	Role             string `json:"role"`
+	Content          string `json:"content"`
+	ReasoningContent any    `json:"reasoning_content"`
+	ToolCalls        []any  `json:"tool_calls"`
+}
+
+type chatResponse struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   usageInfo    `json:"usage"`
+}
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	if !s.readJSON(w, r, &req) {
+		return
+	}
+	if s.injectFault(w, r) {
+		return
+	}
+	if req.Stream {
+		s.badRequest(w, "stream=true is not supported by the simulator")
+		return
+	}
+	if len(req.Messages) == 0 {
+		s.badRequest(w, "messages must not be empty")
+		return
+	}
+	n := 1
+	if req.N != nil {
+		n = *req.N
+	}
+	if n < 1 || n > 256 {
+		s.badRequest(w, fmt.Sprintf("n must be in [1, 256], got %d.", n))
+		return
+	}
+	maxTok := 0
+	if req.MaxTokens != nil {
+		maxTok = *req.MaxTokens
+	}
+	if req.MaxCompletionTokens != nil {
+		maxTok = *req.MaxCompletionTokens
+	}
+	model := req.Model
+	if model == "" {
+		model = s.opts.JudgeModel
+	}
+	if !s.acquire(r.Context()) {
+		return
+	}
+	msgs := toMessages(req.Messages)
+	tmpl := TemplateOptions{AddGenerationPrompt: true, DisableThinking: thinkingDisabled(req.ChatTemplateKwargs),
+		StripHistoryThink: s.opts.StripHistoryThink}
+	prompt := s.tok.ApplyChatTemplate(msgs, tmpl)
+	content := s.chatContent(&req, msgs, prompt, model)
+	toks := s.tok.Encode(content)
+	finish := "stop"
+	if maxTok > 0 && len(toks) > maxTok {
+		toks, finish = toks[:maxTok], "length"
+		content = s.tok.Decode(toks)
+	}
+	resp := chatResponse{ID: s.nextID("chatcmpl"), Object: "chat.completion", Created: time.Now().Unix(), Model: model}
+	for i := 0; i < n; i++ {
+		resp.Choices = append(resp.Choices, chatChoice{Index: i, FinishReason: finish,
+			Message: chatOutMessage{Role: "assistant", Content: content, ToolCalls: []any{}}})
+	}
+	completion := n * (len(toks) + 1)
+	resp.Usage = usageInfo{PromptTokens: len(prompt), CompletionTokens: completion, TotalTokens: len(prompt) + completion}
+	slept := s.sleep(r.Context(), s.latency(s.opts.LatencyMedian, true))
+	s.release()
+	if !slept && r.Context().Err() != nil {
+		return
+	}
+	s.writeJSON(w, http.StatusOK, resp)
+}
+
+// chatContent decides a chat completion's reply: by the response_format
+// schema name (judge score, pairwise preference, dilemma generator), else a
+// scripted agent reply when the model is the policy or an adapter, else the
+// plain-text judge.
+func (s *Server) chatContent(req *chatRequest, msgs []Message, prompt []int32, model string) string {
+	lastUser := ""
+	for _, m := range msgs {
+		if m.Role == "user" {
+			lastUser = m.Content
+		}
+	}
+	schema := ""
+	if rf := req.ResponseFormat; rf != nil {
+		switch {
+		case rf.Type == "json_schema" && rf.JSONSchema != nil:
+			schema = rf.JSONSchema.Name
+		case rf.Type == "json_object":
+			schema = SchemaCAScore
+			if _, _, ok := pairSections(lastUser); ok {
+				schema = SchemaPairwise
+			}
+		}
+	}
+	switch schema {
+	case SchemaDilemmas:
+		var seed uint64
+		if req.Seed != nil {
+			seed = uint64(*req.Seed)
+		}
+		rng := rand.New(rand.NewPCG(contentKey(prompt, model, sampling{}), seed))
+		out, _ := json.Marshal(map[string]any{"items": Dilemmas(firstInt(lastUser, 1, 200, 5), rng)})
+		return string(out)
+	case SchemaCAScore, SchemaPairwise:
+		return judgeContent(schema, lastUser, s.judgeFault())
+	case "":
+		if model == s.opts.Model || s.isAdapter(model) {
+			var seed uint64
+			if req.Seed != nil {
+				seed = uint64(*req.Seed)
+			}
+			p := s.tok.parsePrompt(prompt)
+			text, _ := s.tok.agentReply(readDialogue(p), s.profile(model != s.opts.Model),
+				rand.New(rand.NewPCG(contentKey(prompt, model, sampling{}), seed)))
+			return text
+		}
+		return judgeContent("", lastUser, s.judgeFault())
+	default:
+		// An unknown schema: answer the score object, the most common ask.
+		return judgeContent(SchemaCAScore, lastUser, s.judgeFault())
+	}
+}
+
+func (s *Server) isAdapter(name string) bool {
+	s.loraMu.RLock()
+	defer s.loraMu.RUnlock()
+	_, ok := s.loras[name]
+	return ok
+}

@@ -1,0 +1,172 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Defaults of Options fields left zero.
+const (
+	DefaultModel       = "sim-policy"
+	DefaultJudgeModel  = "sim-judge"
+	DefaultMaxModelLen = 32768
+	DefaultAgreeProb   = 0.3
+	DefaultTailMult    = 10
+	DefaultRetryAfter  = time.Second
+	DefaultHangMax     = 10 * time.Minute
+)
+
+// Options configure a simulated server. Every field maps to one serve-sim
+// flag. Zero values mean the documented defaults.
+type Options struct {
+	// Model is the served base model name (default "sim-policy").
+	Model string
+	// JudgeModel is the judge's name in chat completions (default
+	// "sim-judge"); chat completions accept any model name.
+	JudgeModel string
+	// MaxModelLen is the context length reported and enforced (default 32768).
+	MaxModelLen int
+	// AgreeProb is the chance a scripted agent agrees on a turn when neither
+	// rule forces it (default 0.3; negative means never).
+	AgreeProb float64
+	// AdapterAgreeProb is AgreeProb for completions served by a LoRA adapter
+	// (default AgreeProb+0.3, at most 1; negative means never).
+	AdapterAgreeProb float64
+	// StripHistoryThink makes the chat template drop think blocks from
+	// earlier assistant turns, as Qwen3's does, so re-rendering with
+	// thinking disabled breaks the prefix (see TemplateOptions).
+	StripHistoryThink bool
+	// LegacyErrors answers errors in the older flat shape
+	// {"object":"error","message",...} instead of {"error":{...}}.
+	LegacyErrors bool
+	// NoTokenIDs emulates vLLM < 0.10.2, which silently ignores
+	// return_token_ids: choices then carry no token_ids or prompt_token_ids.
+	NoTokenIDs bool
+	// APIKey, when set, is required as "Authorization: Bearer <key>" on
+	// /v1/* paths (vLLM's --api-key); other paths stay open.
+	APIKey string
+	// RequireLoRAPath makes /v1/load_lora_adapter check that lora_path
+	// exists on this machine (404 otherwise, as vLLM answers).
+	RequireLoRAPath bool
+	// MaxConcurrent bounds the completions and chat completions served at
+	// once; requests above it wait and count as waiting in /metrics.
+	// Zero means unbounded.
+	MaxConcurrent int
+
+	// LatencyMedian and LatencySigma give the lognormal latency of
+	// completions and chat completions: median * exp(sigma * N(0,1)).
+	LatencyMedian time.Duration
+	LatencySigma  float64
+	// TailProb is the chance a request's latency is multiplied by TailMult
+	// (default 10).
+	TailProb float64
+	TailMult float64
+	// PerTokenLatency is added per generated token (longest choice) to
+	// completions.
+	PerTokenLatency time.Duration
+	// TokenizeLatency is the lognormal median latency of /tokenize and
+	// /detokenize (same sigma, no tail).
+	TokenizeLatency time.Duration
+
+	// Transport faults, each a per-request probability; they apply to
+	// /tokenize, /detokenize, /v1/completions and /v1/chat/completions, and
+	// their sum must not exceed 1.
+	// ErrorRate answers 500, 502 or 503 with a vLLM error body.
+	ErrorRate float64
+	// RateLimitRate answers 429 with a Retry-After header.
+	RateLimitRate float64
+	// HangRate holds the request until the client goes away or HangMax.
+	HangRate float64
+	// DropRate closes the connection without a response.
+	DropRate float64
+	// RetryAfter is the Retry-After of 429 answers, rounded up to whole
+	// seconds (default 1s).
+	RetryAfter time.Duration
+	// HangMax caps a hang (default 10m); the request then gets a 504.
+	HangMax time.Duration
+	// FaultSeed seeds the fault and latency draws, which are independent of
+	// the content: a run with faults gives the same outputs as a clean run.
+	FaultSeed int64
+
+	// Judge misbehaviour, each a per-request probability on judge replies:
+	// content that is not JSON (truncated), a score of 7 (winner "C"), or a
+	// refusal sentence.
+	JudgeMalformedRate  float64
+	JudgeOutOfRangeRate float64
+	JudgeRefusalRate    float64
+
+	// Logger receives request errors; nil means no logging.
+	Logger *zap.Logger
+}
+
+// withDefaults returns o with zero fields replaced by their defaults, or an
+// error naming the first invalid field.
+func (o Options) withDefaults() (Options, error) {
+	if o.Model == "" {
+		o.Model = DefaultModel
+	}
+	if o.JudgeModel == "" {
+		o.JudgeModel = DefaultJudgeModel
+	}
+	if o.MaxModelLen == 0 {
+		o.MaxModelLen = DefaultMaxModelLen
+	}
+	switch {
+	case o.AgreeProb == 0:
+		o.AgreeProb = DefaultAgreeProb
+	case o.AgreeProb < 0:
+		o.AgreeProb = 0
+	}
+	switch {
+	case o.AdapterAgreeProb == 0:
+		o.AdapterAgreeProb = min(o.AgreeProb+0.3, 1)
+	case o.AdapterAgreeProb < 0:
+		o.AdapterAgreeProb = 0
+	}
+	if o.TailMult == 0 {
+		o.TailMult = DefaultTailMult
+	}
+	if o.RetryAfter == 0 {
+		o.RetryAfter = DefaultRetryAfter
+	}
+	if o.HangMax == 0 {
+		o.HangMax = DefaultHangMax
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	var errs []error
+	check := func(name string, bad bool) {
+		if bad {
+			errs = append(errs, fmt.Errorf("invalid %s", name))
+		}
+	}
+	prob := func(p float64) bool { return p < 0 || p > 1 || p != p }
+	check("MaxModelLen (must be positive)", o.MaxModelLen < 0)
+	check("AgreeProb (must be at most 1)", o.AgreeProb > 1)
+	check("AdapterAgreeProb (must be at most 1)", o.AdapterAgreeProb > 1)
+	check("MaxConcurrent (must not be negative)", o.MaxConcurrent < 0)
+	check("LatencyMedian (must not be negative)", o.LatencyMedian < 0)
+	check("LatencySigma (must not be negative)", o.LatencySigma < 0)
+	check("TailProb (must be in [0,1])", prob(o.TailProb))
+	check("TailMult (must be positive)", o.TailMult < 0)
+	check("PerTokenLatency (must not be negative)", o.PerTokenLatency < 0)
+	check("TokenizeLatency (must not be negative)", o.TokenizeLatency < 0)
+	check("ErrorRate (must be in [0,1])", prob(o.ErrorRate))
+	check("RateLimitRate (must be in [0,1])", prob(o.RateLimitRate))
+	check("HangRate (must be in [0,1])", prob(o.HangRate))
+	check("DropRate (must be in [0,1])", prob(o.DropRate))
+	check("ErrorRate+RateLimitRate+HangRate+DropRate (must not exceed 1)",
+		o.ErrorRate+o.RateLimitRate+o.HangRate+o.DropRate > 1+1e-9)
+	check("RetryAfter (must not be negative)", o.RetryAfter < 0)
+	check("HangMax (must be positive)", o.HangMax < 0)
+	check("JudgeMalformedRate (must be in [0,1])", prob(o.JudgeMalformedRate))
+	check("JudgeOutOfRangeRate (must be in [0,1])", prob(o.JudgeOutOfRangeRate))
+	check("JudgeRefusalRate (must be in [0,1])", prob(o.JudgeRefusalRate))
+	check("JudgeMalformedRate+JudgeOutOfRangeRate+JudgeRefusalRate (must not exceed 1)",
+		o.JudgeMalformedRate+o.JudgeOutOfRangeRate+o.JudgeRefusalRate > 1+1e-9)
+	return o, errors.Join(errs...)
+}

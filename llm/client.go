@@ -1,0 +1,342 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Defaults applied by New to zero-valued Options fields.
+const (
+	DefaultMaxConcurrentPerEndpoint = 256
+	DefaultRequestTimeout           = 120 * time.Second
+	DefaultMaxRetries               = 8
+	DefaultBackoffBase              = 200 * time.Millisecond
+	DefaultBackoffMax               = 20 * time.Second
+	DefaultDownAfter                = 3
+	DefaultDownFor                  = 10 * time.Second
+)
+
+// ErrClosed is returned by calls made after Close.
+var ErrClosed = errors.New("llm: client is closed")
+
+// Options configures a Client. Zero values take the defaults above.
+type Options struct {
+	// Endpoints are the base URLs of the inference servers, such as
+	// "http://10.0.0.5:8000". A trailing "/" or "/v1" is removed: parley
+	// adds the paths itself (/v1/completions, /tokenize, /health, ...).
+	Endpoints []string
+	// APIKey, when set, is sent as "Authorization: Bearer <key>" (vLLM's
+	// --api-key). It is never logged.
+	APIKey string
+	// MaxConcurrentPerEndpoint caps the requests in flight to one endpoint
+	// (completions and tokenizations); further requests wait for a slot.
+	MaxConcurrentPerEndpoint int
+	// RequestTimeout bounds one attempt (connect, send, wait, read). An
+	// attempt that runs past it counts as a hang and is retried.
+	RequestTimeout time.Duration
+	// MaxRetries is the number of retries after the first attempt. Zero
+	// means DefaultMaxRetries; a negative value disables retries.
+	MaxRetries int
+	// BackoffBase and BackoffMax shape the full-jitter exponential backoff
+	// between attempts: a uniform wait in [0, min(BackoffMax,
+	// BackoffBase*2^retry)]. A Retry-After header replaces it, capped at
+	// 3*BackoffMax.
+	BackoffBase, BackoffMax time.Duration
+	// HealthInterval, when positive, runs GET /health on every endpoint at
+	// that interval in the background; failing endpoints are taken out of
+	// rotation until a check passes. Zero disables background checks.
+	HealthInterval time.Duration
+	// DownAfter is the number of consecutive transport errors (refused or
+	// dropped connections, hangs) after which an endpoint is taken out of
+	// rotation for DownFor. Defaults: 3 and 10s.
+	DownAfter int
+	DownFor   time.Duration
+	// HTTPClient replaces the client's own HTTP client. It should have no
+	// overall Timeout (attempts carry their own) and a transport sized for
+	// thousands of concurrent requests.
+	HTTPClient *http.Client
+	// Logger receives retry, endpoint-state and LoRA events; nil means none.
+	Logger *zap.Logger
+	// JitterSeed seeds the backoff jitter; zero seeds from the clock.
+	JitterSeed int64
+}
+
+// Client is parley's client for one policy served by one or more
+// OpenAI-compatible (vLLM) inference endpoints. It balances requests across
+// the endpoints by outstanding requests and retries transient failures. It
+// is safe for concurrent use.
+type Client struct {
+	opts        Options
+	hc          *http.Client
+	transport   *http.Transport // owned transport, nil when Options.HTTPClient was given
+	log         *zap.Logger
+	auth        string
+	eps         []*endpoint
+	maxAttempts int
+
+	rr    atomic.Uint64
+	rngMu sync.Mutex
+	rng   *rand.Rand
+	// sleep waits between attempts; tests replace it.
+	sleep func(ctx context.Context, d time.Duration) error
+
+	stats  counters
+	closed atomic.Bool
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// endpoint is one inference server and its balancing state.
+type endpoint struct {
+	name        string // base URL with any password redacted, for messages
+	base        string // base URL without a trailing slash
+	slots       chan struct{}
+	outstanding atomic.Int64 // picked and not yet finished, waiting included
+	downUntil   atomic.Int64 // unix nanoseconds; out of rotation before then
+	consecErrs  atomic.Int32 // consecutive transport errors
+	attempts    atomic.Int64
+	transport   atomic.Int64 // transport errors
+}
+
+func (e *endpoint) isDown(now int64) bool { return e.downUntil.Load() > now }
+
+// New validates opts, applies defaults and returns a Client. It fails when
+// there is no endpoint or an endpoint is not an http(s) URL; the error names
+// the endpoint.
+func New(opts Options) (*Client, error) {
+	if len(opts.Endpoints) == 0 {
+		return nil, errors.New("llm.New: no endpoints given")
+	}
+	if opts.MaxConcurrentPerEndpoint <= 0 {
+		opts.MaxConcurrentPerEndpoint = DefaultMaxConcurrentPerEndpoint
+	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
+	}
+	if opts.MaxRetries == 0 {
+		opts.MaxRetries = DefaultMaxRetries
+	} else if opts.MaxRetries < 0 {
+		opts.MaxRetries = 0
+	}
+	if opts.BackoffBase <= 0 {
+		opts.BackoffBase = DefaultBackoffBase
+	}
+	if opts.BackoffMax <= 0 {
+		opts.BackoffMax = DefaultBackoffMax
+	}
+	if opts.BackoffMax < opts.BackoffBase {
+		opts.BackoffMax = opts.BackoffBase
+	}
+	if opts.DownAfter <= 0 {
+		opts.DownAfter = DefaultDownAfter
+	}
+	if opts.DownFor <= 0 {
+		opts.DownFor = DefaultDownFor
+	}
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	c := &Client{
+		opts:        opts,
+		log:         log,
+		maxAttempts: 1 + opts.MaxRetries,
+		sleep:       sleepCtx,
+	}
+	seen := make(map[string]bool, len(opts.Endpoints))
+	for _, raw := range opts.Endpoints {
+		base, name, err := normalizeEndpoint(raw)
+		if err != nil {
+			return nil, fmt.Errorf("llm.New: endpoint %q: %w", raw, err)
+		}
+		if seen[base] {
+			return nil, fmt.Errorf("llm.New: endpoint %q is listed twice", name)
+		}
+		seen[base] = true
+		c.eps = append(c.eps, &endpoint{
+			name:  name,
+			base:  base,
+			slots: make(chan struct{}, opts.MaxConcurrentPerEndpoint),
+		})
+	}
+	if opts.APIKey != "" {
+		c.auth = "Bearer " + opts.APIKey
+	}
+	seed := opts.JitterSeed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	c.rng = rand.New(rand.NewPCG(uint64(seed), uint64(seed)^0x9e3779b97f4a7c15))
+	if opts.HTTPClient != nil {
+		c.hc = opts.HTTPClient
+	} else {
+		c.transport = newTransport()
+		c.hc = &http.Client{Transport: c.transport}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.stop = cancel
+	if opts.HealthInterval > 0 {
+		c.wg.Add(1)
+		go c.healthLoop(ctx)
+	}
+	return c, nil
+}
+
+// newTransport returns the one transport a Client shares across all its
+// endpoints and requests: many idle connections kept per host, no cap on
+// connections, no compression (token-id bodies are served uncompressed).
+func newTransport() *http.Transport {
+	return &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   10 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		MaxIdleConns:        0, // no global cap
+		MaxIdleConnsPerHost: 2048,
+		MaxConnsPerHost:     0,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second,
+		DisableCompression:  true,
+		WriteBufferSize:     64 << 10,
+		ReadBufferSize:      64 << 10,
+	}
+}
+
+// normalizeEndpoint checks an endpoint URL and returns its base (no
+// trailing slash, no trailing /v1) and a printable name.
+func normalizeEndpoint(raw string) (base, name string, err error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return "", "", err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", "", fmt.Errorf("scheme %q is not http or https", u.Scheme)
+	}
+	if u.Host == "" {
+		return "", "", errors.New("no host")
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "", "", errors.New("a base URL takes no query or fragment")
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.Path = strings.TrimSuffix(u.Path, "/v1")
+	u.RawPath = ""
+	return u.String(), u.Redacted(), nil
+}
+
+// Close stops background health checks and closes idle connections. Calls
+// made afterwards fail with ErrClosed. It is safe to call more than once.
+func (c *Client) Close() {
+	if c.closed.Swap(true) {
+		return
+	}
+	c.stop()
+	c.wg.Wait()
+	if c.transport != nil {
+		c.transport.CloseIdleConnections()
+	}
+}
+
+// Endpoints returns the endpoints' printable base URLs, in the order given.
+func (c *Client) Endpoints() []string {
+	out := make([]string, len(c.eps))
+	for i, ep := range c.eps {
+		out[i] = ep.name
+	}
+	return out
+}
+
+// pick returns the endpoint with the fewest outstanding requests among the
+// endpoints in rotation, preferring one other than avoid; ties go
+// round-robin. When every endpoint is down it picks among all of them.
+func (c *Client) pick(avoid *endpoint) *endpoint {
+	if len(c.eps) == 1 {
+		return c.eps[0]
+	}
+	now := time.Now().UnixNano()
+	for pass := 0; pass < 3; pass++ {
+		// pass 0: up and not avoid; pass 1: up; pass 2: any.
+		eligible := func(ep *endpoint) bool {
+			return (pass == 2 || !ep.isDown(now)) && (pass > 0 || ep != avoid)
+		}
+		var least int64
+		ties := 0
+		for _, ep := range c.eps {
+			if !eligible(ep) {
+				continue
+			}
+			if l := ep.outstanding.Load(); ties == 0 || l < least {
+				least, ties = l, 1
+			} else if l == least {
+				ties++
+			}
+		}
+		if ties == 0 {
+			continue
+		}
+		k := int(c.rr.Add(1) % uint64(ties))
+		var fallback *endpoint
+		for _, ep := range c.eps {
+			if !eligible(ep) {
+				continue
+			}
+			l := ep.outstanding.Load()
+			if l <= least {
+				if k == 0 {
+					return ep
+				}
+				k--
+			}
+			if fallback == nil || l < fallback.outstanding.Load() {
+				fallback = ep
+			}
+		}
+		return fallback // loads moved under us; any least-loaded one will do
+	}
+	return c.eps[0] // unreachable: pass 2 accepts every endpoint
+}
+
+// markDown takes ep out of rotation until until (unix nanoseconds), logging
+// the transition.
+func (c *Client) markDown(ep *endpoint, until int64, why string, cause error) {
+	prev := ep.downUntil.Swap(until)
+	if prev <= time.Now().UnixNano() {
+		c.log.Warn("llm: endpoint taken out of rotation",
+			zap.String("endpoint", ep.name), zap.String("why", why),
+			zap.Time("until", time.Unix(0, until)), zap.Error(cause))
+	}
+}
+
+// markUp puts ep back in rotation.
+func (c *Client) markUp(ep *endpoint) {
+	ep.consecErrs.Store(0)
+	if prev := ep.downUntil.Swap(0); prev > time.Now().UnixNano() {
+		c.log.Info("llm: endpoint back in rotation", zap.String("endpoint", ep.name))
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

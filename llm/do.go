@@ -1,0 +1,245 @@
+package llm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// maxResponseBytes bounds a response body read into memory.
+const maxResponseBytes = 256 << 20
+
+// call describes one logical request: the retry loop runs it as one or more
+// attempts.
+type call struct {
+	method, path string
+	body         []byte
+	// pin sends every attempt to this endpoint instead of balancing.
+	pin *endpoint
+	// slot makes each attempt hold one of the endpoint's concurrency slots.
+	slot bool
+	// maxAttempts overrides the client's attempt budget when positive.
+	maxAttempts int
+	// timeout overrides RequestTimeout for each attempt when positive.
+	timeout time.Duration
+	// handle receives a 2xx body (valid only during the call); its error is
+	// final and not retried. Nil ignores the body.
+	handle func(body []byte) error
+	// accept turns an error status into success (idempotent LoRA calls).
+	accept func(*APIError) bool
+}
+
+// bufPool holds response buffers.
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledBuf = 4 << 20
+
+func putBuf(b *bytes.Buffer) {
+	if b.Cap() > maxPooledBuf {
+		return
+	}
+	b.Reset()
+	bufPool.Put(b)
+}
+
+// do runs cl with retries and returns nil or an error ready to be wrapped
+// with the caller's operation name.
+func (c *Client) do(ctx context.Context, cl *call) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	c.stats.requests.Add(1)
+	maxAttempts := c.maxAttempts
+	if cl.maxAttempts > 0 {
+		maxAttempts = cl.maxAttempts
+	}
+	var last *endpoint
+	var lastErr error
+	for attempt := 1; ; attempt++ {
+		ep := cl.pin
+		if ep == nil {
+			ep = c.pick(last)
+		}
+		retryAfter, retry, err := c.attempt(ctx, ep, cl)
+		if err == nil {
+			return nil
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			c.stats.failures.Add(1)
+			if lastErr != nil {
+				return fmt.Errorf("%w (after %d attempts; last error: %v)", cerr, attempt, lastErr)
+			}
+			return cerr
+		}
+		if !retry {
+			c.stats.failures.Add(1)
+			if attempt > 1 {
+				return fmt.Errorf("failed on attempt %d: %w", attempt, err)
+			}
+			return err
+		}
+		last, lastErr = ep, err
+		if attempt >= maxAttempts {
+			c.stats.failures.Add(1)
+			if attempt == 1 {
+				return err
+			}
+			return fmt.Errorf("gave up after %d attempts: %w", attempt, err)
+		}
+		wait := c.backoff(attempt)
+		if retryAfter >= 0 {
+			wait = min(retryAfter, 3*c.opts.BackoffMax)
+		}
+		c.stats.retries.Add(1)
+		c.log.Debug("llm: retrying",
+			zap.String("path", cl.path), zap.String("endpoint", ep.name),
+			zap.Int("attempt", attempt), zap.Duration("wait", wait), zap.Error(err))
+		if serr := c.sleep(ctx, wait); serr != nil {
+			c.stats.failures.Add(1)
+			return fmt.Errorf("%w (after %d attempts; last error: %v)", serr, attempt, lastErr)
+		}
+	}
+}
+
+// backoff returns the full-jitter wait after the retry-th failed attempt
+// (1-based): uniform in [0, min(BackoffMax, BackoffBase*2^(retry-1))].
+func (c *Client) backoff(retry int) time.Duration {
+	ceil := c.opts.BackoffBase
+	for i := 1; i < retry && ceil < c.opts.BackoffMax; i++ {
+		ceil *= 2
+	}
+	ceil = min(ceil, c.opts.BackoffMax)
+	c.rngMu.Lock()
+	d := time.Duration(c.rng.Int64N(int64(ceil) + 1))
+	c.rngMu.Unlock()
+	return d
+}
+
+// attempt makes one HTTP exchange with ep. It returns the server's
+// Retry-After (negative when absent), whether the failure is worth a retry,
+// and the error.
+func (c *Client) attempt(ctx context.Context, ep *endpoint, cl *call) (time.Duration, bool, error) {
+	ep.outstanding.Add(1)
+	defer ep.outstanding.Add(-1)
+	if cl.slot {
+		select {
+		case ep.slots <- struct{}{}:
+		case <-ctx.Done():
+			return -1, false, ctx.Err()
+		}
+		defer func() { <-ep.slots }()
+	}
+	timeout := c.opts.RequestTimeout
+	if cl.timeout > 0 {
+		timeout = cl.timeout
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var body io.Reader
+	if cl.body != nil {
+		body = bytes.NewReader(cl.body)
+	}
+	req, err := http.NewRequestWithContext(actx, cl.method, ep.base+cl.path, body)
+	if err != nil {
+		return -1, false, err
+	}
+	if cl.body != nil {
+		req.Header["Content-Type"] = jsonContentType
+	}
+	if c.auth != "" {
+		req.Header["Authorization"] = []string{c.auth}
+	}
+	c.stats.attempts.Add(1)
+	ep.attempts.Add(1)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return c.transportFailure(ctx, actx, ep, cl, timeout, err)
+	}
+	buf := bufPool.Get().(*bytes.Buffer)
+	defer putBuf(buf)
+	if n := resp.ContentLength; n > 0 && n <= maxResponseBytes {
+		buf.Grow(int(n))
+	}
+	_, err = buf.ReadFrom(io.LimitReader(resp.Body, maxResponseBytes))
+	resp.Body.Close()
+	if err != nil {
+		return c.transportFailure(ctx, actx, ep, cl, timeout, fmt.Errorf("reading the response: %w", err))
+	}
+	if ep.consecErrs.Load() != 0 {
+		ep.consecErrs.Store(0)
+	}
+	c.stats.countStatus(resp.StatusCode)
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		if cl.handle == nil {
+			return -1, false, nil
+		}
+		if err := cl.handle(buf.Bytes()); err != nil {
+			return -1, false, fmt.Errorf("response from %s: %w", ep.name, err)
+		}
+		return -1, false, nil
+	}
+	apiErr := parseAPIError(ep.name, cl.path, resp.StatusCode, buf.Bytes())
+	if cl.accept != nil && cl.accept(apiErr) {
+		return -1, false, nil
+	}
+	retry := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500
+	retryAfter := time.Duration(-1)
+	if retry {
+		retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	return retryAfter, retry, apiErr
+}
+
+var jsonContentType = []string{"application/json"}
+
+// transportFailure classifies a failed exchange: the caller's context ends
+// the call; anything else (refused, reset, EOF, attempt timeout) is retried
+// and counts toward taking the endpoint out of rotation.
+func (c *Client) transportFailure(ctx, actx context.Context, ep *endpoint, cl *call, timeout time.Duration, err error) (time.Duration, bool, error) {
+	if ctx.Err() != nil {
+		return -1, false, ctx.Err()
+	}
+	c.stats.transport.Add(1)
+	ep.transport.Add(1)
+	if errors.Is(actx.Err(), context.DeadlineExceeded) {
+		c.stats.timeouts.Add(1)
+		err = fmt.Errorf("%s %s on %s: no complete response within %v (attempt timeout; server hung or overloaded): %w",
+			cl.method, cl.path, ep.name, timeout, err)
+	} else {
+		err = fmt.Errorf("%s %s on %s: %w", cl.method, cl.path, ep.name, err)
+	}
+	if n := ep.consecErrs.Add(1); int(n) >= c.opts.DownAfter {
+		c.markDown(ep, time.Now().Add(c.opts.DownFor).UnixNano(),
+			strconv.Itoa(int(n))+" consecutive transport errors", err)
+	}
+	return -1, true, err
+}
+
+// parseRetryAfter reads a Retry-After header: delta-seconds or an HTTP
+// date. It returns -1 when the header is absent or unreadable.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return -1
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs < 0 {
+			return -1
+		}
+		if secs > int64(24*time.Hour/time.Second) {
+			secs = int64(24 * time.Hour / time.Second)
+		}
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0)
+	}
+	return -1
+}

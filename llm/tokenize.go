@@ -1,0 +1,119 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+const (
+	pathTokenize = "/tokenize"
+	pathModels   = "/v1/models"
+)
+
+// parseTokenize reads vLLM's TokenizeResponse {count, max_model_len,
+// tokens}.
+func parseTokenize(body []byte) (TokenizeResult, error) {
+	r := &jreader{b: body}
+	var out TokenizeResult
+	count := -1
+	hasTokens := false
+	err := r.object(func(key []byte) error {
+		var err error
+		switch {
+		case keyIs(key, "tokens"):
+			out.Tokens, hasTokens, err = readTokenIDs(r)
+		case keyIs(key, "count"), keyIs(key, "max_model_len"):
+			if isNull, nerr := r.null(); isNull || nerr != nil {
+				return nerr
+			}
+			var v int64
+			v, err = r.int()
+			if keyIs(key, "count") {
+				count = int(v)
+			} else {
+				out.MaxModelLen = int(v)
+			}
+		default:
+			err = r.skip()
+		}
+		return err
+	})
+	if err == nil {
+		err = r.end()
+	}
+	if err != nil {
+		return TokenizeResult{}, fmt.Errorf("%w: decoding the tokenization: %v", ErrBadResponse, err)
+	}
+	if !hasTokens {
+		return TokenizeResult{}, fmt.Errorf("%w: no tokens in the /tokenize response", ErrBadResponse)
+	}
+	if count >= 0 && count != len(out.Tokens) {
+		return TokenizeResult{}, fmt.Errorf("%w: /tokenize count %d but %d tokens", ErrBadResponse, count, len(out.Tokens))
+	}
+	out.Count = len(out.Tokens)
+	return out, nil
+}
+
+// Tokenize renders req.Messages with the server's chat template and returns
+// the token ids (POST /tokenize, messages form). The server is parley's
+// tokenizer authority.
+func (c *Client) Tokenize(ctx context.Context, req TokenizeRequest) (TokenizeResult, error) {
+	if len(req.Messages) == 0 {
+		return TokenizeResult{}, errors.New("llm.Tokenize: no messages")
+	}
+	body, err := json.Marshal(&req)
+	if err != nil {
+		return TokenizeResult{}, fmt.Errorf("llm.Tokenize: encoding the request: %w", err)
+	}
+	var out TokenizeResult
+	err = c.do(ctx, &call{
+		method: http.MethodPost,
+		path:   pathTokenize,
+		body:   body,
+		slot:   true,
+		handle: func(b []byte) error {
+			var err error
+			out, err = parseTokenize(b)
+			return err
+		},
+	})
+	if err != nil {
+		return TokenizeResult{}, fmt.Errorf("llm.Tokenize: %w", err)
+	}
+	return out, nil
+}
+
+// modelList is the OpenAI model list.
+type modelList struct {
+	Data []struct {
+		ID string `json:"id"`
+	} `json:"data"`
+}
+
+// Models returns the ids of the models one endpoint serves (GET
+// /v1/models): the base model and any loaded LoRA adapters.
+func (c *Client) Models(ctx context.Context) ([]string, error) {
+	var ids []string
+	err := c.do(ctx, &call{
+		method: http.MethodGet,
+		path:   pathModels,
+		handle: func(b []byte) error {
+			var r modelList
+			if err := json.Unmarshal(b, &r); err != nil {
+				return fmt.Errorf("%w: decoding the model list: %v", ErrBadResponse, err)
+			}
+			ids = make([]string, len(r.Data))
+			for i, m := range r.Data {
+				ids[i] = m.ID
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("llm.Models: %w", err)
+	}
+	return ids, nil
+}

@@ -282,3 +282,42 @@ func TestDeriveSeed(t *testing.T) {
 		t.Errorf("DeriveSeed collides on different inputs")
 	}
 }
+
+func TestSelectPrompts(t *testing.T) {
+	var ps []dataset.Prompt
+	for i := 0; i < 30; i++ {
+		ps = append(ps, dataset.Prompt{ID: fmt.Sprintf("p%d", i), Category: dataset.CategoryProfessional})
+		ps = append(ps, dataset.Prompt{ID: fmt.Sprintf("i%d", i), Category: dataset.CategoryInterpersonal})
+		ps = append(ps, dataset.Prompt{ID: fmt.Sprintf("m%d", i), Category: dataset.CategoryMicroEthics})
+	}
+	mix := map[string]float64{"professional": 0.3, "interpersonal": 0.4, "micro_ethics": 0.3}
+	a := SelectPrompts(ps, mix, 16, 7, 3)
+	b := SelectPrompts(ps, mix, 16, 7, 3)
+	c := SelectPrompts(ps, mix, 16, 7, 4)
+	if len(a) != 16 || fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Fatalf("SelectPrompts not deterministic for the same (seed, step)")
+	}
+	if fmt.Sprint(a) == fmt.Sprint(c) {
+		t.Errorf("SelectPrompts gives the same rows at different steps")
+	}
+	seen := map[string]bool{}
+	for _, p := range a {
+		if seen[p.ID] {
+			t.Errorf("row %s repeated within a step", p.ID)
+		}
+		seen[p.ID] = true
+	}
+	// over many steps the mix holds within a few points
+	count := map[string]int{}
+	for s := 0; s < 500; s++ {
+		for _, p := range SelectPrompts(ps, mix, 10, 1, s) {
+			count[p.Category]++
+		}
+	}
+	for cat, w := range mix {
+		got := float64(count[cat]) / 5000
+		if got < w-0.03 || got > w+0.03 {
+			t.Errorf("category %s share = %.3f, want %.2f ± 0.03", cat, got, w)
+		}
+	}
+}

@@ -105,8 +105,10 @@ func (s *Summary) finish(elapsed time.Duration) {
 	}
 }
 
-// GroupID names the group of a prompt row at a step.
-func GroupID(step int, promptID string) string { return fmt.Sprintf("s%06d-%s", step, promptID) }
+// GroupID names the group of the i-th prompt row of a step. The row's own
+// id is recorded beside it, so one row drawn twice in a step makes two
+// groups.
+func GroupID(step, i int) string { return fmt.Sprintf("s%06d-g%05d", step, i) }
 
 // Run plays GroupSize rollouts of every prompt and passes each finished
 // rollout — failed ones included, with their error — to sink, from one
@@ -121,8 +123,8 @@ func (r *Runner) Run(ctx context.Context, prompts []dataset.Prompt, sink func(*d
 	}
 	start := time.Now()
 	type job struct {
-		p     dataset.Prompt
-		index int
+		p            dataset.Prompt
+		group, index int
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -136,7 +138,7 @@ func (r *Runner) Run(ctx context.Context, prompts []dataset.Prompt, sink func(*d
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				if rec := r.playOne(ctx, j.p, j.index); rec != nil {
+				if rec := r.playOne(ctx, j.p, j.group, j.index); rec != nil {
 					results <- rec
 				}
 			}
@@ -144,10 +146,10 @@ func (r *Runner) Run(ctx context.Context, prompts []dataset.Prompt, sink func(*d
 	}
 	go func() {
 		defer close(jobs)
-		for _, p := range prompts {
+		for g, p := range prompts {
 			for i := 0; i < r.opts.GroupSize; i++ {
 				select {
-				case jobs <- job{p, i}:
+				case jobs <- job{p, g, i}:
 				case <-ctx.Done():
 					return
 				}
@@ -180,8 +182,8 @@ func (r *Runner) Run(ctx context.Context, prompts []dataset.Prompt, sink func(*d
 }
 
 // playOne plays one rollout; nil means it was interrupted by cancellation.
-func (r *Runner) playOne(ctx context.Context, p dataset.Prompt, index int) *dataset.Rollout {
-	groupID := GroupID(r.opts.Step, p.ID)
+func (r *Runner) playOne(ctx context.Context, p dataset.Prompt, group, index int) *dataset.Rollout {
+	groupID := GroupID(r.opts.Step, group)
 	seed := DeriveSeed(r.opts.Seed, groupID, int64(index))
 	rec := &dataset.Rollout{
 		RunID:         r.opts.RunID,

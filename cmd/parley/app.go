@@ -1,0 +1,59 @@
+package main
+
+import (
+	"os"
+
+	"github.com/parleyhq/parley/config"
+	"github.com/parleyhq/parley/internal/logging"
+	"github.com/parleyhq/parley/internal/progress"
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+)
+
+// app holds what every command shares: the log settings and, once made,
+// the logger and its swappable writer.
+type app struct {
+	logFormat, logLevel string
+	logs                *logging.Writer
+	log                 *zap.Logger
+}
+
+// logger builds the logger from the flags, falling back to cfg's log section.
+func (a *app) logger(cfg *config.Config) (*zap.Logger, error) {
+	if a.log != nil {
+		return a.log, nil
+	}
+	format, level := "auto", "info"
+	if cfg != nil {
+		format, level = cfg.Log.Format, cfg.Log.Level
+	}
+	if a.logFormat != "" {
+		format = a.logFormat
+	}
+	if a.logLevel != "" {
+		level = a.logLevel
+	}
+	a.logs = logging.NewWriter(os.Stderr)
+	l, err := logging.New(format, level, a.logs, logging.IsTerminal(os.Stderr))
+	if err != nil {
+		return nil, err
+	}
+	a.log = l
+	return l, nil
+}
+
+// bars starts progress bars when stderr is a terminal.
+func (a *app) bars() *progress.Bars {
+	return progress.New(logging.IsTerminal(os.Stderr), a.logs)
+}
+
+// loadConfig loads --config with environment and --<key> overrides.
+func (a *app) loadConfig(cmd *cobra.Command, path string) (config.Config, error) {
+	return config.Load(path, cmd.Flags())
+}
+
+// configFlags adds --config and the hidden per-key overrides to cmd.
+func configFlags(cmd *cobra.Command, path *string) {
+	cmd.Flags().StringVar(path, "config", "", "YAML config file (PARLEY_* variables and --<key>=value flags override it)")
+	config.RegisterFlags(cmd.Flags())
+}

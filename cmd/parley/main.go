@@ -1,0 +1,49 @@
+// Command parley is the orchestrator for self-play alignment training with
+// RLAIF and GRPO: rollouts on vLLM, judging, GRPO batches, the trainer
+// handshake, curricula, exports, evaluations and benchmark checks. This
+// package only wires cobra commands to the packages that do the work.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRoot()
+	if err := root.ExecuteContext(ctx); err != nil {
+		if errors.Is(err, context.Canceled) {
+			fmt.Fprintln(os.Stderr, "parley: interrupted")
+			os.Exit(130)
+		}
+		fmt.Fprintln(os.Stderr, "parley:", err)
+		os.Exit(1)
+	}
+}
+
+func newRoot() *cobra.Command {
+	a := &app{}
+	root := &cobra.Command{
+		Use:           "parley",
+		Short:         "Self-play alignment training with RLAIF and GRPO",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.logFormat, "log-format", "", "log format: auto, console or json (default: the config's log.format, else auto)")
+	pf.StringVar(&a.logLevel, "log-level", "", "log level: debug, info, warn or error (default: the config's log.level, else info)")
+	root.AddCommand(
+		newConfigCmd(a),
+		newServeSimCmd(a),
+		newRolloutCmd(a),
+	)
+	return root
+}

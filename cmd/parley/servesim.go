@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/parleyhq/parley/sim"
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+)
+
+func newServeSimCmd(a *app) *cobra.Command {
+	var o sim.Options
+	var addr, apiKeyEnv string
+	cmd := &cobra.Command{
+		Use:   "serve-sim",
+		Short: "Serve a SIMULATED vLLM policy server and judge (scripted persona agents, deterministic tokenizer, fault injection) for tests and dry runs",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := a.logger(nil)
+			if err != nil {
+				return err
+			}
+			if apiKeyEnv != "" {
+				o.APIKey = os.Getenv(apiKeyEnv)
+				if o.APIKey == "" {
+					return fmt.Errorf("serve-sim: --api-key-env %s is empty", apiKeyEnv)
+				}
+			}
+			o.Logger = log
+			srv, err := sim.New(o)
+			if err != nil {
+				return err
+			}
+			log.Info("serve-sim listening (simulator, not a real model)", zap.String("addr", addr), zap.String("model", srv.Options().Model))
+			return srv.ListenAndServe(cmd.Context(), addr)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&addr, "addr", "127.0.0.1:8000", "listen address")
+	f.StringVar(&apiKeyEnv, "api-key-env", "", "environment variable holding a bearer key to require (like vLLM --api-key)")
+	f.StringVar(&o.Model, "model", sim.DefaultModel, "served model name")
+	f.StringVar(&o.JudgeModel, "judge-model", sim.DefaultJudgeModel, "judge model name")
+	f.IntVar(&o.MaxModelLen, "max-model-len", sim.DefaultMaxModelLen, "context length reported by /tokenize")
+	f.Float64Var(&o.AgreeProb, "agree-prob", sim.DefaultAgreeProb, "probability a scripted agent agrees on a turn (negative: never)")
+	f.BoolVar(&o.StripHistoryThink, "strip-history-think", false, "render like Qwen3: strip <think> from earlier assistant turns (causes prefix breaks)")
+	f.BoolVar(&o.LegacyErrors, "legacy-errors", false, "use the flat {\"object\":\"error\"} error shape")
+	f.BoolVar(&o.NoTokenIDs, "no-token-ids", false, "emulate vLLM < 0.10.2: ignore return_token_ids")
+	f.IntVar(&o.MaxConcurrent, "max-concurrent", 0, "requests served at once; more wait (0: unlimited)")
+	f.DurationVar(&o.LatencyMedian, "latency-median", 0, "median request latency (lognormal)")
+	f.Float64Var(&o.LatencySigma, "latency-sigma", 0, "lognormal sigma of latency")
+	f.Float64Var(&o.TailProb, "latency-tail-prob", 0, "probability of a heavy-tail latency")
+	f.Float64Var(&o.TailMult, "latency-tail-mult", sim.DefaultTailMult, "latency multiplier in the tail")
+	f.DurationVar(&o.PerTokenLatency, "per-token-latency", 0, "extra latency per generated token")
+	f.DurationVar(&o.TokenizeLatency, "tokenize-latency", 0, "latency of /tokenize")
+	f.Float64Var(&o.ErrorRate, "error-rate", 0, "fraction of requests answered 500/502/503")
+	f.Float64Var(&o.RateLimitRate, "rate-limit-rate", 0, "fraction of requests answered 429 with Retry-After")
+	f.DurationVar(&o.RetryAfter, "retry-after", sim.DefaultRetryAfter, "Retry-After of 429s")
+	f.Float64Var(&o.HangRate, "hang-rate", 0, "fraction of requests that hang until the client gives up")
+	f.DurationVar(&o.HangMax, "hang-max", sim.DefaultHangMax, "longest hang")
+	f.Float64Var(&o.DropRate, "drop-rate", 0, "fraction of connections dropped without a response")
+	f.Int64Var(&o.FaultSeed, "fault-seed", 0, "seed of the fault draws")
+	f.Float64Var(&o.JudgeMalformedRate, "judge-malformed-rate", 0, "fraction of judge replies that are not JSON")
+	f.Float64Var(&o.JudgeOutOfRangeRate, "judge-out-of-range-rate", 0, "fraction of judge scores out of range")
+	f.Float64Var(&o.JudgeRefusalRate, "judge-refusal-rate", 0, "fraction of judge replies that refuse")
+	return cmd
+}

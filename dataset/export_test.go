@@ -1,0 +1,317 @@
+package dataset
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// makeRun writes a run directory with rollouts for steps 1..steps, n each,
+// and returns it with every rollout in step order.
+func makeRun(t testing.TB, steps, n int) (string, []Rollout) {
+	t.Helper()
+	run := filepath.Join(t.TempDir(), "myrun")
+	var all []Rollout
+	for s := 1; s <= steps; s++ {
+		w, err := NewRolloutWriter(RolloutsPath(filepath.Join(run, RolloutsDir), s), RolloutWriterOptions{RowGroupRows: 4})
+		mustNoErr(t, err)
+		for i := 0; i < n; i++ {
+			r := testRollout(s, i)
+			mustNoErr(t, w.Write(r))
+			all = append(all, r)
+		}
+		mustNoErr(t, w.Close())
+	}
+	// Files that are not step files are ignored.
+	mustNoErr(t, os.WriteFile(filepath.Join(run, RolloutsDir, "notes.txt"), []byte("x"), 0o644))
+	return run, all
+}
+
+func readJSONLRecords(t *testing.T, path string) []ExportRecord {
+	t.Helper()
+	f, err := os.Open(path)
+	mustNoErr(t, err)
+	defer f.Close()
+	var out []ExportRecord
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var r ExportRecord
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec.DisallowUnknownFields()
+		mustNoErr(t, dec.Decode(&r))
+		out = append(out, r)
+	}
+	mustNoErr(t, sc.Err())
+	return out
+}
+
+func readHFRecords(t *testing.T, dir string, shards int) []ExportRecord {
+	t.Helper()
+	var out []ExportRecord
+	for i := 0; i < shards; i++ {
+		path := filepath.Join(dir, "data", fmt.Sprintf("train-%05d-of-%05d.parquet", i, shards))
+		mustNoErr(t, streamParquet(path, func(r ExportRecord) error {
+			if len(r.Messages) == 0 {
+				r.Messages = nil
+			}
+			out = append(out, r)
+			return nil
+		}))
+	}
+	return out
+}
+
+func f64(v float64) *float64 { return &v }
+
+func TestExportFilters(t *testing.T) {
+	run, all := makeRun(t, 3, 10)
+	tests := []struct {
+		name string
+		opts ExportOptions
+		keep func(Rollout) bool
+	}{
+		{"default", ExportOptions{}, func(r Rollout) bool { return !r.Failed }},
+		{"include failed", ExportOptions{IncludeFailed: true}, func(r Rollout) bool { return true }},
+		{"min step", ExportOptions{MinStep: 2}, func(r Rollout) bool { return !r.Failed && r.Step >= 2 }},
+		{"max step", ExportOptions{MaxStep: 2}, func(r Rollout) bool { return !r.Failed && r.Step <= 2 }},
+		{"one step", ExportOptions{MinStep: 2, MaxStep: 2, IncludeFailed: true}, func(r Rollout) bool { return r.Step == 2 }},
+		{"min reward", ExportOptions{MinReward: f64(0.6)}, func(r Rollout) bool { return !r.Failed && r.Reward >= 0.6 }},
+		{"agreed only", ExportOptions{AgreedOnly: true}, func(r Rollout) bool { return !r.Failed && r.Agreed }},
+		{"all filters", ExportOptions{AgreedOnly: true, MinReward: f64(0.5), MinStep: 3, IncludeFailed: true},
+			func(r Rollout) bool { return r.Agreed && r.Reward >= 0.5 && r.Step >= 3 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var want []ExportRecord
+			var failed int64
+			for _, r := range all {
+				inSteps := int(r.Step) >= tt.opts.MinStep && (tt.opts.MaxStep == 0 || int(r.Step) <= tt.opts.MaxStep)
+				if inSteps && r.Failed && !tt.opts.IncludeFailed {
+					failed++
+				}
+				if tt.keep(r) {
+					want = append(want, NewExportRecord(r))
+				}
+			}
+			if len(want) == 0 {
+				t.Fatal("test case keeps nothing")
+			}
+			for _, format := range []string{FormatJSONL, FormatHF} {
+				opts := tt.opts
+				opts.From, opts.Format, opts.Out, opts.ShardRows = run, format, filepath.Join(t.TempDir(), "out"), 4
+				stats, err := Export(context.Background(), opts)
+				mustNoErr(t, err)
+				if stats.Written != int64(len(want)) || stats.SkippedFailed != failed {
+					t.Errorf("%s: Export stats = %+v, want %d written, %d failed skipped", format, stats, len(want), failed)
+				}
+				if stats.Read != stats.Written+stats.SkippedFailed+stats.SkippedFilters {
+					t.Errorf("%s: Export stats = %+v do not add up", format, stats)
+				}
+				var got []ExportRecord
+				if format == FormatJSONL {
+					if len(stats.Outputs) != 1 || stats.Outputs[0] != filepath.Join(opts.Out, "rollouts.jsonl") {
+						t.Errorf("jsonl outputs = %v, want out/rollouts.jsonl", stats.Outputs)
+					}
+					got = readJSONLRecords(t, filepath.Join(opts.Out, "rollouts.jsonl"))
+				} else {
+					shards := (len(want) + 3) / 4
+					if len(stats.Outputs) != shards+1 {
+						t.Errorf("hf outputs = %v, want %d shards and README.md", stats.Outputs, shards)
+					}
+					got = readHFRecords(t, opts.Out, shards)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s: Export(%s) = %d records, want %d:\ngot  %+v\nwant %+v", format, tt.name, len(got), len(want), ids(got), ids(want))
+				}
+			}
+		})
+	}
+}
+
+func ids(rs []ExportRecord) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.ID
+	}
+	return out
+}
+
+func TestExportRecordMessages(t *testing.T) {
+	r := testRollout(1, 0)
+	got := NewExportRecord(r)
+	want := []ChatMessage{
+		{Role: "user", Content: r.Task},
+		{Role: "assistant", Name: "A", Content: r.Turns[0].Text},
+		{Role: "assistant", Name: "B", Content: r.Turns[1].Text},
+	}
+	if !reflect.DeepEqual(got.Messages, want) {
+		t.Errorf("NewExportRecord(...).Messages = %+v, want %+v", got.Messages, want)
+	}
+	if got.Personas != (ExportPersonas{A: r.PersonaA, B: r.PersonaB}) || got.ID != r.RolloutID || got.Final != r.Final {
+		t.Errorf("NewExportRecord(...) = %+v", got)
+	}
+	// The JSON line has exactly the documented keys.
+	b, err := json.Marshal(got)
+	mustNoErr(t, err)
+	var m map[string]any
+	mustNoErr(t, json.Unmarshal(b, &m))
+	for _, k := range []string{"id", "step", "env", "prompt_id", "group_id", "category", "task", "personas", "messages", "final", "reward", "score", "agreed", "rounds", "failed", "error"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("export JSON lacks %q", k)
+		}
+	}
+	if strings.Contains(string(b), `"name":""`) {
+		t.Errorf("export JSON has an empty name: %s", b)
+	}
+}
+
+func TestExportHFFolder(t *testing.T) {
+	run, _ := makeRun(t, 2, 10) // 18 exported rows
+	out := filepath.Join(t.TempDir(), "hf")
+	stats, err := Export(context.Background(), ExportOptions{From: run, Format: FormatHF, Out: out, ShardRows: 5})
+	mustNoErr(t, err)
+	if stats.Written != 18 || stats.Files != 2 {
+		t.Fatalf("Export stats = %+v, want 18 written from 2 files", stats)
+	}
+	for i := 0; i < 4; i++ {
+		path := filepath.Join(out, "data", fmt.Sprintf("train-%05d-of-00004.parquet", i))
+		f, pf, err := openParquet(path)
+		if err != nil {
+			t.Fatalf("shard %d: %v", i, err)
+		}
+		wantRows := int64(5)
+		if i == 3 {
+			wantRows = 3
+		}
+		if pf.NumRows() != wantRows {
+			t.Errorf("shard %d rows = %d, want %d", i, pf.NumRows(), wantRows)
+		}
+		checkZstd(t, pf)
+		for _, c := range []struct{ col, want string }{
+			{"messages", "list<struct<role:string,name:string,content:string>>"},
+			{"personas", "struct<a:string,b:string>"},
+			{"reward", "float32"},
+			{"agreed", "bool"},
+			{"rounds", "int32"},
+			{"step", "int32"},
+		} {
+			found := false
+			for _, fl := range pf.Schema().Fields() {
+				if fl.Name() == c.col {
+					found = true
+					if got := columnType(fl); got != c.want {
+						t.Errorf("shard %d column %s type = %s, want %s", i, c.col, got, c.want)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("shard %d lacks column %s", i, c.col)
+			}
+		}
+		f.Close()
+	}
+	readme := string(mustRead(t, filepath.Join(out, "README.md")))
+	for _, want := range []string{"---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: data/train-*\n",
+		"dataset_info:\n  features:\n", "  - name: messages\n    list:\n    - name: role\n      dtype: string\n",
+		"  - name: personas\n    struct:\n", "rollouts read, 18 exported", "\n---\n\n# parley rollouts: myrun", "failed rollouts excluded (2)"} {
+		if !strings.Contains(readme, want) {
+			t.Errorf("README.md lacks %q:\n%s", want, readme)
+		}
+	}
+	// Every feature in the card is a column of the shards, in order.
+	var features []string
+	for _, line := range strings.Split(readme, "\n") {
+		if line == "tags:" {
+			break
+		}
+		if name, ok := strings.CutPrefix(line, "  - name: "); ok {
+			features = append(features, name)
+		}
+	}
+	_, pf, closeF := openT(t, filepath.Join(out, "data", "train-00000-of-00004.parquet"))
+	var cols []string
+	for _, f := range pf.Schema().Fields() {
+		cols = append(cols, f.Name())
+	}
+	closeF()
+	if !reflect.DeepEqual(features, cols) {
+		t.Errorf("card features = %v, shard columns = %v", features, cols)
+	}
+
+	// A second export into the same folder replaces the shards.
+	_, err = Export(context.Background(), ExportOptions{From: run, Format: FormatHF, Out: out, AgreedOnly: true, MinReward: f64(10)})
+	mustNoErr(t, err)
+	shards, _ := filepath.Glob(filepath.Join(out, "data", "*"))
+	if len(shards) != 1 || filepath.Base(shards[0]) != "train-00000-of-00001.parquet" {
+		t.Errorf("after re-export, data/ = %v, want one empty shard", shards)
+	}
+	if got := readHFRecords(t, out, 1); len(got) != 0 {
+		t.Errorf("empty export has %d rows", len(got))
+	}
+	if readme := string(mustRead(t, filepath.Join(out, "README.md"))); !strings.Contains(readme, "20 rollouts read, 0 exported") {
+		t.Errorf("README.md after empty export lacks its counts:\n%s", readme)
+	}
+}
+
+func TestExportErrors(t *testing.T) {
+	run, _ := makeRun(t, 2, 600)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name string
+		ctx  context.Context
+		opts ExportOptions
+		want string
+	}{
+		{"cancelled jsonl", ctx, ExportOptions{From: run, Format: FormatJSONL, Out: "x.jsonl"}, "context canceled"},
+		{"cancelled hf", ctx, ExportOptions{From: run, Format: FormatHF, Out: "hf"}, "context canceled"},
+		{"unknown format", context.Background(), ExportOptions{From: run, Format: "csv", Out: "o"}, `unknown format "csv"`},
+		{"no run", context.Background(), ExportOptions{From: filepath.Join(run, "nope"), Format: FormatJSONL, Out: "o"}, "no such file"},
+		{"no steps", context.Background(), ExportOptions{From: run, Format: FormatJSONL, Out: "o", MinStep: 5}, "no rollout files in steps [5, ∞]"},
+		{"no out", context.Background(), ExportOptions{From: run, Format: FormatJSONL}, "no output path"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			outDir := t.TempDir()
+			if tt.opts.Out != "" {
+				tt.opts.Out = filepath.Join(outDir, tt.opts.Out)
+			}
+			_, err := Export(tt.ctx, tt.opts)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Export(%s) = %v, want an error containing %q", tt.name, err, tt.want)
+			}
+			if strings.HasPrefix(tt.name, "cancelled") && !errors.Is(err, context.Canceled) {
+				t.Errorf("Export(%s) = %v, want errors.Is context.Canceled", tt.name, err)
+			}
+			// Nothing but empty folders is left behind.
+			filepath.Walk(outDir, func(p string, info os.FileInfo, err error) error {
+				if err == nil && !info.IsDir() {
+					t.Errorf("Export(%s) left %s", tt.name, p)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+func TestExportJSONLFilePath(t *testing.T) {
+	run, _ := makeRun(t, 1, 5)
+	out := filepath.Join(t.TempDir(), "sub", "mine.jsonl")
+	stats, err := Export(context.Background(), ExportOptions{From: run, Format: FormatJSONL, Out: out})
+	mustNoErr(t, err)
+	if len(stats.Outputs) != 1 || stats.Outputs[0] != out {
+		t.Errorf("Export outputs = %v, want [%s]", stats.Outputs, out)
+	}
+	if got := readJSONLRecords(t, out); int64(len(got)) != stats.Written {
+		t.Errorf("%s has %d lines, want %d", out, len(got), stats.Written)
+	}
+}

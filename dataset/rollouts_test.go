@@ -1,0 +1,238 @@
+package dataset
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestRolloutsRoundTrip(t *testing.T) {
+	tests := []struct {
+		name     string
+		n        int
+		groupN   int
+		wantRGs  int
+		metadata map[string]string
+	}{
+		{"empty", 0, 4, 0, nil},
+		{"one group", 3, 4, 1, nil},
+		{"exact groups", 8, 4, 2, nil},
+		{"partial last group", 11, 4, 3, map[string]string{"run_id": "run"}},
+		{"default group", 300, 0, 2, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "rollouts", "step-000001.parquet")
+			w, err := NewRolloutWriter(path, RolloutWriterOptions{RowGroupRows: tt.groupN, Metadata: tt.metadata})
+			mustNoErr(t, err)
+			var want []Rollout
+			for i := 0; i < tt.n; i++ {
+				want = append(want, testRollout(1, i))
+			}
+			// Write in uneven chunks.
+			for i := 0; i < len(want); {
+				j := min(len(want), i+1+i%3)
+				mustNoErr(t, w.Write(want[i:j]...))
+				i = j
+			}
+			if w.Rows() != int64(tt.n) {
+				t.Errorf("Rows() = %d, want %d", w.Rows(), tt.n)
+			}
+			mustNoErr(t, w.Close())
+			if _, err := os.Stat(path + ".tmp"); !os.IsNotExist(err) {
+				t.Errorf("temporary file left after Close: %v", err)
+			}
+			got, err := ReadAllRollouts(path)
+			mustNoErr(t, err)
+			if len(got) != len(want) {
+				t.Fatalf("ReadAllRollouts = %d rows, want %d", len(got), len(want))
+			}
+			for i := range want {
+				if !reflect.DeepEqual(normalize(got[i]), normalize(want[i])) {
+					t.Fatalf("row %d = %+v\nwant %+v", i, got[i], want[i])
+				}
+			}
+			f, pf, err := openParquet(path)
+			mustNoErr(t, err)
+			defer f.Close()
+			if n := len(pf.RowGroups()); n != tt.wantRGs {
+				t.Errorf("row groups = %d, want %d", n, tt.wantRGs)
+			}
+			for k, v := range tt.metadata {
+				if got, _ := pf.Lookup(k); got != v {
+					t.Errorf("metadata %q = %q, want %q", k, got, v)
+				}
+			}
+			checkZstd(t, pf)
+		})
+	}
+}
+
+// normalize maps nil and empty slices alike, as parquet does.
+func normalize(r Rollout) Rollout {
+	if len(r.Turns) == 0 {
+		r.Turns = nil
+	}
+	if len(r.Sequences) == 0 {
+		r.Sequences = nil
+	}
+	for i := range r.Sequences {
+		s := &r.Sequences[i]
+		if len(s.InputIDs) == 0 {
+			s.InputIDs = nil
+		}
+		if len(s.LossMask) == 0 {
+			s.LossMask = nil
+		}
+		if len(s.Logprobs) == 0 {
+			s.Logprobs = nil
+		}
+	}
+	return r
+}
+
+func TestRolloutWriterAbortAndClose(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.parquet")
+
+	w, err := NewRolloutWriter(path, RolloutWriterOptions{RowGroupRows: 2})
+	mustNoErr(t, err)
+	mustNoErr(t, w.Write(testRollout(1, 0), testRollout(1, 1), testRollout(1, 2)))
+	w.Abort()
+	for _, p := range []string{path, path + ".tmp"} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("after Abort, Stat(%q) = %v, want not exist", p, err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Errorf("Close after Abort = %v, want nil", err)
+	}
+	if err := w.Write(testRollout(1, 3)); err == nil {
+		t.Error("Write after Abort = nil, want an error")
+	}
+
+	// Close twice: the second is a no-op; Abort after Close keeps the file.
+	w, err = NewRolloutWriter(path, RolloutWriterOptions{})
+	mustNoErr(t, err)
+	mustNoErr(t, w.Write(testRollout(1, 0)))
+	mustNoErr(t, w.Close())
+	mustNoErr(t, w.Close())
+	w.Abort()
+	if got, err := ReadAllRollouts(path); err != nil || len(got) != 1 {
+		t.Errorf("ReadAllRollouts after Close, Close, Abort = %d rows, %v; want 1", len(got), err)
+	}
+
+	// A writer over an existing file replaces it only on Close.
+	w, err = NewRolloutWriter(path, RolloutWriterOptions{})
+	mustNoErr(t, err)
+	mustNoErr(t, w.Write(testRollout(2, 0), testRollout(2, 1)))
+	if got, _ := ReadAllRollouts(path); len(got) != 1 {
+		t.Errorf("before Close the old file has %d rows, want 1", len(got))
+	}
+	mustNoErr(t, w.Close())
+	if got, _ := ReadAllRollouts(path); len(got) != 2 {
+		t.Errorf("after Close the file has %d rows, want 2", len(got))
+	}
+}
+
+func TestRolloutWriterCloseAfterWriteError(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.parquet")
+	w, err := NewRolloutWriter(path, RolloutWriterOptions{RowGroupRows: 1})
+	mustNoErr(t, err)
+	// Make the underlying file fail: close it behind the writer's back.
+	// parquet-go buffers its output, so the error shows after a few rows.
+	w.file.f.Close()
+	failed := false
+	for i := 0; i < 500 && !failed; i++ {
+		failed = w.Write(testRollout(1, i)) != nil
+	}
+	if !failed {
+		t.Fatal("500 writes to a closed file succeeded, want an error")
+	}
+	if err := w.Write(testRollout(1, 1)); err == nil || !strings.Contains(err.Error(), "earlier error") {
+		t.Errorf("Write after an error = %v, want the sticky earlier error", err)
+	}
+	if err := w.Close(); err == nil || !strings.Contains(err.Error(), "discarded") {
+		t.Errorf("Close after a write error = %v, want a discarded error", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Errorf("second Close = %v, want nil", err)
+	}
+	for _, p := range []string{path, path + ".tmp"} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("Stat(%q) = %v, want not exist", p, err)
+		}
+	}
+}
+
+// TestRolloutWriterInterrupted kills a child process in the middle of
+// writing and checks that the final path holds no partial file.
+func TestRolloutWriterInterrupted(t *testing.T) {
+	if path := os.Getenv("PARLEY_TEST_CRASH_WRITER"); path != "" {
+		w, err := NewRolloutWriter(path, RolloutWriterOptions{RowGroupRows: 2})
+		if err != nil {
+			os.Exit(3)
+		}
+		for i := 0; i < 500; i++ { // enough to pass parquet-go's write buffer
+			if err := w.Write(testRollout(1, i)); err != nil {
+				os.Exit(4)
+			}
+		}
+		p, _ := os.FindProcess(os.Getpid())
+		p.Kill() // SIGKILL: no deferred code, no Close
+		select {}
+	}
+	path := filepath.Join(t.TempDir(), "step-000001.parquet")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRolloutWriterInterrupted$")
+	cmd.Env = append(os.Environ(), "PARLEY_TEST_CRASH_WRITER="+path)
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != -1 {
+		t.Fatalf("child = %v, want killed by a signal", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("after a crash, Stat(final path) = %v, want not exist", err)
+	}
+	if st, err := os.Stat(path + ".tmp"); err != nil || st.Size() == 0 {
+		t.Errorf("after a crash, Stat(.tmp) = %v, %v; want a partial temporary file", st, err)
+	}
+	if _, err := ReadAllRollouts(path); err == nil {
+		t.Error("ReadAllRollouts(missing file) = nil error, want one")
+	}
+	if _, err := ReadAllRollouts(path + ".tmp"); err == nil {
+		t.Error("ReadAllRollouts(partial .tmp) = nil error, want one (no footer)")
+	}
+}
+
+func TestReadRolloutsCallbackError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.parquet")
+	w, err := NewRolloutWriter(path, RolloutWriterOptions{RowGroupRows: 3})
+	mustNoErr(t, err)
+	for i := 0; i < 10; i++ {
+		mustNoErr(t, w.Write(testRollout(1, i)))
+	}
+	mustNoErr(t, w.Close())
+	stop := errors.New("stop")
+	seen := 0
+	err = ReadRollouts(path, func(Rollout) error {
+		seen++
+		if seen == 5 {
+			return stop
+		}
+		return nil
+	})
+	if err != stop || seen != 5 {
+		t.Errorf("ReadRollouts with a failing callback = %v after %d rows, want stop after 5", err, seen)
+	}
+	// Not a parquet file.
+	bad := filepath.Join(t.TempDir(), "bad.parquet")
+	mustNoErr(t, os.WriteFile(bad, []byte("not parquet at all"), 0o644))
+	if err := ReadRollouts(bad, func(Rollout) error { return nil }); err == nil || !strings.Contains(err.Error(), "bad.parquet") {
+		t.Errorf("ReadRollouts(garbage) = %v, want an error naming the file", err)
+	}
+}

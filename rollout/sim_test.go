@@ -30,7 +30,7 @@ import (
 // against the server's own words rather than the client's.
 type recorder struct {
 	mu        sync.Mutex
-	renders   map[[32]byte]bool    // hash of a /tokenize response's tokens
+	renders   map[[32]byte]bool      // hash of a /tokenize response's tokens
 	completes map[[32]byte][][]int32 // hash of a prompt → every token_ids sampled for it
 }
 
@@ -55,7 +55,9 @@ func (c *captureWriter) Write(p []byte) (int, error) {
 }
 
 // Hijack lets the simulator drop connections through the middleware.
-func (c *captureWriter) Hijack() (conn any, rw any, err error) { return nil, nil, fmt.Errorf("no hijack") }
+func (c *captureWriter) Hijack() (conn any, rw any, err error) {
+	return nil, nil, fmt.Errorf("no hijack")
+}
 
 func (rec *recorder) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -115,12 +117,12 @@ func runSim(t *testing.T, url string, prompts []dataset.Prompt, group int, clien
 	}
 	defer client.Close()
 	r, err := rollout.NewRunner(rollout.RunnerOptions{
-		Game:     rollout.NewDeliberation(rollout.DeliberationOptions{MaxRounds: 5, TurnTokens: 96, FinalTokens: 128}),
-		Policy:   client,
-		Model:    sim.DefaultModel,
-		Sampling: llm.Sampling{MaxTokens: 96, Temperature: 1, TopP: 1},
+		Game:               rollout.NewDeliberation(rollout.DeliberationOptions{MaxRounds: 5, TurnTokens: 96, FinalTokens: 128}),
+		Policy:             client,
+		Model:              sim.DefaultModel,
+		Sampling:           llm.Sampling{MaxTokens: 96, Temperature: 1, TopP: 1},
 		ChatTemplateKwargs: map[string]any{"enable_thinking": false},
-		GroupSize: group, Concurrency: 256, Seed: 42, RunID: "t",
+		GroupSize:          group, Concurrency: 256, Seed: 42, RunID: "t",
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -44,6 +44,8 @@ func newRoot() *cobra.Command {
 		newConfigCmd(a),
 		newServeSimCmd(a),
 		newRolloutCmd(a),
+		newScoreCmd(a),
+		newExportCmd(a),
 	)
 	return root
 }

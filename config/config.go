@@ -16,6 +16,7 @@ type Config struct {
 	Curriculum Curriculum `yaml:"curriculum"`
 	Rollout    Rollout    `yaml:"rollout"`
 	Judge      Judge      `yaml:"judge"`
+	Generator  Generator  `yaml:"generator"`
 	GRPO       GRPO       `yaml:"grpo"`
 	Train      Train      `yaml:"train"`
 	Trainer    Trainer    `yaml:"trainer"`
@@ -119,6 +120,45 @@ type Judge struct {
 	Rule Rule `yaml:"rule"`
 }
 
+// Generator is the LLM that writes curricula (parley curriculum generate):
+// any OpenAI-compatible chat endpoint, and the checks its prompts pass.
+type Generator struct {
+	// BaseURL is the OpenAI-compatible API of the generator.
+	BaseURL string `yaml:"base_url"`
+	// Model is the generator model.
+	Model string `yaml:"model"`
+	// APIKeyEnv names the environment variable holding the generator's API key.
+	APIKeyEnv string `yaml:"api_key_env"`
+	// Concurrency bounds generator requests in flight.
+	Concurrency int `yaml:"concurrency"`
+	// RequestsPerMinute and TokensPerMinute rate-limit the generator (0: unlimited).
+	RequestsPerMinute int `yaml:"requests_per_minute"`
+	TokensPerMinute   int `yaml:"tokens_per_minute"`
+	// MaxRetries and Timeout govern each generator request.
+	MaxRetries int           `yaml:"max_retries"`
+	Timeout    time.Duration `yaml:"timeout"`
+	// Temperature is the sampling temperature of generation requests
+	// (checks of generated persona pairs are asked at 0).
+	Temperature float64 `yaml:"temperature"`
+	// MaxTokens bounds each generator reply.
+	MaxTokens int `yaml:"max_tokens"`
+	// StructuredOutput asks for a JSON schema response format.
+	StructuredOutput bool `yaml:"structured_output"`
+	// BatchSize is the number of prompts asked for per request.
+	BatchSize int `yaml:"batch_size"`
+	// MinWords and MaxWords bound the length of an accepted prompt.
+	MinWords int `yaml:"min_words"`
+	MaxWords int `yaml:"max_words"`
+	// NearDupThreshold rejects a prompt whose word 3-shingle Jaccard
+	// similarity to an accepted one is at least this (1: exact duplicates only).
+	NearDupThreshold float64 `yaml:"near_dup_threshold"`
+	// EvalFraction is the share of prompts marked split "eval" (held out).
+	EvalFraction float64 `yaml:"eval_fraction"`
+	// Mix weighs the dilemma categories (empty: seed 000's 30/40/30 over
+	// professional, interpersonal, micro_ethics).
+	Mix map[string]float64 `yaml:"mix"`
+}
+
 // Rule configures a rule scorer.
 type Rule struct {
 	// Kind is keywords, length or agreement.
@@ -170,7 +210,7 @@ type Train struct {
 // Trainer holds the PyTorch trainer's hyperparameters; parley passes them as flags.
 type Trainer struct {
 	// Model is the base model folder (or hub id for real runs).
-	Model string `yaml:"model"`
+	Model string  `yaml:"model"`
 	LR    float64 `yaml:"lr"`
 	// EpsilonLow and EpsilonHigh clip the ratio (0.2/0.28).
 	EpsilonLow  float64 `yaml:"epsilon_low"`
@@ -189,6 +229,8 @@ type Trainer struct {
 	// MaxGradNorm clips gradients.
 	MaxGradNorm float64 `yaml:"max_grad_norm"`
 	WeightDecay float64 `yaml:"weight_decay"`
+	// ExtraArgs are appended to the trainer's command line as they are.
+	ExtraArgs []string `yaml:"extra_args"`
 }
 
 // Log configures logging.
@@ -220,6 +262,12 @@ func Default() Config {
 			Kind: "ca", BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini",
 			APIKeyEnv: "OPENAI_API_KEY", Concurrency: 32, MaxRetries: 6,
 			Timeout: 60 * time.Second, StructuredOutput: true,
+		},
+		Generator: Generator{
+			BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini", APIKeyEnv: "OPENAI_API_KEY",
+			Concurrency: 8, MaxRetries: 6, Timeout: 120 * time.Second, Temperature: 1.0, MaxTokens: 4096,
+			StructuredOutput: true, BatchSize: 5, MinWords: 15, MaxWords: 120, NearDupThreshold: 0.7,
+			EvalFraction: 0.1,
 		},
 		GRPO:  GRPO{Advantage: "group", Epsilon: 1e-6, BaselineMomentum: 0.9, Mask: "dialogue"},
 		Train: Train{Steps: 100, Handshake: "file", HTTPAddr: "127.0.0.1:0", TokenEnv: "PARLEY_HANDSHAKE_TOKEN", TrainerTimeout: 2 * time.Hour, AdapterPrefix: "parley"},

@@ -148,6 +148,53 @@ func (c Config) Validate() error {
 		}
 	}
 
+	if u, err := url.Parse(c.Generator.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		bad("generator.base_url", "%q is not an http(s) URL", redactURL(c.Generator.BaseURL))
+	}
+	if c.Generator.Model == "" {
+		bad("generator.model", "must not be empty")
+	}
+	envName("generator.api_key_env", c.Generator.APIKeyEnv, false)
+	positive("generator.concurrency", c.Generator.Concurrency)
+	nonNegative("generator.requests_per_minute", c.Generator.RequestsPerMinute)
+	nonNegative("generator.tokens_per_minute", c.Generator.TokensPerMinute)
+	nonNegative("generator.max_retries", c.Generator.MaxRetries)
+	if c.Generator.Timeout <= 0 {
+		bad("generator.timeout", "must be positive, got %s", c.Generator.Timeout)
+	}
+	if c.Generator.Temperature < 0 || c.Generator.Temperature > 2 {
+		bad("generator.temperature", "must be in [0, 2], got %g", c.Generator.Temperature)
+	}
+	positive("generator.max_tokens", c.Generator.MaxTokens)
+	if c.Generator.BatchSize < 1 || c.Generator.BatchSize > 50 {
+		bad("generator.batch_size", "must be in [1, 50], got %d", c.Generator.BatchSize)
+	}
+	positive("generator.min_words", c.Generator.MinWords)
+	if c.Generator.MaxWords < c.Generator.MinWords {
+		bad("generator.max_words", "must be at least generator.min_words (%d), got %d", c.Generator.MinWords, c.Generator.MaxWords)
+	}
+	if c.Generator.NearDupThreshold <= 0 || c.Generator.NearDupThreshold > 1 {
+		bad("generator.near_dup_threshold", "must be in (0, 1], got %g", c.Generator.NearDupThreshold)
+	}
+	if c.Generator.EvalFraction < 0 || c.Generator.EvalFraction >= 1 {
+		bad("generator.eval_fraction", "must be in [0, 1), got %g", c.Generator.EvalFraction)
+	}
+	var genMixSum float64
+	for k, w := range c.Generator.Mix {
+		switch k {
+		case "professional", "interpersonal", "micro_ethics":
+		default:
+			bad("generator.mix."+k, "unknown dilemma category (professional, interpersonal, micro_ethics)")
+		}
+		if w < 0 {
+			bad("generator.mix."+k, "weight must be zero or more, got %g", w)
+		}
+		genMixSum += w
+	}
+	if len(c.Generator.Mix) > 0 && genMixSum <= 0 {
+		bad("generator.mix", "weights must not all be zero")
+	}
+
 	oneOf("grpo.advantage", c.GRPO.Advantage, "group", "group_mean", "role_baseline")
 	if c.GRPO.Epsilon <= 0 || c.GRPO.Epsilon > 1 {
 		bad("grpo.epsilon", "must be in (0, 1], got %g", c.GRPO.Epsilon)
@@ -230,6 +277,7 @@ func (c Config) Redacted() Config {
 		out.Policy.Endpoints[i] = redactURL(e)
 	}
 	out.Judge.BaseURL = redactURL(c.Judge.BaseURL)
+	out.Generator.BaseURL = redactURL(c.Generator.BaseURL)
 	return out
 }
 

@@ -46,6 +46,7 @@ func newRoot() *cobra.Command {
 		newRolloutCmd(a),
 		newScoreCmd(a),
 		newExportCmd(a),
+		newTrainCmd(a),
 	)
 	return root
 }

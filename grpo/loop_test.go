@@ -1,0 +1,217 @@
+package grpo_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/grpo"
+	"github.com/parleyhq/parley/llm"
+	"github.com/parleyhq/parley/reward"
+	"github.com/parleyhq/parley/rollout"
+	"github.com/parleyhq/parley/sim"
+)
+
+// fakeTrainer is a stand-in for the PyTorch trainer in file mode: it takes
+// the batches in order, counts how often it consumed each, and writes the
+// checkpoint and DONE, skipping steps already DONE as the real one does.
+type fakeTrainer struct {
+	dir      grpo.RunDir
+	mu       sync.Mutex
+	consumed map[int]int
+	versions map[int]int
+}
+
+func (f *fakeTrainer) run(ctx context.Context) {
+	step := 1
+	for ctx.Err() == nil {
+		if _, ok, _ := grpo.ReadDone(f.dir.CheckpointDir(step)); ok {
+			step++
+			continue
+		}
+		ready, err := dataset.VerifyBatch(f.dir.BatchesDir(), step)
+		if err != nil {
+			time.Sleep(2 * time.Millisecond)
+			continue
+		}
+		f.mu.Lock()
+		f.consumed[step]++
+		f.versions[step] = ready.PolicyVersion
+		f.mu.Unlock()
+		ck := f.dir.CheckpointDir(step)
+		_ = os.MkdirAll(ck, 0o755)
+		_ = os.WriteFile(filepath.Join(ck, "adapter_config.json"), []byte("{}"), 0o644)
+		_ = grpo.WriteDone(ck, grpo.Done{Step: step, Metrics: map[string]float64{"loss": float64(step)}})
+		step++
+	}
+}
+
+func newLoop(t *testing.T, dir grpo.RunDir, url string, steps, staleness int) *grpo.Loop {
+	t.Helper()
+	client, err := llm.New(llm.Options{Endpoints: []string{url}, BackoffBase: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	judge, err := reward.NewRuleJudge(reward.RuleOptions{Kind: "keywords", Keywords: []string{"together", "both", "shared", "agency"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompts, err := dataset.LoadPrompts("builtin:dilemmas", dataset.LoadOptions{RequirePersonas: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := grpo.NewLoop(grpo.LoopOptions{
+		Dir: dir, RunID: "t", Seed: 5, Steps: steps, MaxStaleness: staleness,
+		Prompts: prompts, PromptsPerStep: 4,
+		Rollout: rollout.RunnerOptions{
+			Game:   rollout.NewDeliberation(rollout.DeliberationOptions{MaxRounds: 3, TurnTokens: 48, FinalTokens: 64}),
+			Policy: client, Model: sim.DefaultModel, Sampling: llm.Sampling{MaxTokens: 48, Temperature: 1},
+			GroupSize: 4, Concurrency: 16,
+		},
+		Judge: judge, JudgeConcurrency: 4,
+		Advantage: grpo.AdvantageOptions{Mode: "group", KeepZeroVariance: true}, Mask: "dialogue",
+		Adapters: client, AdapterPrefix: "p", DonePoll: 2 * time.Millisecond, TrainerTimeout: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func readMetrics(t *testing.T, dir grpo.RunDir) []map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(dir.MetricsPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestLoopStaleness(t *testing.T) {
+	srv, _ := sim.New(sim.Options{})
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	for _, tc := range []struct {
+		staleness int
+		// policy version that sampled each step 1..5
+		want []int
+	}{
+		{0, []int{0, 1, 2, 3, 4}},
+		{1, []int{0, 0, 1, 2, 3}},
+	} {
+		t.Run(fmt.Sprint("staleness", tc.staleness), func(t *testing.T) {
+			dir := grpo.RunDir(t.TempDir())
+			ft := &fakeTrainer{dir: dir, consumed: map[int]int{}, versions: map[int]int{}}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go ft.run(ctx)
+			if err := newLoop(t, dir, ts.URL, 5, tc.staleness).Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			ms := readMetrics(t, dir)
+			if len(ms) != 5 {
+				t.Fatalf("%d metrics lines, want 5", len(ms))
+			}
+			for i, m := range ms {
+				if int(m["step"].(float64)) != i+1 || int(m["policy_version"].(float64)) != tc.want[i] {
+					t.Errorf("line %d: step %v policy_version %v, want %d, %d", i, m["step"], m["policy_version"], i+1, tc.want[i])
+				}
+				if m["trainer/loss"] != float64(i+1) {
+					t.Errorf("line %d: trainer/loss = %v", i, m["trainer/loss"])
+				}
+			}
+			for s := 1; s <= 5; s++ {
+				if ft.consumed[s] != 1 || ft.versions[s] != tc.want[s-1] {
+					t.Errorf("step %d consumed %d times with policy %d", s, ft.consumed[s], ft.versions[s])
+				}
+			}
+			st, _, _ := grpo.LoadState(dir.StatePath())
+			if st.Step != 5 || st.Adapter != "p-000005" {
+				t.Errorf("state = step %d adapter %q", st.Step, st.Adapter)
+			}
+		})
+	}
+}
+
+// TestLoopResume interrupts the loop at many points and resumes it: the
+// run ends with every step once, in order, each batch consumed once, and
+// the same batches as an uninterrupted run.
+func TestLoopResume(t *testing.T) {
+	srv, _ := sim.New(sim.Options{})
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+
+	ref := grpo.RunDir(t.TempDir())
+	{
+		ft := &fakeTrainer{dir: ref, consumed: map[int]int{}, versions: map[int]int{}}
+		ctx, cancel := context.WithCancel(context.Background())
+		go ft.run(ctx)
+		if err := newLoop(t, ref, ts.URL, 6, 1).Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+	}
+
+	dir := grpo.RunDir(t.TempDir())
+	ft := &fakeTrainer{dir: dir, consumed: map[int]int{}, versions: map[int]int{}}
+	tctx, tcancel := context.WithCancel(context.Background())
+	defer tcancel()
+	go ft.run(tctx)
+	interruptions := 0
+	for attempt := 0; attempt < 50; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(5+attempt*7)*time.Millisecond)
+		err := newLoop(t, dir, ts.URL, 6, 1).Run(ctx)
+		cancel()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !strings.Contains(err.Error(), "context") {
+			t.Fatalf("attempt %d: %v", attempt, err)
+		}
+		interruptions++
+	}
+	if interruptions == 0 {
+		t.Fatal("the loop was never interrupted; the test proves nothing")
+	}
+	ms := readMetrics(t, dir)
+	if len(ms) != 6 {
+		t.Fatalf("%d metrics lines after %d interruptions, want 6", len(ms), interruptions)
+	}
+	for i, m := range ms {
+		if int(m["step"].(float64)) != i+1 {
+			t.Errorf("metrics line %d is step %v", i, m["step"])
+		}
+	}
+	for s := 1; s <= 6; s++ {
+		if ft.consumed[s] != 1 {
+			t.Errorf("step %d consumed %d times", s, ft.consumed[s])
+		}
+		a, err1 := dataset.ReadBatch(ref.BatchPath(s))
+		b, err2 := dataset.ReadBatch(dir.BatchPath(s))
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Errorf("step %d batch differs from the uninterrupted run's", s)
+		}
+	}
+	t.Logf("%d interruptions", interruptions)
+}

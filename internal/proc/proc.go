@@ -1,0 +1,194 @@
+// Package proc supervises the local child processes parley may start for a
+// run — the trainer and the CPU dev inference server: it starts them in
+// their own process group with output to a log file, restarts the ones that
+// should keep running, and stops them (and their children) when parley
+// exits or dies.
+package proc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Options configure a Supervisor.
+type Options struct {
+	// Name labels log lines ("trainer", "server").
+	Name string
+	// Argv is the command and its arguments.
+	Argv []string
+	// Env is added to parley's environment.
+	Env []string
+	// Dir is the working directory ("" = parley's).
+	Dir string
+	// LogPath receives stdout and stderr (appended).
+	LogPath string
+	// Restart restarts the process when it exits before Stop, up to
+	// MaxRestarts times, waiting RestartDelay between tries.
+	Restart      bool
+	MaxRestarts  int
+	RestartDelay time.Duration
+	Logger       *zap.Logger
+}
+
+// Supervisor runs one child process.
+type Supervisor struct {
+	opts     Options
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	lastErr  error
+	restarts int
+	stopping bool
+	done     chan struct{}
+}
+
+// Start starts the process and, with Restart, a goroutine that restarts it.
+func Start(opts Options) (*Supervisor, error) {
+	if len(opts.Argv) == 0 {
+		return nil, errors.New("proc.Start: empty command")
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.RestartDelay <= 0 {
+		opts.RestartDelay = 2 * time.Second
+	}
+	s := &Supervisor{opts: opts, done: make(chan struct{})}
+	if err := s.spawn(); err != nil {
+		return nil, err
+	}
+	go s.watch()
+	return s, nil
+}
+
+func (s *Supervisor) spawn() error {
+	cmd := exec.Command(s.opts.Argv[0], s.opts.Argv[1:]...)
+	cmd.Dir = s.opts.Dir
+	cmd.Env = append(os.Environ(), s.opts.Env...)
+	// Own process group, so Stop reaches grandchildren; killed with parley.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if s.opts.LogPath != "" {
+		f, err := os.OpenFile(s.opts.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("proc.Start %s: %w", s.opts.Name, err)
+		}
+		defer f.Close()
+		cmd.Stdout, cmd.Stderr = f, f
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("proc.Start %s: %w", s.opts.Name, err)
+	}
+	exited := make(chan struct{})
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+	s.opts.Logger.Info("started "+s.opts.Name, zap.Int("pid", cmd.Process.Pid), zap.String("log", s.opts.LogPath))
+	go func() {
+		err := cmd.Wait()
+		s.mu.Lock()
+		s.lastErr = err
+		s.mu.Unlock()
+		close(exited)
+	}()
+	return nil
+}
+
+func (s *Supervisor) watch() {
+	defer close(s.done)
+	for {
+		s.mu.Lock()
+		exited := s.exited
+		s.mu.Unlock()
+		<-exited
+		s.mu.Lock()
+		stopping, err := s.stopping, s.lastErr
+		s.mu.Unlock()
+		if stopping {
+			return
+		}
+		s.opts.Logger.Warn(s.opts.Name+" exited", zap.Error(err))
+		if !s.opts.Restart || (s.opts.MaxRestarts > 0 && s.restarts >= s.opts.MaxRestarts) {
+			return
+		}
+		time.Sleep(s.opts.RestartDelay)
+		s.mu.Lock()
+		stopping = s.stopping
+		s.mu.Unlock()
+		if stopping {
+			return
+		}
+		s.restarts++
+		s.opts.Logger.Warn("restarting "+s.opts.Name, zap.Int("restart", s.restarts))
+		if err := s.spawn(); err != nil {
+			s.opts.Logger.Error("restart failed", zap.String("name", s.opts.Name), zap.Error(err))
+			return
+		}
+	}
+}
+
+// Alive reports nil while the process runs, or why it is not running.
+func (s *Supervisor) Alive() error {
+	s.mu.Lock()
+	exited := s.exited
+	s.mu.Unlock()
+	select {
+	case <-exited:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.lastErr != nil {
+			return fmt.Errorf("%s exited: %w (see %s)", s.opts.Name, s.lastErr, s.opts.LogPath)
+		}
+		return fmt.Errorf("%s exited (see %s)", s.opts.Name, s.opts.LogPath)
+	default:
+		return nil
+	}
+}
+
+// Pid is the current process id.
+func (s *Supervisor) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd.Process.Pid
+}
+
+// Stop sends SIGTERM to the process group, then SIGKILL after grace.
+func (s *Supervisor) Stop(grace time.Duration) {
+	s.mu.Lock()
+	s.stopping = true
+	cmd, exited := s.cmd, s.exited
+	s.mu.Unlock()
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(grace):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	}
+	<-s.done
+}
+
+// WaitHealthy polls check until it returns nil, the process exits, or ctx
+// ends.
+func (s *Supervisor) WaitHealthy(ctx context.Context, check func(context.Context) error, poll time.Duration) error {
+	for {
+		if err := check(ctx); err == nil {
+			return nil
+		}
+		if err := s.Alive(); err != nil && !s.opts.Restart {
+			return fmt.Errorf("proc: waiting for %s: %w", s.opts.Name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("proc: waiting for %s: %w", s.opts.Name, ctx.Err())
+		case <-time.After(poll):
+		}
+	}
+}

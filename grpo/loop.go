@@ -163,7 +163,9 @@ func NewLoop(opts LoopOptions) (*Loop, error) {
 func (l *Loop) State() State { return l.state }
 
 // AdapterName names the adapter trained on step.
-func (l *Loop) AdapterName(step int) string { return fmt.Sprintf("%s-%06d", l.opts.AdapterPrefix, step) }
+func (l *Loop) AdapterName(step int) string {
+	return fmt.Sprintf("%s-%06d", l.opts.AdapterPrefix, step)
+}
 
 // Run trains from the step after the last completed one to Steps.
 func (l *Loop) Run(ctx context.Context) error {

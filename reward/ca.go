@@ -82,7 +82,7 @@ type CAOptions struct {
 // CAJudge scores a rollout's final completion for Collective Agency on the
 // 1–5 rubric with an LLM judge at temperature 0.
 type CAJudge struct {
-	chat *chatClient
+	chat *ChatClient
 }
 
 var _ Judge = (*CAJudge)(nil)

@@ -31,9 +31,13 @@ const (
 	maxRetryAfter = 5 * time.Minute
 )
 
-// ClientOptions configure the judge API client shared by the rubric and
-// pairwise judges. Zero values take the defaults above.
+// ClientOptions configure an OpenAI-compatible chat client: the one behind
+// the rubric and pairwise judges, and the curriculum generator's (see
+// NewChatClient). Zero values take the defaults above.
 type ClientOptions struct {
+	// Name names the client in logs and errors: "judge" (the default),
+	// "generator", ….
+	Name string
 	// BaseURL is the OpenAI-compatible API root, e.g.
 	// "https://api.openai.com/v1" (the default) or "http://host:8000/v1".
 	BaseURL string
@@ -63,8 +67,13 @@ type ClientOptions struct {
 	Timeout time.Duration
 	// MaxTokens is the completion token limit sent as max_completion_tokens.
 	MaxTokens int
+	// Temperature is the sampling temperature sent with every request
+	// unless a ChatRequest overrides it. It is always written into the
+	// request body, 0 included (go-openai would drop a zero). The judges
+	// want 0, the zero value.
+	Temperature float64
 	// CacheDir is the run directory holding judge-cache.jsonl; "" disables
-	// the cache.
+	// the cache. Only the judges use it: ChatClient.Chat never caches.
 	CacheDir string
 	// DisableStructuredOutput stops sending response_format json_schema,
 	// for endpoints that do not support it; replies are then parsed
@@ -78,6 +87,9 @@ type ClientOptions struct {
 
 // withDefaults returns o with defaults applied.
 func (o ClientOptions) withDefaults() ClientOptions {
+	if o.Name == "" {
+		o.Name = "judge"
+	}
 	if o.BaseURL == "" {
 		o.BaseURL = "https://api.openai.com/v1"
 	}
@@ -120,14 +132,17 @@ func (o ClientOptions) String() string {
 	if o.APIKey != "" {
 		key = "set"
 	}
-	return fmt.Sprintf("{BaseURL:%s Model:%s APIKey:%s Concurrency:%d RPM:%d TPM:%d MaxRetries:%d Timeout:%s CacheDir:%s}",
-		o.BaseURL, o.Model, key, o.Concurrency, o.RequestsPerMinute, o.TokensPerMinute, o.MaxRetries, o.Timeout, o.CacheDir)
+	return fmt.Sprintf("{Name:%s BaseURL:%s Model:%s APIKey:%s Concurrency:%d RPM:%d TPM:%d MaxRetries:%d Timeout:%s Temperature:%g CacheDir:%s}",
+		o.Name, o.BaseURL, o.Model, key, o.Concurrency, o.RequestsPerMinute, o.TokensPerMinute, o.MaxRetries, o.Timeout, o.Temperature, o.CacheDir)
 }
 
-// chatClient is the one chat-call helper behind every LLM judge: bounded
-// concurrency, rate limits, retries with backoff, temperature 0 on the
-// wire, the persistent cache and de-duplication of identical requests.
-type chatClient struct {
+// ChatClient is parley's one OpenAI-compatible chat client, behind every
+// LLM judge and the curriculum generator: bounded concurrency, request and
+// token rate limits, retries with jittered backoff that honour Retry-After,
+// the temperature always on the wire, API-key redaction in errors and, for
+// the judges, the persistent cache and de-duplication of identical
+// requests. Safe for concurrent use.
+type ChatClient struct {
 	opts   ClientOptions
 	client *openai.Client
 	sem    chan struct{}
@@ -140,15 +155,26 @@ type chatClient struct {
 	sleep func(ctx context.Context, d time.Duration) error
 }
 
-// newChatClient builds the helper; opts must already have defaults.
-func newChatClient(opts ClientOptions) (*chatClient, error) {
+// NewChatClient returns a chat client; zero options take the defaults. With
+// a CacheDir it opens the judge cache (used by the judges only); call Close
+// when done.
+func NewChatClient(opts ClientOptions) (*ChatClient, error) {
+	c, err := newChatClient(opts.withDefaults())
+	if err != nil {
+		return nil, fmt.Errorf("reward.NewChatClient: %w", err)
+	}
+	return c, nil
+}
+
+// newChatClient builds the client; opts must already have defaults.
+func newChatClient(opts ClientOptions) (*ChatClient, error) {
 	if opts.Model == "" {
 		return nil, errors.New("model is required")
 	}
 	cfg := openai.DefaultConfig(opts.APIKey)
 	cfg.BaseURL = opts.BaseURL
-	cfg.HTTPClient = &doer{client: opts.HTTPClient, temperature: 0}
-	c := &chatClient{
+	cfg.HTTPClient = &doer{client: opts.HTTPClient}
+	c := &ChatClient{
 		opts:   opts,
 		client: openai.NewClientWithConfig(cfg),
 		sem:    make(chan struct{}, opts.Concurrency),
@@ -174,12 +200,138 @@ func newChatClient(opts ClientOptions) (*chatClient, error) {
 	return c, nil
 }
 
+// Model returns the model the client asks.
+func (c *ChatClient) Model() string { return c.opts.Model }
+
+// Close releases the cache file, if any.
+func (c *ChatClient) Close() error { return c.close() }
+
 // close releases the cache file.
-func (c *chatClient) close() error {
+func (c *ChatClient) close() error {
 	if c.cache == nil {
 		return nil
 	}
 	return c.cache.close()
+}
+
+// ChatMessage is one message of a chat request.
+type ChatMessage struct {
+	// Role is system, user or assistant.
+	Role    string
+	Content string
+}
+
+// ChatRequest is one chat completion to ask for.
+type ChatRequest struct {
+	// Messages is the conversation, system message first if any.
+	Messages []ChatMessage
+	// SchemaName and Schema, when SchemaName is set, ask for structured
+	// output (response_format json_schema, strict: the schema must list
+	// every property as required and forbid additional ones). They are
+	// not sent when the client's DisableStructuredOutput is set.
+	SchemaName string
+	Schema     json.RawMessage
+	// Temperature overrides the client's temperature when not nil.
+	Temperature *float64
+	// Seed, when not nil, is sent as the request's seed.
+	Seed *int64
+	// MaxTokens overrides the client's MaxTokens when positive.
+	MaxTokens int
+	// Validate, when not nil, checks the reply content; a reply it rejects
+	// is retried like a transient failure and, when the retries run out,
+	// the error matches ErrInvalidReply and wraps Validate's error.
+	Validate func(content string) error
+}
+
+// ChatResponse is the reply to a ChatRequest.
+type ChatResponse struct {
+	// Content is the assistant message's text.
+	Content string
+	// FinishReason is the server's finish_reason (stop, length, …).
+	FinishReason string
+	// PromptTokens and CompletionTokens are the reported usage of the
+	// attempt that succeeded.
+	PromptTokens     int
+	CompletionTokens int
+}
+
+// ErrInvalidReply is matched (errors.Is) by a Chat failure whose last
+// reply was empty, a refusal, or rejected by ChatRequest.Validate.
+var ErrInvalidReply = errors.New("invalid chat reply")
+
+// invalidReplyError is a reply Chat could not use; it is retried.
+type invalidReplyError struct{ err error }
+
+func (e *invalidReplyError) Error() string        { return e.err.Error() }
+func (e *invalidReplyError) Unwrap() error        { return e.err }
+func (e *invalidReplyError) Is(target error) bool { return target == ErrInvalidReply }
+
+// Chat sends one chat completion with retries, under the client's
+// concurrency bound and rate limits, and returns the reply. It never uses
+// the judge cache. The API key never appears in the error.
+func (c *ChatClient) Chat(ctx context.Context, req ChatRequest) (ChatResponse, error) {
+	msgs := make([]openai.ChatCompletionMessage, len(req.Messages))
+	chars := 0
+	for i, m := range req.Messages {
+		msgs[i] = openai.ChatCompletionMessage{Role: m.Role, Content: m.Content}
+		chars += len(m.Content)
+	}
+	maxTokens := c.opts.MaxTokens
+	if req.MaxTokens > 0 {
+		maxTokens = req.MaxTokens
+	}
+	oreq := openai.ChatCompletionRequest{Model: c.opts.Model, Messages: msgs, MaxCompletionTokens: maxTokens}
+	if req.Seed != nil {
+		seed := int(*req.Seed)
+		oreq.Seed = &seed
+	}
+	if req.SchemaName != "" && !c.opts.DisableStructuredOutput {
+		oreq.ResponseFormat = jsonSchemaFormat(req.SchemaName, req.Schema)
+	}
+	temperature := c.opts.Temperature
+	if req.Temperature != nil {
+		temperature = *req.Temperature
+	}
+	v, err := c.send(ctx, exchange{
+		req:         oreq,
+		temperature: temperature,
+		tokens:      chars/4 + maxTokens,
+		parse: func(reply chatReply) (any, error) {
+			if strings.TrimSpace(reply.Content) == "" {
+				if reply.Refusal != "" {
+					return nil, &invalidReplyError{fmt.Errorf("refusal: %s", reply.Refusal)}
+				}
+				return nil, &invalidReplyError{fmt.Errorf("empty reply (finish reason %q)", reply.FinishReason)}
+			}
+			if req.Validate != nil {
+				if err := req.Validate(reply.Content); err != nil {
+					return nil, &invalidReplyError{fmt.Errorf("reply rejected (finish reason %q): %w", reply.FinishReason, err)}
+				}
+			}
+			return ChatResponse{
+				Content:          reply.Content,
+				FinishReason:     reply.FinishReason,
+				PromptTokens:     reply.Usage.PromptTokens,
+				CompletionTokens: reply.Usage.CompletionTokens,
+			}, nil
+		},
+	})
+	if err != nil {
+		return ChatResponse{}, fmt.Errorf("reward.ChatClient.Chat: %w", err)
+	}
+	return v.(ChatResponse), nil
+}
+
+// jsonSchemaFormat is a strict json_schema response format.
+func jsonSchemaFormat(name string, schema json.RawMessage) *openai.ChatCompletionResponseFormat {
+	return &openai.ChatCompletionResponseFormat{
+		Type: openai.ChatCompletionResponseFormatTypeJSONSchema,
+		JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{
+			Name:   name,
+			Schema: schema,
+			Strict: true,
+		},
+	}
 }
 
 // chatCall is one judge question.
@@ -195,7 +347,7 @@ type chatCall struct {
 	Parse func(reply chatReply) (any, error)
 }
 
-// chatReply is what the judge API returned for one attempt.
+// chatReply is what the API returned for one attempt.
 type chatReply struct {
 	Content, Refusal, FinishReason string
 	Usage                          openai.Usage
@@ -218,7 +370,7 @@ func (call chatCall) prompt(structured bool) string {
 }
 
 // do asks the judge, from the cache when it can.
-func (c *chatClient) do(ctx context.Context, call chatCall) (chatOutcome, error) {
+func (c *ChatClient) do(ctx context.Context, call chatCall) (chatOutcome, error) {
 	structured := !c.opts.DisableStructuredOutput
 	key := cacheKey(c.opts.Model, call.prompt(structured))
 	if c.cache != nil {
@@ -252,8 +404,8 @@ func (c *chatClient) do(ctx context.Context, call chatCall) (chatOutcome, error)
 	}
 }
 
-// ask runs the attempts of one request.
-func (c *chatClient) ask(ctx context.Context, call chatCall, structured bool) (json.RawMessage, error) {
+// ask sends a judge question and encodes its verdict for the cache.
+func (c *ChatClient) ask(ctx context.Context, call chatCall, structured bool) (json.RawMessage, error) {
 	req := openai.ChatCompletionRequest{
 		Model: c.opts.Model,
 		Messages: []openai.ChatCompletionMessage{
@@ -261,52 +413,72 @@ func (c *chatClient) ask(ctx context.Context, call chatCall, structured bool) (j
 			{Role: openai.ChatMessageRoleUser, Content: call.User},
 		},
 		MaxCompletionTokens: c.opts.MaxTokens,
-		// Temperature 0 is injected into the body by doer.
 	}
 	if structured && call.SchemaName != "" {
-		req.ResponseFormat = &openai.ChatCompletionResponseFormat{
-			Type: openai.ChatCompletionResponseFormatTypeJSONSchema,
-			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{
-				Name:   call.SchemaName,
-				Schema: call.Schema,
-				Strict: true,
-			},
-		}
+		req.ResponseFormat = jsonSchemaFormat(call.SchemaName, call.Schema)
 	}
-	tokens := (len(call.System)+len(call.User))/4 + c.opts.MaxTokens
+	v, err := c.send(ctx, exchange{
+		req:         req,
+		temperature: c.opts.Temperature,
+		tokens:      (len(call.System)+len(call.User))/4 + c.opts.MaxTokens,
+		parse:       call.Parse,
+	})
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode verdict: %w", err)
+	}
+	return raw, nil
+}
 
+// exchange is one request as send makes it.
+type exchange struct {
+	req openai.ChatCompletionRequest
+	// temperature is written into the request body (doer).
+	temperature float64
+	// tokens is the estimate charged to the token rate limit.
+	tokens int
+	// parse turns a reply into the result; its error is retried when
+	// retryable (verdictError, invalidReplyError).
+	parse func(chatReply) (any, error)
+}
+
+// send runs the attempts of one request: the retry loop shared by every
+// caller.
+func (c *ChatClient) send(ctx context.Context, ex exchange) (any, error) {
 	var lastErr error
 	for attempt := 0; attempt <= c.opts.MaxRetries; attempt++ {
 		if attempt > 0 {
 			wait := c.backoff(attempt, lastErr)
-			c.log.Warn("judge request failed, retrying",
+			c.log.Warn(c.opts.Name+" request failed, retrying",
 				zap.String("model", c.opts.Model),
 				zap.Int("attempt", attempt),
 				zap.Duration("wait", wait),
 				zap.String("error", lastErr.Error()))
 			if err := c.sleep(ctx, wait); err != nil {
-				return nil, c.redact(fmt.Errorf("judge %s: %w (last error: %v)", c.opts.Model, err, lastErr))
+				return nil, c.redact(fmt.Errorf("%s %s: %w (last error: %v)", c.opts.Name, c.opts.Model, err, lastErr))
 			}
 		}
-		v, err := c.attempt(ctx, req, tokens, call.Parse)
+		v, err := c.attempt(ctx, ex)
 		if err == nil {
 			return v, nil
 		}
 		lastErr = c.redact(err)
 		if ctx.Err() != nil {
-			return nil, c.redact(fmt.Errorf("judge %s: %w", c.opts.Model, err))
+			return nil, c.redact(fmt.Errorf("%s %s: %w", c.opts.Name, c.opts.Model, err))
 		}
 		if !retryable(err) {
-			return nil, c.redact(fmt.Errorf("judge %s: %w", c.opts.Model, err))
+			return nil, c.redact(fmt.Errorf("%s %s: %w", c.opts.Name, c.opts.Model, err))
 		}
 	}
-	return nil, c.redact(fmt.Errorf("judge %s: giving up after %d attempts: %w", c.opts.Model, c.opts.MaxRetries+1, lastErr))
+	return nil, c.redact(fmt.Errorf("%s %s: giving up after %d attempts: %w", c.opts.Name, c.opts.Model, c.opts.MaxRetries+1, lastErr))
 }
 
 // attempt makes one request under the concurrency bound, the rate limits
 // and the per-request timeout, and parses the reply.
-func (c *chatClient) attempt(ctx context.Context, req openai.ChatCompletionRequest, tokens int,
-	parse func(chatReply) (any, error)) (json.RawMessage, error) {
+func (c *ChatClient) attempt(ctx context.Context, ex exchange) (any, error) {
 	select {
 	case c.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -319,14 +491,14 @@ func (c *chatClient) attempt(ctx context.Context, req openai.ChatCompletionReque
 		}
 	}
 	if c.tpm != nil {
-		if err := c.tpm.WaitN(ctx, min(tokens, c.tpm.Burst())); err != nil {
+		if err := c.tpm.WaitN(ctx, min(ex.tokens, c.tpm.Burst())); err != nil {
 			return nil, fmt.Errorf("token rate limit: %w", err)
 		}
 	}
-	info := &attemptInfo{}
+	info := &attemptInfo{temperature: ex.temperature}
 	actx, cancel := context.WithTimeout(context.WithValue(ctx, attemptKey{}, info), c.opts.Timeout)
 	defer cancel()
-	resp, err := c.client.CreateChatCompletion(actx, req)
+	resp, err := c.client.CreateChatCompletion(actx, ex.req)
 	if err != nil {
 		if info.retryAfter > 0 {
 			return nil, &retryAfterError{err: err, wait: info.retryAfter}
@@ -340,25 +512,17 @@ func (c *chatClient) attempt(ctx context.Context, req openai.ChatCompletionReque
 		return nil, &verdictError{msg: "reply has no choices"}
 	}
 	ch := resp.Choices[0]
-	v, err := parse(chatReply{
+	return ex.parse(chatReply{
 		Content:      ch.Message.Content,
 		Refusal:      ch.Message.Refusal,
 		FinishReason: string(ch.FinishReason),
 		Usage:        resp.Usage,
 	})
-	if err != nil {
-		return nil, err
-	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("encode verdict: %w", err)
-	}
-	return raw, nil
 }
 
 // backoff is the wait before retry number attempt (1-based): equal-jitter
 // exponential backoff, or the server's Retry-After when that is longer.
-func (c *chatClient) backoff(attempt int, lastErr error) time.Duration {
+func (c *ChatClient) backoff(attempt int, lastErr error) time.Duration {
 	d := c.opts.BackoffBase << min(attempt-1, 30)
 	if d <= 0 || d > c.opts.BackoffMax {
 		d = c.opts.BackoffMax
@@ -377,7 +541,7 @@ const maxErrorLen = 1000
 
 // redact removes the API key from err's message and shortens it to
 // maxErrorLen bytes.
-func (c *chatClient) redact(err error) error {
+func (c *ChatClient) redact(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -450,12 +614,13 @@ func retryable(err error) bool {
 		ra      *retryAfterError
 		to      *timeoutError
 		ve      *verdictError
+		ir      *invalidReplyError
 		netErr  net.Error
 		syntax  *json.SyntaxError
 		typeErr *json.UnmarshalTypeError
 	)
 	switch {
-	case errors.As(err, &ra), errors.As(err, &to), errors.As(err, &ve):
+	case errors.As(err, &ra), errors.As(err, &to), errors.As(err, &ve), errors.As(err, &ir):
 		return true
 	case errors.As(err, &apiErr):
 		return retryableStatus(apiErr.HTTPStatusCode)

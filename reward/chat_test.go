@@ -157,7 +157,7 @@ func TestNegativeMaxRetriesMeansOneAttempt(t *testing.T) {
 }
 
 func TestBackoffGrowsAndIsBounded(t *testing.T) {
-	c := &chatClient{opts: ClientOptions{BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second}}
+	c := &ChatClient{opts: ClientOptions{BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second}}
 	for attempt := 1; attempt <= 40; attempt++ {
 		d := c.backoff(attempt, errors.New("x"))
 		full := min(c.opts.BackoffBase<<min(attempt-1, 30), c.opts.BackoffMax)
@@ -441,7 +441,7 @@ func TestSetTemperature(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
-	c := &chatClient{opts: ClientOptions{APIKey: "k3y-123"}}
+	c := &ChatClient{opts: ClientOptions{APIKey: "k3y-123"}}
 	long := errors.New("Bearer k3y-123 " + strings.Repeat("é", 2000))
 	got := c.redact(long)
 	if strings.Contains(got.Error(), "k3y-123") || !strings.Contains(got.Error(), "[REDACTED]") {

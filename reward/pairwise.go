@@ -81,7 +81,7 @@ type pairVerdict struct {
 // PairwiseJudge compares two responses for an aspect with an LLM judge,
 // asking in both orders to cancel position bias.
 type PairwiseJudge struct {
-	chat   *chatClient
+	chat   *ChatClient
 	aspect string
 }
 

@@ -14,30 +14,32 @@ import (
 // attemptInfo carries per-attempt data between the chat helper and the
 // HTTP doer through the request context.
 type attemptInfo struct {
-	retryAfter time.Duration // from Retry-After / retry-after-ms, 0 if none
+	temperature float64       // written into the request body
+	retryAfter  time.Duration // from Retry-After / retry-after-ms, 0 if none
 }
 
 type attemptKey struct{}
 
 // doer is the HTTP layer under go-openai. go-openai's ChatCompletionRequest
 // marks temperature omitempty, so a temperature of 0 would never be sent:
-// doer rewrites each JSON request body to hold "temperature" explicitly. It
-// also records Retry-After on the attempt found in the request context,
-// because go-openai's error types do not expose response headers.
+// doer rewrites each JSON request body to hold "temperature" explicitly,
+// taking it from the attempt found in the request context (a request
+// without one is sent as it is). It also records Retry-After on that
+// attempt, because go-openai's error types do not expose response headers.
 type doer struct {
-	client      *http.Client
-	temperature float64
+	client *http.Client
 }
 
 // Do implements go-openai's HTTPDoer.
 func (d *doer) Do(req *http.Request) (*http.Response, error) {
-	if req.Body != nil && req.Method == http.MethodPost {
+	info, _ := req.Context().Value(attemptKey{}).(*attemptInfo)
+	if info != nil && req.Body != nil && req.Method == http.MethodPost {
 		body, err := io.ReadAll(req.Body)
 		req.Body.Close()
 		if err != nil {
 			return nil, fmt.Errorf("reward: read request body: %w", err)
 		}
-		body, err = setTemperature(body, d.temperature)
+		body, err = setTemperature(body, info.temperature)
 		if err != nil {
 			return nil, err
 		}
@@ -49,8 +51,7 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if info, ok := req.Context().Value(attemptKey{}).(*attemptInfo); ok &&
-		(resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500) {
+	if info != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500) {
 		info.retryAfter = retryAfter(resp.Header, time.Now())
 	}
 	return resp, nil

@@ -99,7 +99,7 @@ func newRecorder() *recorder {
 	return &recorder{renders: map[[32]byte]bool{}, completes: map[[32]byte][][]int32{}}
 }
 
-func samplePrompts(t *testing.T, n int) []dataset.Prompt {
+func samplePrompts(t testing.TB, n int) []dataset.Prompt {
 	t.Helper()
 	ps, err := dataset.LoadPrompts("builtin:dilemmas", dataset.LoadOptions{RequirePersonas: true})
 	if err != nil {

@@ -47,6 +47,7 @@ func newRoot() *cobra.Command {
 		newScoreCmd(a),
 		newExportCmd(a),
 		newTrainCmd(a),
+		newCurriculumCmd(a),
 	)
 	return root
 }

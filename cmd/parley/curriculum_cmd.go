@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/parleyhq/parley/config"
+	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/dataset/generate"
+	"github.com/parleyhq/parley/internal/progress"
+	"github.com/parleyhq/parley/reward"
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+)
+
+func newCurriculumCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "curriculum",
+		Short: "Make curricula: dilemmas with persona pairs, open-ended questions",
+	}
+	cmd.AddCommand(newCurriculumGenerateCmd(a))
+	return cmd
+}
+
+func newCurriculumGenerateCmd(a *app) *cobra.Command {
+	var (
+		path, out, kind, mix string
+		n                    int
+		seed                 int64
+		evalFraction         float64
+		nearDup              float64
+		generatePersonas     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "generate --n N --out F",
+		Short: "Write N prompts with the generator LLM to F (.jsonl or .parquet), resuming what F holds",
+		Long: `Asks the configured generator (any OpenAI-compatible endpoint, the config's generator section)
+for prompts, checks each (category, form, length, duplicates and near-duplicates), and appends the
+accepted ones to F until it holds N. Dilemmas are mixed over professional, interpersonal and
+micro_ethics (generator.mix, default 30/40/30) and paired with persona pairs from the library
+(curriculum.personas), or with --generate-personas with generated pairs checked to be opposed.
+--kind open-ended writes the single-agent baseline's open-ended questions (no personas).
+A share of each category (--eval-fraction) is marked split "eval", the rest "train".
+The same seed and generator give the same file; rerunning with the same F continues it.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.loadConfig(cmd, path)
+			if err != nil {
+				return err
+			}
+			log, err := a.logger(&cfg)
+			if err != nil {
+				return err
+			}
+			if out == "" {
+				return errors.New("curriculum generate: --out F is required")
+			}
+			if n < 1 {
+				return fmt.Errorf("curriculum generate: --n must be at least 1, got %d", n)
+			}
+			opts := generate.Options{
+				Kind:             kind,
+				N:                n,
+				Seed:             cfg.Run.Seed,
+				EvalFraction:     cfg.Generator.EvalFraction,
+				BatchSize:        cfg.Generator.BatchSize,
+				Concurrency:      cfg.Generator.Concurrency,
+				MinWords:         cfg.Generator.MinWords,
+				MaxWords:         cfg.Generator.MaxWords,
+				NearDupThreshold: cfg.Generator.NearDupThreshold,
+				GeneratePersonas: generatePersonas,
+				Logger:           log.Named("generate"),
+			}
+			if kind == generate.KindDilemmas && len(cfg.Generator.Mix) > 0 {
+				opts.Mix = cfg.Generator.Mix
+			}
+			flags := cmd.Flags()
+			if flags.Changed("seed") {
+				opts.Seed = seed
+			}
+			if flags.Changed("eval-fraction") {
+				opts.EvalFraction = evalFraction
+			}
+			if flags.Changed("near-dup-threshold") {
+				opts.NearDupThreshold = nearDup
+			}
+			if flags.Changed("mix") {
+				if opts.Mix, err = generate.ParseMix(mix); err != nil {
+					return fmt.Errorf("curriculum generate: --mix: %w", err)
+				}
+			}
+			if cfg.Curriculum.Personas != "" && kind == generate.KindDilemmas {
+				if opts.Personas, err = dataset.LoadPersonaPairs(cfg.Curriculum.Personas); err != nil {
+					return fmt.Errorf("config key curriculum.personas: %w", err)
+				}
+			}
+			client, err := reward.NewChatClient(generatorClient(cfg, log))
+			if err != nil {
+				return err
+			}
+			defer client.Close()
+			sink, existing, err := generate.OpenFile(out)
+			if err != nil {
+				return err
+			}
+			opts.Existing = existing
+
+			bars := a.bars()
+			bar := bars.Add("prompts", int64(n))
+			for range min(len(existing), n) {
+				bar.Increment()
+			}
+			st, genErr := generate.Generate(cmd.Context(), client, opts, barSink{Sink: sink, bar: bar})
+			if genErr != nil {
+				bar.Abort()
+			}
+			bars.Wait()
+			if err := sink.Close(); err != nil {
+				return errors.Join(genErr, err)
+			}
+			total := st.Existing + st.Accepted
+			log.Info("curriculum generate summary",
+				zap.String("out", out), zap.String("kind", kind), zap.Int("prompts", total),
+				zap.Int("existing", st.Existing), zap.Int("accepted", st.Accepted), zap.Int("eval", st.Eval),
+				zap.Any("by_category", st.ByCategory), zap.Int("requests", st.Requests),
+				zap.Int("requested", st.Requested), zap.Int("returned", st.Returned),
+				zap.Any("rejected", st.Rejected), zap.Int("persona_requests", st.PersonaRequests),
+				zap.Int("failed_requests", st.FailedRequests),
+				zap.Int("prompt_tokens", st.PromptTokens), zap.Int("completion_tokens", st.CompletionTokens))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d prompts (%d new, %d eval; %s); rejected: %s\n",
+				out, total, st.Accepted, st.Eval, formatCounts(st.ByCategory), formatCounts(st.Rejected))
+			if genErr != nil {
+				if errors.Is(genErr, context.Canceled) {
+					return fmt.Errorf("curriculum generate: interrupted with %d of %d prompts in %s (rerun to continue): %w", total, n, out, genErr)
+				}
+				return fmt.Errorf("curriculum generate: %d of %d prompts in %s: %w", total, n, out, genErr)
+			}
+			return nil
+		},
+	}
+	configFlags(cmd, &path)
+	f := cmd.Flags()
+	f.IntVar(&n, "n", 0, "number of prompts the output should hold (those already in it count)")
+	f.StringVar(&out, "out", "", "output file: .jsonl (appended as it goes) or .parquet")
+	f.StringVar(&kind, "kind", generate.KindDilemmas, "dilemmas or open-ended")
+	f.Int64Var(&seed, "seed", 0, "seed of the requests, persona pairing and eval split (default: run.seed)")
+	f.Float64Var(&evalFraction, "eval-fraction", 0, "share of each category held out as split \"eval\" (default: generator.eval_fraction, 0.1)")
+	f.Float64Var(&nearDup, "near-dup-threshold", 0, "word 3-shingle Jaccard similarity that makes a near-duplicate (default: generator.near_dup_threshold, 0.7; 1: exact only)")
+	f.StringVar(&mix, "mix", "", "category weights, e.g. professional=0.3,interpersonal=0.4,micro_ethics=0.3 (default: generator.mix)")
+	f.BoolVar(&generatePersonas, "generate-personas", false, "generate a persona pair per dilemma, checked to be opposed, instead of using the library")
+	return cmd
+}
+
+// barSink advances the progress bar with each prompt written.
+type barSink struct {
+	generate.Sink
+	bar *progress.Bar
+}
+
+func (s barSink) Write(p dataset.Prompt) error {
+	if err := s.Sink.Write(p); err != nil {
+		return err
+	}
+	s.bar.Increment()
+	return nil
+}
+
+// generatorClient is the generator API configuration; the key is read from
+// the environment variable the config names.
+func generatorClient(cfg config.Config, log *zap.Logger) reward.ClientOptions {
+	g := cfg.Generator
+	key := ""
+	if g.APIKeyEnv != "" {
+		key = os.Getenv(g.APIKeyEnv)
+		if key == "" {
+			log.Warn("the generator's API key variable is not set; sending no key", zap.String("variable", g.APIKeyEnv))
+		}
+	}
+	return reward.ClientOptions{
+		Name:                    "generator",
+		BaseURL:                 g.BaseURL,
+		Model:                   g.Model,
+		APIKey:                  key,
+		Concurrency:             g.Concurrency,
+		RequestsPerMinute:       g.RequestsPerMinute,
+		TokensPerMinute:         g.TokensPerMinute,
+		MaxRetries:              retries(g.MaxRetries),
+		Timeout:                 g.Timeout,
+		Temperature:             g.Temperature,
+		MaxTokens:               g.MaxTokens,
+		DisableStructuredOutput: !g.StructuredOutput,
+		Logger:                  log.Named("generator"),
+	}
+}
+
+// formatCounts renders counts as "a 1, b 2" in key order, or "none".
+func formatCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k, v := range m {
+		if v > 0 {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return "none"
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// retries maps a config's max_retries (0: none) to ClientOptions (0: the
+// default, negative: none).
+func retries(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}

@@ -1,0 +1,180 @@
+package reward
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// newTestChat returns a chat client over srv that does not really sleep.
+func newTestChat(t *testing.T, opts ClientOptions) (*ChatClient, *noSleep) {
+	t.Helper()
+	c, err := NewChatClient(opts)
+	if err != nil {
+		t.Fatalf("NewChatClient: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ns := &noSleep{}
+	c.sleep = ns.sleep
+	return c, ns
+}
+
+// chatExtras are request fields the judge tests do not read.
+type chatExtras struct {
+	Seed *int64 `json:"seed"`
+}
+
+func TestChatSendsTemperatureSeedAndSchema(t *testing.T) {
+	srv := newFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) {
+		writeReply(w, `{"items":[]}`)
+	})
+	opts := testClientOptions(srv)
+	opts.Temperature = 0.7
+	c, _ := newTestChat(t, opts)
+	zero := 0.0
+	seed := int64(12345)
+	tests := []struct {
+		name            string
+		req             ChatRequest
+		wantTemperature float64
+		wantSeed        *int64
+		wantSchema      string
+		wantMaxTokens   int
+	}{
+		{"client temperature, no seed, no schema", ChatRequest{}, 0.7, nil, "", DefaultMaxTokens},
+		{"temperature 0 override", ChatRequest{Temperature: &zero}, 0, nil, "", DefaultMaxTokens},
+		{"seed, schema and max tokens", ChatRequest{Seed: &seed, SchemaName: "dilemmas", Schema: json.RawMessage(`{"type":"object"}`), MaxTokens: 77}, 0.7, &seed, "dilemmas", 77},
+	}
+	for i, tt := range tests {
+		tt.req.Messages = []ChatMessage{{Role: "system", Content: "sys"}, {Role: "user", Content: "hello"}}
+		resp, err := c.Chat(context.Background(), tt.req)
+		if err != nil {
+			t.Fatalf("%s: Chat = %v", tt.name, err)
+		}
+		if resp.Content != `{"items":[]}` || resp.PromptTokens != 100 || resp.CompletionTokens != 20 || resp.FinishReason != "stop" {
+			t.Errorf("%s: Chat = %+v", tt.name, resp)
+		}
+		raw := srv.Body(i)
+		var body chatBody
+		var extra chatExtras
+		json.Unmarshal(raw, &body)
+		json.Unmarshal(raw, &extra)
+		if body.Temperature == nil || *body.Temperature != tt.wantTemperature {
+			t.Errorf("%s: temperature %v, want %v sent", tt.name, body.Temperature, tt.wantTemperature)
+		}
+		if (extra.Seed == nil) != (tt.wantSeed == nil) || (extra.Seed != nil && *extra.Seed != *tt.wantSeed) {
+			t.Errorf("%s: seed %v, want %v", tt.name, extra.Seed, tt.wantSeed)
+		}
+		gotSchema := ""
+		if body.ResponseFormat != nil {
+			gotSchema = body.ResponseFormat.JSONSchema.Name
+			if !body.ResponseFormat.JSONSchema.Strict {
+				t.Errorf("%s: schema not strict", tt.name)
+			}
+		}
+		if gotSchema != tt.wantSchema {
+			t.Errorf("%s: schema %q, want %q", tt.name, gotSchema, tt.wantSchema)
+		}
+		if body.MaxTokens != tt.wantMaxTokens {
+			t.Errorf("%s: max_completion_tokens %d, want %d", tt.name, body.MaxTokens, tt.wantMaxTokens)
+		}
+		if len(body.Messages) != 2 || body.Messages[1].Content != "hello" {
+			t.Errorf("%s: messages %+v", tt.name, body.Messages)
+		}
+	}
+}
+
+func TestChatRetriesRejectedReplies(t *testing.T) {
+	srv := newFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) {
+		switch n {
+		case 0:
+			writeReply(w, "not json")
+		case 1:
+			writeError(w, http.StatusServiceUnavailable, "busy")
+		default:
+			writeReply(w, `{"ok":true}`)
+		}
+	})
+	c, ns := newTestChat(t, testClientOptions(srv))
+	resp, err := c.Chat(context.Background(), ChatRequest{
+		Messages: []ChatMessage{{Role: "user", Content: "x"}},
+		Validate: func(s string) error {
+			if !json.Valid([]byte(s)) {
+				return errors.New("not JSON")
+			}
+			return nil
+		},
+	})
+	if err != nil || resp.Content != `{"ok":true}` {
+		t.Fatalf("Chat = %+v, %v; want the third reply", resp, err)
+	}
+	if srv.Calls() != 3 || len(ns.Waits()) != 2 {
+		t.Errorf("calls %d, backoffs %d; want 3 and 2", srv.Calls(), len(ns.Waits()))
+	}
+}
+
+func TestChatInvalidReplies(t *testing.T) {
+	tests := []struct {
+		name  string
+		reply func(w http.ResponseWriter)
+		want  string
+	}{
+		{"rejected", func(w http.ResponseWriter) { writeReply(w, "prose") }, "reply rejected"},
+		{"refusal", func(w http.ResponseWriter) {
+			writeMessage(w, map[string]any{"role": "assistant", "content": "", "refusal": "I can't"}, "stop")
+		}, "refusal: I can't"},
+		{"empty", func(w http.ResponseWriter) {
+			writeMessage(w, map[string]any{"role": "assistant", "content": " "}, "length")
+		}, "empty reply"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) { tt.reply(w) })
+			opts := testClientOptions(srv)
+			opts.Name = "generator"
+			opts.MaxRetries = 2
+			c, _ := newTestChat(t, opts)
+			_, err := c.Chat(context.Background(), ChatRequest{
+				Messages: []ChatMessage{{Role: "user", Content: "x"}},
+				Validate: func(s string) error { return errors.New("never good") },
+			})
+			if !errors.Is(err, ErrInvalidReply) || errors.Is(err, ErrNoVerdict) {
+				t.Fatalf("Chat = %v, want ErrInvalidReply (and not ErrNoVerdict)", err)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tt.want) || !strings.Contains(msg, "generator judge-test: giving up after 3 attempts") {
+				t.Errorf("Chat error = %q, want %q and the client's name", msg, tt.want)
+			}
+			if srv.Calls() != 3 {
+				t.Errorf("calls = %d, want 3", srv.Calls())
+			}
+		})
+	}
+}
+
+func TestChatWithoutStructuredOutput(t *testing.T) {
+	srv := newFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) {
+		if req.ResponseFormat != nil {
+			t.Errorf("response_format sent with structured output disabled")
+		}
+		writeReply(w, "ok")
+	})
+	opts := testClientOptions(srv)
+	opts.DisableStructuredOutput = true
+	c, _ := newTestChat(t, opts)
+	if _, err := c.Chat(context.Background(), ChatRequest{
+		Messages:   []ChatMessage{{Role: "user", Content: "x"}},
+		SchemaName: "dilemmas", Schema: json.RawMessage(`{}`),
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNewChatClientNeedsModel(t *testing.T) {
+	if _, err := NewChatClient(ClientOptions{}); err == nil || !strings.Contains(err.Error(), "model") {
+		t.Errorf("NewChatClient(no model) = %v, want a model error", err)
+	}
+}

@@ -48,6 +48,9 @@ func newRoot() *cobra.Command {
 		newExportCmd(a),
 		newTrainCmd(a),
 		newCurriculumCmd(a),
+		newEvalCmd(a),
+		newBenchCmd(a),
+		newReportCmd(a),
 	)
 	return root
 }

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parleyhq/parley/eval/report"
+	"github.com/parleyhq/parley/eval/stats"
+)
+
+func TestReport(t *testing.T) {
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "runs", "demo")
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var m strings.Builder
+	for step := 1; step <= 12; step++ {
+		fmt.Fprintf(&m, `{"step": %d, "score_min": %g, "score_mean": %g, "score_max": %g, "agreement_rate": %g, "rounds_to_agreement": %g}`+"\n",
+			step, 1+0.1*float64(step), 2+0.1*float64(step), 3+0.1*float64(step), 0.05*float64(step), 4-0.1*float64(step))
+	}
+	if err := os.WriteFile(filepath.Join(runDir, "metrics.jsonl"), []byte(m.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pw := filepath.Join(dir, "pairwise.json")
+	w := stats.WinRateResult{Wins: 5, Ties: 2, Losses: 1, Percent: 75}
+	if err := report.WriteJSON(pw, []report.PairwiseResult{
+		report.NewPairwiseResult("ca", "base", "conflict resolution questions", report.AspectCA, report.DecodingGreedy,
+			[]report.PairwiseRun{report.NewPairwiseRun(w, nil, nil), report.NewPairwiseRun(w, nil, nil)}),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	bn := filepath.Join(dir, "bench.json")
+	if err := report.WriteJSON(bn, []report.BenchResult{report.NewBenchResult("aime2024", "base", 30, []float64{10, 20})}); err != nil {
+		t.Fatal(err)
+	}
+
+	out := filepath.Join(dir, "out")
+	stdout, err := run(t, newReportCmd(quietApp()), runDir, "--eval", pw+","+bn, "--out", out, "--window", "4", "--title", "Demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(stdout) != filepath.Join(out, report.ReportFile) {
+		t.Errorf("printed %q, want the report's path", stdout)
+	}
+	md, err := os.ReadFile(filepath.Join(out, report.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# Demo", "Training dynamics", "Pairwise comparisons", "75.0 ± 0.0", "Benchmarks", "15.0 ± 7.1"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+	pngs, _ := filepath.Glob(filepath.Join(out, "*.png"))
+	if len(pngs) == 0 {
+		t.Errorf("no PNG written in %s", out)
+	}
+	for _, p := range pngs {
+		b, err := os.ReadFile(p)
+		if err != nil || len(b) < 8 || string(b[1:4]) != "PNG" {
+			t.Errorf("%s is not a PNG", p)
+		}
+		if !strings.Contains(string(md), "("+filepath.Base(p)+")") {
+			t.Errorf("report.md does not link %s", filepath.Base(p))
+		}
+	}
+
+	// Evaluations only.
+	only := filepath.Join(dir, "only")
+	if _, err := run(t, newReportCmd(quietApp()), "--eval", bn, "--out", only); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(only, report.ReportFile)); err != nil {
+		t.Error(err)
+	}
+	// The default output folder is RUN_DIR/report.
+	if _, err := run(t, newReportCmd(quietApp()), runDir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(runDir, "report", report.ReportFile)); err != nil {
+		t.Error(err)
+	}
+	for name, args := range map[string][]string{
+		"nothing":      {},
+		"no such run":  {filepath.Join(dir, "missing")},
+		"bad eval":     {runDir, "--eval", filepath.Join(dir, "missing.json"), "--out", out},
+		"two run dirs": {runDir, runDir},
+	} {
+		if _, err := run(t, newReportCmd(quietApp()), args...); err == nil {
+			t.Errorf("report (%s) = nil error, want one", name)
+		}
+	}
+}

@@ -1,0 +1,258 @@
+package harness
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/parleyhq/parley/eval/bench"
+	"github.com/parleyhq/parley/eval/ifeval"
+	"github.com/parleyhq/parley/eval/report"
+	"github.com/parleyhq/parley/eval/stats"
+)
+
+// IFEval result names. The benchmark's headline number, under IFEval, is
+// the prompt-level strict accuracy; the other three accuracies of the
+// reference's report are written beside it.
+const (
+	IFEval                  = "ifeval"
+	IFEvalInstructionStrict = "ifeval_instruction_strict"
+	IFEvalPromptLoose       = "ifeval_prompt_loose"
+	IFEvalInstructionLoose  = "ifeval_instruction_loose"
+)
+
+// BenchmarkName maps a command-line benchmark (ifeval, gpqa, aime24,
+// aime25) to its name in results (IFEval, bench.GPQADiamond,
+// bench.AIME2024, bench.AIME2025). Result names are accepted as well.
+func BenchmarkName(arg string) (string, error) {
+	switch strings.ToLower(strings.TrimSpace(arg)) {
+	case "ifeval":
+		return IFEval, nil
+	case "gpqa", bench.GPQADiamond:
+		return bench.GPQADiamond, nil
+	case "aime24", "aime2024", "aime_2024":
+		return bench.AIME2024, nil
+	case "aime25", "aime2025", "aime_2025":
+		return bench.AIME2025, nil
+	}
+	return "", fmt.Errorf("harness.BenchmarkName: unknown benchmark %q (want ifeval, gpqa, aime24 or aime25)", arg)
+}
+
+// Suite is one benchmark's data, ready to ask and to score.
+type Suite struct {
+	// Name is the benchmark's name in results.
+	Name string
+	// Seed is the GPQA choice-shuffle seed (unused by the others).
+	Seed int64
+
+	gpqa   []bench.GPQAItem
+	aime   []bench.AIMEItem
+	ifeval []ifeval.Input
+	keys   map[string]int // IFEval: item id (the key) → index in ifeval
+}
+
+// LoadSuite reads a benchmark's data file: the user's local copy (GPQA is
+// never committed). name is as BenchmarkName returns; seed shuffles GPQA's
+// choices and must be the same when scoring offline.
+func LoadSuite(name, dataPath string, seed int64) (*Suite, error) {
+	s := &Suite{Name: name, Seed: seed}
+	var err error
+	switch name {
+	case bench.GPQADiamond:
+		s.gpqa, err = bench.LoadGPQA(dataPath)
+	case bench.AIME2024, bench.AIME2025:
+		s.aime, err = bench.LoadAIME(dataPath)
+	case IFEval:
+		s.ifeval, err = ifeval.LoadInputs(dataPath)
+		if err == nil {
+			s.keys = make(map[string]int, len(s.ifeval))
+			for i, in := range s.ifeval {
+				id := strconv.Itoa(in.Key)
+				if _, dup := s.keys[id]; dup {
+					return nil, fmt.Errorf("harness.LoadSuite: %s: duplicate key %d", dataPath, in.Key)
+				}
+				s.keys[id] = i
+			}
+		}
+	default:
+		return nil, fmt.Errorf("harness.LoadSuite: unknown benchmark %q", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("harness.LoadSuite: %w", err)
+	}
+	if s.Len() == 0 {
+		return nil, fmt.Errorf("harness.LoadSuite: %s has no items", dataPath)
+	}
+	return s, nil
+}
+
+// Len is the number of items.
+func (s *Suite) Len() int { return len(s.gpqa) + len(s.aime) + len(s.ifeval) }
+
+// Questions returns the questions of run (0-based), in item order. IFEval
+// items are identified by their key.
+func (s *Suite) Questions(run int) []bench.Question {
+	switch s.Name {
+	case bench.GPQADiamond:
+		return bench.GPQAQuestions(s.gpqa, s.Seed, run)
+	case IFEval:
+		out := make([]bench.Question, len(s.ifeval))
+		for i, in := range s.ifeval {
+			out[i] = bench.Question{ID: strconv.Itoa(in.Key), Run: run, Prompt: in.Prompt}
+		}
+		return out
+	}
+	return bench.AIMEQuestions(s.aime, run)
+}
+
+// Scored is a model's score on a suite.
+type Scored struct {
+	// Results are what eval/report reads: one for GPQA and AIME, four for
+	// IFEval (IFEval, IFEvalInstructionStrict, IFEvalPromptLoose,
+	// IFEvalInstructionLoose).
+	Results []report.BenchResult
+	// Detail is the per-item scoring: a bench.Result (GPQA, AIME) or the
+	// ifeval.Report of each run ([]IFEvalRun).
+	Detail any
+}
+
+// IFEvalRun is one run's IFEval report.
+type IFEvalRun struct {
+	Run    int           `json:"run"`
+	Report ifeval.Report `json:"report"`
+}
+
+// Score scores model's responses. Every item counts in every run that has
+// at least one response: an item without a response, or whose response
+// has no answer after its thinking block, is wrong (for IFEval, scored as
+// an empty response, which follows no instruction).
+func (s *Suite) Score(model string, responses []bench.Response) (Scored, error) {
+	switch s.Name {
+	case bench.GPQADiamond, bench.AIME2024, bench.AIME2025:
+		var r bench.Result
+		var err error
+		if s.Name == bench.GPQADiamond {
+			r, err = bench.ScoreGPQA(s.gpqa, responses, s.Seed)
+		} else {
+			r, err = bench.ScoreAIME(s.Name, s.aime, responses)
+		}
+		if err != nil {
+			return Scored{}, fmt.Errorf("harness.Suite.Score: %w", err)
+		}
+		r.Model = model
+		br := report.BenchResult{Kind: report.KindBench, Benchmark: r.Benchmark, Model: model, N: r.N, Mean: r.Mean, SD: r.SD}
+		for _, rs := range r.Runs {
+			br.Runs = append(br.Runs, report.BenchRun{Run: rs.Run, N: rs.N, Correct: rs.Correct, Accuracy: rs.Accuracy})
+		}
+		return Scored{Results: []report.BenchResult{br}, Detail: r}, nil
+	case IFEval:
+		return s.scoreIFEval(model, responses)
+	}
+	return Scored{}, fmt.Errorf("harness.Suite.Score: unknown benchmark %q", s.Name)
+}
+
+func (s *Suite) scoreIFEval(model string, responses []bench.Response) (Scored, error) {
+	if len(responses) == 0 {
+		return Scored{}, fmt.Errorf("harness.Suite.Score: %s: no responses", IFEval)
+	}
+	byRun := map[int]map[string]string{}
+	for i, r := range responses {
+		if _, ok := s.keys[r.ID]; !ok {
+			return Scored{}, fmt.Errorf("harness.Suite.Score: %s: response %d: unknown key %q", IFEval, i+1, r.ID)
+		}
+		m := byRun[r.Run]
+		if m == nil {
+			m = map[string]string{}
+			byRun[r.Run] = m
+		}
+		if _, dup := m[r.ID]; dup {
+			return Scored{}, fmt.Errorf("harness.Suite.Score: %s: response %d: second response to key %s in run %d", IFEval, i+1, r.ID, r.Run)
+		}
+		m[r.ID] = r.Response
+	}
+	runs := make([]int, 0, len(byRun))
+	for run := range byRun {
+		runs = append(runs, run)
+	}
+	slices.Sort(runs)
+	names := []string{IFEval, IFEvalInstructionStrict, IFEvalPromptLoose, IFEvalInstructionLoose}
+	results := make([]report.BenchResult, len(names))
+	for i, n := range names {
+		results[i] = report.BenchResult{Kind: report.KindBench, Benchmark: n, Model: model}
+	}
+	var detail []IFEvalRun
+	for _, run := range runs {
+		// Each input gets its own response, matched by key; the reference
+		// matches by prompt text, so inputs are renamed to their key.
+		inputs := make([]ifeval.Input, len(s.ifeval))
+		resps := make([]ifeval.Response, len(s.ifeval))
+		for i, in := range s.ifeval {
+			id := strconv.Itoa(in.Key)
+			in.Prompt = id
+			inputs[i] = in
+			resps[i] = ifeval.Response{Prompt: id, Response: strings.TrimSpace(bench.StripThinking(byRun[run][id]))}
+		}
+		rep, err := ifeval.Evaluate(inputs, resps)
+		if err != nil {
+			return Scored{}, fmt.Errorf("harness.Suite.Score: %s run %d: %w", IFEval, run, err)
+		}
+		for i := range rep.Prompts { // restore the prompt text in the detail
+			rep.Prompts[i].Prompt = s.ifeval[i].Prompt
+		}
+		detail = append(detail, IFEvalRun{Run: run, Report: rep})
+		tallies := []ifeval.Tally{rep.Strict.Prompt, rep.Strict.Instruction, rep.Loose.Prompt, rep.Loose.Instruction}
+		for i, t := range tallies {
+			results[i].N = t.Total
+			results[i].Runs = append(results[i].Runs, report.BenchRun{Run: run, N: t.Total, Correct: t.Followed, Accuracy: 100 * t.Accuracy()})
+		}
+	}
+	for i := range results {
+		accs := make([]float64, len(results[i].Runs))
+		for k, r := range results[i].Runs {
+			accs[k] = r.Accuracy
+		}
+		results[i].Mean, results[i].SD = stats.MeanSD(accs)
+	}
+	return Scored{Results: results, Detail: detail}, nil
+}
+
+// ReadResponses reads a responses file for the suite: the JSONL that
+// WriteGenerations and bench.WriteResponses write ({id, run, response}).
+// For IFEval the reference's format ({prompt, response} a line, one run)
+// is accepted too: responses are matched to inputs by prompt text and
+// count as run 0.
+func (s *Suite) ReadResponses(path string) ([]bench.Response, error) {
+	rs, err := bench.ReadResponses(path)
+	if err == nil || s.Name != IFEval {
+		if err != nil {
+			return nil, fmt.Errorf("harness.Suite.ReadResponses: %w", err)
+		}
+		return rs, nil
+	}
+	ref, rerr := ifeval.LoadResponses(path)
+	if rerr != nil {
+		return nil, fmt.Errorf("harness.Suite.ReadResponses: %w", err)
+	}
+	byPrompt := make(map[string]string, len(s.ifeval))
+	for _, in := range s.ifeval {
+		byPrompt[in.Prompt] = strconv.Itoa(in.Key)
+	}
+	seen := map[string]int{}
+	for _, r := range ref {
+		id, ok := byPrompt[r.Prompt]
+		if !ok {
+			return nil, fmt.Errorf("harness.Suite.ReadResponses: %s: a response's prompt is not an input's: %.60q", path, r.Prompt)
+		}
+		if k, dup := seen[id]; dup { // the reference keeps the last response to a prompt
+			rs[k].Response = r.Response
+			continue
+		}
+		seen[id] = len(rs)
+		rs = append(rs, bench.Response{ID: id, Run: 0, Response: r.Response})
+	}
+	if len(rs) == 0 {
+		return nil, fmt.Errorf("harness.Suite.ReadResponses: %s: no responses", path)
+	}
+	return rs, nil
+}

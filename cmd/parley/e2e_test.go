@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/grpo"
+)
+
+// End-to-end tests of `parley train` with the real parts: the CPU dev
+// inference server on the tiny model and the PyTorch trainer. They need
+// the project's Python environment (PARLEY_PYTHON) and the tiny model
+// (PARLEY_TINY_MODEL); `make test` provides both.
+
+func e2eEnv(t *testing.T) (python, model, bin string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("short")
+	}
+	python, model = os.Getenv("PARLEY_PYTHON"), os.Getenv("PARLEY_TINY_MODEL")
+	if python == "" || model == "" {
+		t.Skip("PARLEY_PYTHON and PARLEY_TINY_MODEL unset: run through make test")
+	}
+	bin = filepath.Join(t.TempDir(), "parley")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return python, model, bin
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// e2eArgs overrides configs/quickstart.yaml for a small, fast run in dir.
+func e2eArgs(python, model, runDir string, port, steps int) []string {
+	root, _ := filepath.Abs("../..")
+	return []string{
+		"train", "--config", filepath.Join(root, "configs", "quickstart.yaml"), "--log-format", "json",
+		"--run.dir=" + runDir, "--run.name=e2e", fmt.Sprintf("--train.steps=%d", steps),
+		fmt.Sprintf("--policy.endpoints=http://127.0.0.1:%d", port),
+		"--rollout.prompts_per_step=2", "--rollout.group_size=4",
+		fmt.Sprintf("--train.server_command=%s,%s,--model,%s,--served-model-name,tiny,--port,%d,--threads,1", python, filepath.Join(root, "scripts", "devserver.py"), model, port),
+		fmt.Sprintf("--train.trainer_command=%s,-m,scripts.trainer,--threads,1", python),
+		"--trainer.model=" + model,
+	}
+}
+
+func startParley(t *testing.T, bin, dir string, args []string, log *os.File) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+// trainedSteps counts the "step" events of the trainer's log: how often
+// each step was trained, across restarts.
+func trainedSteps(t *testing.T, runDir string) map[int]int {
+	t.Helper()
+	f, err := os.Open(filepath.Join(runDir, "trainer.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[int]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var ev struct {
+			Event string `json:"event"`
+			Step  int    `json:"step"`
+		}
+		if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Event == "step" {
+			out[ev.Step]++
+		}
+	}
+	return out
+}
+
+func metricSteps(t *testing.T, runDir string) []int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(runDir, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []int
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var m struct{ Step int }
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		steps = append(steps, m.Step)
+	}
+	return steps
+}
+
+// TestTrainSurvivesSIGKILL kills parley with SIGKILL at random points of a
+// CPU run several times, resumes it each time, and checks that the steps
+// are those of an uninterrupted run in number and order, that no step was
+// trained twice and that the trainer consumed each batch exactly once.
+func TestTrainSurvivesSIGKILL(t *testing.T) {
+	python, model, bin := e2eEnv(t)
+	root, _ := filepath.Abs("../..")
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "e2e")
+	const steps = 6
+	args := e2eArgs(python, model, dir, freePort(t), steps)
+	logf, _ := os.Create(filepath.Join(dir, "parley.log"))
+	defer logf.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	kills := 0
+	for attempt := 0; attempt < 12; attempt++ {
+		a := args
+		if attempt > 0 {
+			a = append(append([]string(nil), args...), "--resume")
+		}
+		cmd := startParley(t, bin, root, a, logf)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		if kills < 3 {
+			// kill somewhere in the middle of the run: after the first
+			// batch exists, at a random delay
+			deadline := time.Now().Add(3 * time.Minute)
+			for time.Now().Before(deadline) {
+				if st, ok, _ := grpo.LoadState(filepath.Join(runDir, "state.json")); ok && st.Step >= kills {
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			time.Sleep(time.Duration(rng.IntN(4000)) * time.Millisecond)
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("parley exited early: %v (log %s)", err, logf.Name())
+				}
+				goto finished
+			default:
+			}
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			<-done
+			kills++
+			st, _, _ := grpo.LoadState(filepath.Join(runDir, "state.json"))
+			t.Logf("SIGKILL %d at completed step %d", kills, st.Step)
+			// its children die with it (Pdeathsig); give the port a moment
+			time.Sleep(500 * time.Millisecond)
+			continue
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				b, _ := os.ReadFile(logf.Name())
+				t.Fatalf("resumed parley failed: %v\n%s", err, tail(string(b), 3000))
+			}
+		case <-time.After(10 * time.Minute):
+			_ = cmd.Process.Kill()
+			t.Fatal("resumed run did not finish in 10 minutes")
+		}
+		goto finished
+	}
+	t.Fatal("the run never finished")
+finished:
+	if kills == 0 {
+		t.Fatal("parley was never killed; the test proves nothing")
+	}
+	if got := metricSteps(t, runDir); fmt.Sprint(got) != fmt.Sprint([]int{1, 2, 3, 4, 5, 6}) {
+		t.Errorf("metrics steps = %v, want 1..6 once each, in order", got)
+	}
+	trained := trainedSteps(t, runDir)
+	for s := 1; s <= steps; s++ {
+		// A kill between the trainer's DONE and its log line loses the
+		// line, never the step; a second line would be a second training.
+		if trained[s] > 1 {
+			t.Errorf("step %d trained %d times, want once", s, trained[s])
+		}
+		if _, ok, err := grpo.ReadDone(filepath.Join(runDir, "checkpoints", grpo.StepName(s))); !ok || err != nil {
+			t.Errorf("step %d has no DONE: %v", s, err)
+		}
+		ready, err := dataset.VerifyBatch(filepath.Join(runDir, "batches"), s)
+		if err != nil {
+			t.Errorf("step %d batch: %v", s, err)
+		} else if ready.PolicyVersion != s-1 {
+			t.Errorf("step %d sampled by policy %d, want %d", s, ready.PolicyVersion, s-1)
+		}
+	}
+	t.Logf("%d kills; trained %v", kills, trained)
+}
+
+// TestTrainTrainerKilled kills the trainer in the middle of a step: parley
+// says so, waits, and goes on once its supervisor has brought the trainer
+// back.
+func TestTrainTrainerKilled(t *testing.T) {
+	python, model, bin := e2eEnv(t)
+	root, _ := filepath.Abs("../..")
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "e2e")
+	logPath := filepath.Join(dir, "parley.log")
+	logf, _ := os.Create(logPath)
+	defer logf.Close()
+	cmd := startParley(t, bin, root, e2eArgs(python, model, dir, freePort(t), 4), logf)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+
+	pidRe := regexp.MustCompile(`"msg":"started trainer","pid":(\d+)`)
+	var pid int
+	deadline := time.Now().Add(3 * time.Minute)
+	for pid == 0 && time.Now().Before(deadline) {
+		b, _ := os.ReadFile(logPath)
+		if m := pidRe.FindSubmatch(b); m != nil {
+			if _, err := os.Stat(filepath.Join(runDir, "batches", "step-000002.ready")); err == nil {
+				pid, _ = strconv.Atoi(string(m[1]))
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if pid == 0 {
+		t.Fatal("no trainer pid or no second batch in 3 minutes")
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL) // the trainer's process group
+	select {
+	case err := <-done:
+		if err != nil {
+			b, _ := os.ReadFile(logPath)
+			t.Fatalf("parley failed after the trainer was killed: %v\n%s", err, tail(string(b), 3000))
+		}
+	case <-time.After(8 * time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatal("the run did not finish after the trainer was killed")
+	}
+	b, _ := os.ReadFile(logPath)
+	if !strings.Contains(string(b), "trainer exited") || !strings.Contains(string(b), "restarting trainer") {
+		t.Errorf("parley did not say the trainer was gone:\n%s", tail(string(b), 3000))
+	}
+	if got := metricSteps(t, runDir); fmt.Sprint(got) != fmt.Sprint([]int{1, 2, 3, 4}) {
+		t.Errorf("metrics steps = %v", got)
+	}
+	for s, n := range trainedSteps(t, runDir) {
+		if n > 1 {
+			t.Errorf("step %d trained %d times", s, n)
+		}
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+

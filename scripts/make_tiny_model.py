@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""Make a tiny Qwen3-architecture model folder for CPU development.
+
+The model has random weights drawn under a fixed seed; its tokenizer is a
+byte-level BPE trained here, with the `tokenizers` library, on the bundled
+curricula (or on --corpus files, or on a small built-in English text).
+Nothing is downloaded. The folder is an ordinary Hugging Face model folder
+(config.json, model.safetensors, tokenizer.json, tokenizer_config.json with a
+ChatML chat template, generation_config.json) that transformers and vLLM load.
+
+    python scripts/make_tiny_model.py --out runs/tiny-model --seed 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+ENDOFTEXT = "<|endoftext|>"
+IM_START = "<|im_start|>"
+IM_END = "<|im_end|>"
+SPECIAL_TOKENS = [ENDOFTEXT, IM_START, IM_END]
+
+# ChatML, as Qwen renders it. enable_thinking (a Qwen3 template kwarg) is
+# accepted and ignored: this model has no thinking mode.
+CHAT_TEMPLATE = (
+    "{%- for message in messages %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}"
+    "{{- '<|im_start|>assistant\\n' }}"
+    "{%- endif %}"
+)
+
+BUILTIN_TEXT = """\
+Two colleagues disagree about how to share credit for a project that went well.
+One of them did most of the visible work; the other fixed the problems nobody saw.
+They talk it through, listen to each other, and look for a fair proposal they both accept.
+A good agreement respects everyone's interests, keeps the relationship, and explains its reasons.
+I agree with your proposal. Let us write it down so that nobody forgets what we decided.
+Should a doctor tell a patient about a small mistake that caused no harm? Honesty builds trust,
+but a careless word can frighten people. A careful answer weighs both sides and names the trade-off.
+Your friend asks you to keep a secret that could hurt someone else. What do you owe each of them?
+A neighbour's tree drops leaves into your garden every autumn. You could complain, or offer to help.
+The manager wants the report by Friday, but the data will not be ready until Monday.
+We can meet halfway: a draft on Friday with the main findings, and the full report next week.
+Collective agency means helping everyone involved act well together, not only winning the argument.
+The system asks the user what they want; the assistant answers clearly and kindly.
+Please summarise the dilemma, state each side's strongest point, and propose a solution.
+The quick brown fox jumps over the lazy dog. Numbers: 0 1 2 3 4 5 6 7 8 9 10 100 1000.
+Yes, no, maybe, thank you, sorry, please, agree, disagree, because, therefore, however.
+"""
+
+
+def corpus_files(explicit: list[str] | None) -> list[Path]:
+    """Return the corpus files: --corpus if given, else the bundled curricula."""
+    if explicit:
+        return [Path(p) for p in explicit]
+    patterns = [
+        REPO_ROOT / "dataset" / "curricula" / "*.jsonl",
+        REPO_ROOT / "dataset" / "personas" / "library.jsonl",
+    ]
+    files: list[Path] = []
+    for pat in patterns:
+        files.extend(Path(p) for p in sorted(glob.glob(str(pat))))
+    return files
+
+
+def _strings(value: object) -> list[str]:
+    """Collect every string inside a decoded JSON value, in order."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        out: list[str] = []
+        for v in value.values():
+            out.extend(_strings(v))
+        return out
+    if isinstance(value, list):
+        out = []
+        for v in value:
+            out.extend(_strings(v))
+        return out
+    return []
+
+
+def read_corpus(files: list[Path]) -> list[str]:
+    """Read text lines from the corpus files.
+
+    JSONL files contribute every string value of every row; other files
+    contribute their lines. The built-in text is always included, so the
+    tokenizer covers common English and the chat roles even on a tiny corpus.
+    """
+    texts: list[str] = [line for line in BUILTIN_TEXT.splitlines() if line.strip()]
+    texts += ["system", "user", "assistant"]
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                line = line.strip()
+                if not line:
+                    continue
+                if path.suffix == ".jsonl":
+                    try:
+                        texts.extend(s for s in _strings(json.loads(line)) if s.strip())
+                    except json.JSONDecodeError:
+                        texts.append(line)
+                else:
+                    texts.append(line)
+    return texts
+
+
+def train_tokenizer(texts: list[str], vocab_size: int):  # -> tokenizers.Tokenizer
+    """Train a byte-level BPE tokenizer with the ChatML special tokens."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=1,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(texts, trainer=trainer)
+    return tok
+
+
+def make_tiny_model(
+    out: str | os.PathLike[str],
+    seed: int = 0,
+    corpus: list[str] | None = None,
+    vocab_size: int = 3000,
+    hidden_size: int = 128,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    num_kv_heads: int = 2,
+    head_dim: int = 32,
+    intermediate_size: int = 256,
+    max_position_embeddings: int = 4096,
+) -> Path:
+    """Write a tiny Qwen3 model folder to out and return its path.
+
+    The folder is built in a temporary sibling directory and renamed into
+    place, so a reader never sees a half-written model.
+    """
+    import torch
+    from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    out_path = Path(out).resolve()
+    texts = read_corpus(corpus_files(corpus))
+    raw_tok = train_tokenizer(texts, vocab_size)
+
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=raw_tok,
+        eos_token=IM_END,
+        pad_token=ENDOFTEXT,
+        unk_token=None,
+        bos_token=None,
+        model_max_length=max_position_embeddings,
+        clean_up_tokenization_spaces=False,
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    vocab = len(tokenizer)
+    endoftext_id = tokenizer.convert_tokens_to_ids(ENDOFTEXT)
+    im_end_id = tokenizer.convert_tokens_to_ids(IM_END)
+
+    config = Qwen3Config(
+        vocab_size=vocab,
+        hidden_size=hidden_size,
+        intermediate_size=intermediate_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=num_heads,
+        num_key_value_heads=num_kv_heads,
+        head_dim=head_dim,
+        max_position_embeddings=max_position_embeddings,
+        tie_word_embeddings=True,
+        bos_token_id=endoftext_id,
+        eos_token_id=im_end_id,
+        pad_token_id=endoftext_id,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        dtype="float32",
+    )
+    config.architectures = ["Qwen3ForCausalLM"]
+    torch.manual_seed(seed)
+    model = Qwen3ForCausalLM(config)
+    model.eval()
+
+    gen = GenerationConfig(
+        bos_token_id=endoftext_id,
+        eos_token_id=[im_end_id, endoftext_id],
+        pad_token_id=endoftext_id,
+    )
+
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=out_path.name + ".tmp-", dir=out_path.parent))
+    try:
+        model.save_pretrained(tmp, safe_serialization=True)
+        gen.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        # Keep the template inside tokenizer_config.json as well as in
+        # chat_template.jinja, for loaders that read only the former.
+        cfg_path = tmp / "tokenizer_config.json"
+        tcfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+        tcfg["chat_template"] = CHAT_TEMPLATE
+        # "TokenizersBackend" is transformers 5's name; older transformers
+        # (as bundled with some vLLM releases) know only this one.
+        tcfg["tokenizer_class"] = "PreTrainedTokenizerFast"
+        cfg_path.write_text(json.dumps(tcfg, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.chmod(tmp, 0o755)
+        for f in tmp.iterdir():
+            os.chmod(f, 0o644)
+        if out_path.exists():
+            shutil.rmtree(out_path)
+        os.replace(tmp, out_path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out_path
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", required=True, help="output model folder (replaced if it exists)")
+    p.add_argument("--seed", type=int, default=0, help="weight init seed")
+    p.add_argument("--corpus", nargs="*", default=None, help="tokenizer corpus files (.jsonl or text)")
+    p.add_argument("--vocab-size", type=int, default=3000)
+    p.add_argument("--hidden-size", type=int, default=128)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--kv-heads", type=int, default=2)
+    p.add_argument("--head-dim", type=int, default=32)
+    p.add_argument("--intermediate-size", type=int, default=256)
+    p.add_argument("--max-position-embeddings", type=int, default=4096)
+    a = p.parse_args(argv)
+    path = make_tiny_model(
+        a.out,
+        seed=a.seed,
+        corpus=a.corpus,
+        vocab_size=a.vocab_size,
+        hidden_size=a.hidden_size,
+        num_layers=a.layers,
+        num_heads=a.heads,
+        num_kv_heads=a.kv_heads,
+        head_dim=a.head_dim,
+        intermediate_size=a.intermediate_size,
+        max_position_embeddings=a.max_position_embeddings,
+    )
+    print(json.dumps({"model": str(path)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

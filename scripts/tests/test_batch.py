@@ -1,0 +1,196 @@
+"""Batch reading and validation (pyarrow round trips, no model)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from trainer.batch import ARROW_SCHEMA, BatchError, Ready, parse_batch, sha256_hex, write_batch
+from trainer.packing import collate, pack_micro_batches
+
+
+def _rows() -> list[dict]:
+    return [
+        {
+            "input_ids": [5, 6, 7, 8],
+            "loss_mask": [0, 0, 1, 1],
+            "inference_logprobs": [0.0, 0.0, -1.5, -2.0],
+            "advantages": [0.0, 0.0, 0.5, 0.5],
+            "reward": 1.0,
+            "temperature": 0.7,
+        },
+        {
+            "input_ids": [9, 10, 11],
+            "loss_mask": [0, 1, 0],
+            "inference_logprobs": [0.0, -0.25, 0.0],
+            "advantages": [0.0, -0.5, 0.0],
+            "reward": 0.0,
+            "temperature": 0.7,
+        },
+    ]
+
+
+def _full(rows: list[dict], step: int = 3) -> list[dict]:
+    out = []
+    for i, r in enumerate(rows):
+        d = {c: f"x{i}" for c in ("run_id", "sample_id", "group_id", "rollout_id", "prompt_id", "env", "role")}
+        d.update(step=step, policy_version=2, reward=r["reward"], temperature=r["temperature"])
+        for c in ("input_ids", "loss_mask", "inference_logprobs", "advantages"):
+            d[c] = r[c]
+        out.append(d)
+    return out
+
+
+def _parquet(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue()
+
+
+def test_write_then_parse_round_trip(tmp_path):
+    ready = write_batch(str(tmp_path), 3, 2, _rows())
+    data = (tmp_path / "batches" / "step-000003.parquet").read_bytes()
+    marker = Ready.from_json((tmp_path / "batches" / "step-000003.ready").read_bytes())
+    assert marker == ready
+    assert marker.rows == 2 and marker.tokens == 7 and marker.sha256 == sha256_hex(data)
+    b = parse_batch(data, marker, vocab_size=100)
+    assert b.step == 3 and b.policy_version == 2
+    assert [s.input_ids.tolist() for s in b.sequences] == [[5, 6, 7, 8], [9, 10, 11]]
+    assert b.sequences[1].loss_mask.tolist() == [0, 1, 0]
+    assert b.sequences[0].temperature == pytest.approx(0.7)
+    assert b.masked_tokens == 3
+
+
+def test_bool_mask_accepted():
+    schema = ARROW_SCHEMA.set(ARROW_SCHEMA.get_field_index("loss_mask"), pa.field("loss_mask", pa.list_(pa.bool_())))
+    rows = _full(_rows())
+    for r in rows:
+        r["loss_mask"] = [bool(m) for m in r["loss_mask"]]
+    b = parse_batch(_parquet(pa.Table.from_pylist(rows, schema=schema)))
+    assert b.sequences[0].loss_mask.tolist() == [0, 0, 1, 1]
+
+
+@pytest.mark.parametrize(
+    "mutate, want",
+    [
+        (lambda s: s.remove(s.get_field_index("advantages")), "column advantages: missing"),
+        (
+            lambda s: s.set(s.get_field_index("input_ids"), pa.field("input_ids", pa.list_(pa.int64()))),
+            "column input_ids: type list<int64>, want list<int32>",
+        ),
+        (lambda s: s.set(s.get_field_index("reward"), pa.field("reward", pa.float64())), "column reward: type double, want float"),
+        (lambda s: s.set(s.get_field_index("step"), pa.field("step", pa.int64())), "column step: type int64, want int32"),
+        (lambda s: s.set(s.get_field_index("role"), pa.field("role", pa.int32())), "column role: type int32, want string"),
+    ],
+)
+def test_schema_errors_name_the_column(mutate, want):
+    schema = mutate(ARROW_SCHEMA)
+    rows = _full(_rows())
+    names = set(schema.names)
+    rows = [{k: (7 if k == "role" and schema.field("role").type == pa.int32() else v) for k, v in r.items() if k in names} for r in rows]
+    data = _parquet(pa.Table.from_pylist(rows, schema=schema))
+    with pytest.raises(BatchError) as e:
+        parse_batch(data)
+    assert want in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "row_edit, want",
+    [
+        (lambda r: r.update(advantages=[0.0, 0.5]), "column advantages: row 1 has 2 tokens, input_ids 3"),
+        (lambda r: r.update(loss_mask=[0, 2, 0]), "column loss_mask: row 1 token 1 is 2"),
+        (lambda r: r.update(loss_mask=[1, 1, 0]), "row 1 token 0 is 1"),
+        (lambda r: r.update(input_ids=[9, 10, 500]), "column input_ids: row 1 token 2 is 500"),
+        (lambda r: r.update(inference_logprobs=[0.0, float("nan"), 0.0]), "column inference_logprobs: row 1"),
+        (lambda r: r.update(temperature=-1.0), "column temperature: row 1"),
+    ],
+)
+def test_row_errors_name_column_and_row(row_edit, want):
+    rows = _full(_rows())
+    row_edit(rows[1])
+    data = _parquet(pa.Table.from_pylist(rows, schema=ARROW_SCHEMA))
+    with pytest.raises(BatchError) as e:
+        parse_batch(data, vocab_size=100)
+    assert want in str(e.value)
+
+
+def test_marker_mismatches(tmp_path):
+    ready = write_batch(str(tmp_path), 3, 2, _rows())
+    data = (tmp_path / "batches" / "step-000003.parquet").read_bytes()
+    bad_sha = Ready(**{**ready.to_dict(), "sha256": "0" * 64})
+    with pytest.raises(BatchError, match="sha256"):
+        parse_batch(data, bad_sha)
+    bad_rows = Ready(**{**ready.to_dict(), "rows": 5})
+    with pytest.raises(BatchError, match="2 rows, the ready marker says 5"):
+        parse_batch(data, bad_rows)
+    with pytest.raises(BatchError, match="schema_version 2"):
+        Ready.from_json(json.dumps({**ready.to_dict(), "schema_version": 2}))
+    with pytest.raises(BatchError, match="step is"):
+        Ready.from_json(json.dumps({**ready.to_dict(), "step": "3"}))
+
+
+def test_schema_version_metadata_required():
+    rows = _full(_rows())
+    table = pa.Table.from_pylist(rows, schema=ARROW_SCHEMA.remove_metadata())
+    with pytest.raises(BatchError, match="schema_version"):
+        parse_batch(_parquet(table))
+    table = pa.Table.from_pylist(rows, schema=ARROW_SCHEMA.with_metadata({b"schema_version": b"2"}))
+    with pytest.raises(BatchError, match="schema_version '2', want 1"):
+        parse_batch(_parquet(table))
+
+
+@pytest.mark.parametrize(
+    "lengths, budget, want",
+    [
+        ([4, 3, 2, 1], 6, [[0], [1, 2], [3]]),
+        ([4, 3, 2, 1], 0, [[0, 1, 2, 3]]),
+        ([2, 2, 2, 2], 4, [[0, 1], [2, 3]]),
+        ([10, 1], 4, [[0], [1]]),
+        ([], 8, []),
+    ],
+)
+def test_pack_micro_batches(lengths, budget, want):
+    got = pack_micro_batches(lengths, budget)
+    assert got == want, f"pack_micro_batches({lengths}, {budget}) = {got}, want {want}"
+    assert sorted(i for g in got for i in g) == list(range(len(lengths)))
+
+
+def test_collate_pads_right_with_zero_mask_and_weight():
+    b = parse_batch(_parquet(pa.Table.from_pylist(_full(_rows()), schema=ARROW_SCHEMA)))
+    w = [np.array([0, 0, 0.5, 0.5], np.float32), np.array([0, 1.0, 0], np.float32)]
+    mb = collate(b.sequences, w, pad_id=0)
+    assert mb.input_ids.tolist() == [[5, 6, 7, 8], [9, 10, 11, 0]]
+    assert mb.attention_mask.tolist() == [[1, 1, 1, 1], [1, 1, 1, 0]]
+    assert mb.loss_mask.tolist() == [[0, 0, 1, 1], [0, 1, 0, 0]]
+    assert mb.weights[1].tolist() == [0, 1.0, 0, 0]
+    dummy = collate(b.sequences, w, pad_id=0, zero_weights=True)
+    assert float(dummy.weights.abs().sum()) == 0.0 and float(dummy.loss_mask.sum()) == 0.0
+
+
+def test_lora_target_modules_resolution():
+    import torch
+
+    from trainer.modeling import resolve_target_modules
+
+    class Block(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.q_proj = torch.nn.Linear(2, 2)
+            self.down_proj = torch.nn.Linear(2, 2)
+            self.norm = torch.nn.LayerNorm(2)
+
+    class M(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = torch.nn.ModuleList([Block(), Block()])
+            self.lm_head = torch.nn.Linear(2, 5)
+
+    m = M()
+    assert resolve_target_modules(m, "all-linear") == ["down_proj", "q_proj"]
+    assert resolve_target_modules(m, ["all-linear", "lm_head"]) == ["down_proj", "lm_head", "q_proj"]
+    assert resolve_target_modules(m, ["q_proj"]) == ["q_proj"]

@@ -1,0 +1,386 @@
+"""Reading and validating one step's batch: the parquet file of the batch
+contract (schema version 1) and its .ready marker.
+
+Errors are BatchError and name the column (with the type found and the type
+wanted) or the row (counted from 0).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SCHEMA_VERSION = 1
+SCHEMA_VERSION_KEY = b"schema_version"
+
+STRING_COLUMNS = ("run_id", "sample_id", "group_id", "rollout_id", "prompt_id", "env", "role")
+INT32_COLUMNS = ("step", "policy_version")
+FLOAT32_COLUMNS = ("reward", "temperature")
+LIST_COLUMNS = ("input_ids", "loss_mask", "inference_logprobs", "advantages")
+REQUIRED_COLUMNS = STRING_COLUMNS + INT32_COLUMNS + LIST_COLUMNS + FLOAT32_COLUMNS
+
+
+class BatchError(ValueError):
+    """A batch or .ready marker that breaks the contract."""
+
+
+@dataclass(frozen=True)
+class Ready:
+    """The .ready marker written beside a batch."""
+
+    schema_version: int
+    step: int
+    policy_version: int
+    rows: int
+    tokens: int
+    sha256: str
+
+    @classmethod
+    def from_json(cls, data: bytes | str | dict[str, Any]) -> "Ready":
+        """Parse and check a marker (schema version, field types)."""
+        try:
+            obj = data if isinstance(data, dict) else json.loads(data)
+        except json.JSONDecodeError as e:
+            raise BatchError(f"ready marker: not JSON: {e}") from e
+        if not isinstance(obj, dict):
+            raise BatchError("ready marker: not a JSON object")
+        vals: dict[str, Any] = {}
+        for name in ("schema_version", "step", "policy_version", "rows", "tokens"):
+            v = obj.get(name)
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise BatchError(f"ready marker: {name} is {v!r}, want an integer")
+            vals[name] = v
+        sha = obj.get("sha256", "")
+        if not isinstance(sha, str):
+            raise BatchError(f"ready marker: sha256 is {sha!r}, want a string")
+        if vals["schema_version"] != SCHEMA_VERSION:
+            raise BatchError(f"ready marker: schema_version {vals['schema_version']}, want {SCHEMA_VERSION}")
+        return cls(sha256=sha.lower(), **vals)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": self.schema_version,
+            "step": self.step,
+            "policy_version": self.policy_version,
+            "rows": self.rows,
+            "tokens": self.tokens,
+            "sha256": self.sha256,
+        }
+
+
+@dataclass
+class Sequence:
+    """One training sequence (one batch row). Per-token arrays have equal
+    lengths; loss_mask is 0/1 (int8)."""
+
+    input_ids: np.ndarray  # int64 [L]
+    loss_mask: np.ndarray  # int8 [L]
+    inference_logprobs: np.ndarray  # float32 [L]
+    advantages: np.ndarray  # float32 [L]
+    reward: float
+    temperature: float
+    sample_id: str = ""
+    group_id: str = ""
+    role: str = ""
+
+    def __len__(self) -> int:
+        return int(self.input_ids.shape[0])
+
+    @property
+    def masked_tokens(self) -> int:
+        return int(self.loss_mask.sum())
+
+
+@dataclass
+class Batch:
+    """A validated batch of one step."""
+
+    step: int
+    policy_version: int
+    run_id: str
+    sequences: list[Sequence] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> int:
+        return sum(len(s) for s in self.sequences)
+
+    @property
+    def masked_tokens(self) -> int:
+        return sum(s.masked_tokens for s in self.sequences)
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _type_name(t: pa.DataType) -> str:
+    """A short type name: list<int64>, float, double, string…"""
+    vt = _list_value_type(t)
+    if vt is not None:
+        return f"list<{_type_name(vt)}>"
+    return str(t)
+
+
+def _is_string(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _list_value_type(t: pa.DataType) -> pa.DataType | None:
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return t.value_type
+    return None
+
+
+def check_schema(schema: pa.Schema) -> None:
+    """Check the contract's columns and types; extra columns are allowed."""
+    names = set(schema.names)
+    for col in REQUIRED_COLUMNS:
+        if col not in names:
+            raise BatchError(f"column {col}: missing")
+    for col in STRING_COLUMNS:
+        t = schema.field(col).type
+        if not _is_string(t):
+            raise BatchError(f"column {col}: type {_type_name(t)}, want string")
+    for col in INT32_COLUMNS:
+        t = schema.field(col).type
+        if not pa.types.is_int32(t):
+            raise BatchError(f"column {col}: type {_type_name(t)}, want int32")
+    for col in FLOAT32_COLUMNS:
+        t = schema.field(col).type
+        if not pa.types.is_float32(t):
+            raise BatchError(f"column {col}: type {_type_name(t)}, want float")
+    want = {
+        "input_ids": ("list<int32>", lambda v: pa.types.is_int32(v)),
+        "loss_mask": ("list<int8> or list<bool>", lambda v: pa.types.is_int8(v) or pa.types.is_boolean(v)),
+        "inference_logprobs": ("list<float>", lambda v: pa.types.is_float32(v)),
+        "advantages": ("list<float>", lambda v: pa.types.is_float32(v)),
+    }
+    for col, (desc, ok) in want.items():
+        t = schema.field(col).type
+        vt = _list_value_type(t)
+        if vt is None or not ok(vt):
+            raise BatchError(f"column {col}: type {_type_name(t)}, want {desc}")
+
+
+def _list_column(table: pa.Table, col: str) -> tuple[np.ndarray, np.ndarray]:
+    """Return (offsets [rows+1], values) of a list column, rejecting nulls."""
+    arr = table.column(col).combine_chunks()
+    if isinstance(arr, pa.ChunkedArray):  # empty table
+        arr = pa.array([], type=arr.type)
+    if arr.null_count:
+        row = int(np.flatnonzero(~np.asarray(arr.is_valid()))[0])
+        raise BatchError(f"column {col}: row {row} is null")
+    # Slicing-safe offsets and values.
+    offsets = np.asarray(arr.offsets, dtype=np.int64)
+    values_arr = arr.values
+    if values_arr.null_count:
+        # find the row holding the first null element
+        pos = int(np.flatnonzero(~np.asarray(values_arr.is_valid()))[0])
+        row = int(np.searchsorted(offsets, pos, side="right") - 1)
+        raise BatchError(f"column {col}: row {row} has a null element")
+    values = values_arr.to_numpy(zero_copy_only=False)
+    return offsets, values
+
+
+def _scalar_column(table: pa.Table, col: str) -> list[Any]:
+    arr = table.column(col)
+    if arr.null_count:
+        vals = arr.to_pylist()
+        raise BatchError(f"column {col}: row {vals.index(None)} is null")
+    return arr.to_pylist()
+
+
+def parse_batch(data: bytes, ready: Ready | None = None, vocab_size: int | None = None) -> Batch:
+    """Parse and validate a batch parquet file.
+
+    When ready is given, the file's sha256, row count, token count and step
+    must match it. When vocab_size is given, every token id must be in
+    [0, vocab_size).
+    """
+    if ready is not None and ready.sha256 and sha256_hex(data) != ready.sha256:
+        raise BatchError(f"step {ready.step}: sha256 {sha256_hex(data)} does not match the ready marker's {ready.sha256}")
+    try:
+        pf = pq.ParquetFile(io.BytesIO(data))
+    except (pa.ArrowInvalid, OSError) as e:
+        raise BatchError(f"not a parquet file: {e}") from e
+    meta = pf.schema_arrow.metadata or {}
+    if SCHEMA_VERSION_KEY not in meta:
+        raise BatchError(f"no {SCHEMA_VERSION_KEY.decode()!r} key-value metadata (want {SCHEMA_VERSION})")
+    if meta[SCHEMA_VERSION_KEY] != str(SCHEMA_VERSION).encode():
+        raise BatchError(f"schema_version {meta[SCHEMA_VERSION_KEY].decode()!r}, want {SCHEMA_VERSION}")
+    check_schema(pf.schema_arrow)
+    table = pf.read(columns=list(REQUIRED_COLUMNS))
+    n = table.num_rows
+    if n == 0:
+        # A step whose groups were all dropped: nothing to train, but the
+        # step must still be answered with a checkpoint and DONE.
+        if ready is not None and ready.rows != 0:
+            raise BatchError(f"step {ready.step}: 0 rows, the ready marker says {ready.rows}")
+        return Batch(step=ready.step if ready else 0, policy_version=ready.policy_version if ready else 0, run_id="")
+
+    strings = {c: _scalar_column(table, c) for c in STRING_COLUMNS}
+    steps = _scalar_column(table, "step")
+    versions = _scalar_column(table, "policy_version")
+    rewards = _scalar_column(table, "reward")
+    temps = _scalar_column(table, "temperature")
+    lists = {c: _list_column(table, c) for c in LIST_COLUMNS}
+
+    ids_off = lists["input_ids"][0]
+    for c in LIST_COLUMNS[1:]:
+        off = lists[c][0]
+        lens, want = np.diff(off), np.diff(ids_off)
+        bad = np.flatnonzero(lens != want)
+        if bad.size:
+            r = int(bad[0])
+            raise BatchError(f"column {c}: row {r} has {int(lens[r])} tokens, input_ids {int(want[r])}")
+
+    step = int(steps[0])
+    if ready is not None:
+        if ready.rows != n:
+            raise BatchError(f"step {ready.step}: {n} rows, the ready marker says {ready.rows}")
+        tokens = int(ids_off[-1] - ids_off[0])
+        if ready.tokens != tokens:
+            raise BatchError(f"step {ready.step}: {tokens} tokens, the ready marker says {ready.tokens}")
+        step = ready.step
+
+    ids_all = lists["input_ids"][1].astype(np.int64, copy=False)
+    mask_all = lists["loss_mask"][1]
+    if mask_all.dtype == np.bool_:
+        mask_all = mask_all.astype(np.int8)
+    lp_all = lists["inference_logprobs"][1].astype(np.float32, copy=False)
+    adv_all = lists["advantages"][1].astype(np.float32, copy=False)
+
+    seqs: list[Sequence] = []
+    for r in range(n):
+        if steps[r] != step:
+            raise BatchError(f"column step: row {r} has step {steps[r]}, want {step}")
+        lo, hi = int(ids_off[r]), int(ids_off[r + 1])
+        if hi == lo:
+            raise BatchError(f"column input_ids: row {r} is empty")
+
+        def sl(c: str, arr: np.ndarray) -> np.ndarray:
+            off = lists[c][0]
+            return arr[int(off[r]) : int(off[r + 1])]
+
+        ids = ids_all[lo:hi]
+        mask = sl("loss_mask", mask_all)
+        lp = sl("inference_logprobs", lp_all)
+        adv = sl("advantages", adv_all)
+        if ((mask != 0) & (mask != 1)).any():
+            i = int(np.flatnonzero((mask != 0) & (mask != 1))[0])
+            raise BatchError(f"column loss_mask: row {r} token {i} is {int(mask[i])}, want 0 or 1")
+        if mask[0] != 0:
+            raise BatchError("column loss_mask: row %d token 0 is 1, but the first token has no context to be trained from" % r)
+        if (ids < 0).any() or (vocab_size is not None and (ids >= vocab_size).any()):
+            i = int(np.flatnonzero((ids < 0) | (ids >= (vocab_size or np.iinfo(np.int64).max)))[0])
+            raise BatchError(f"column input_ids: row {r} token {i} is {int(ids[i])}, outside the vocabulary [0, {vocab_size})")
+        on = mask.astype(bool)
+        if not np.isfinite(lp[on]).all():
+            raise BatchError(f"column inference_logprobs: row {r} has a non-finite logprob on a masked token")
+        if (lp[on] > 1e-3).any():
+            raise BatchError(f"column inference_logprobs: row {r} has a positive logprob on a masked token")
+        if not np.isfinite(adv[on]).all():
+            raise BatchError(f"column advantages: row {r} has a non-finite advantage on a masked token")
+        t = float(temps[r])
+        if not math.isfinite(t) or t < 0:
+            raise BatchError(f"column temperature: row {r} is {t}, want a finite value >= 0")
+        seqs.append(
+            Sequence(
+                input_ids=ids.copy(),
+                loss_mask=mask.astype(np.int8, copy=True),
+                inference_logprobs=np.where(on, lp, 0.0).astype(np.float32),
+                advantages=np.where(on, adv, 0.0).astype(np.float32),
+                reward=float(rewards[r]),
+                temperature=t,
+                sample_id=strings["sample_id"][r],
+                group_id=strings["group_id"][r],
+                role=strings["role"][r],
+            )
+        )
+    pv = ready.policy_version if ready is not None else int(versions[0])
+    return Batch(step=step, policy_version=pv, run_id=strings["run_id"][0], sequences=seqs)
+
+
+# Arrow schema of the contract, for writing batches (tests, tools).
+ARROW_SCHEMA = pa.schema(
+    [(c, pa.string()) for c in ("run_id", "sample_id", "group_id", "rollout_id", "prompt_id")]
+    + [("step", pa.int32()), ("policy_version", pa.int32()), ("env", pa.string()), ("role", pa.string())]
+    + [
+        ("input_ids", pa.list_(pa.int32())),
+        ("loss_mask", pa.list_(pa.int8())),
+        ("inference_logprobs", pa.list_(pa.float32())),
+        ("advantages", pa.list_(pa.float32())),
+        ("reward", pa.float32()),
+        ("temperature", pa.float32()),
+    ],
+    metadata={SCHEMA_VERSION_KEY: str(SCHEMA_VERSION).encode()},
+)
+
+
+def write_batch(run_dir: str, step: int, policy_version: int, rows: list[dict[str, Any]]) -> Ready:
+    """Write batches/step-N.parquet and its .ready marker as parley does
+    (zstd, temp name then rename, marker last). For tests and tools.
+
+    Each row is a dict with at least input_ids, loss_mask,
+    inference_logprobs and advantages; other columns get defaults.
+    """
+    import os
+
+    full = []
+    for i, r in enumerate(rows):
+        full.append(
+            {
+                "run_id": r.get("run_id", "run"),
+                "sample_id": r.get("sample_id", f"s{i}"),
+                "group_id": r.get("group_id", "g0"),
+                "rollout_id": r.get("rollout_id", f"r{i}"),
+                "prompt_id": r.get("prompt_id", "p0"),
+                "step": r.get("step", step),
+                "policy_version": r.get("policy_version", policy_version),
+                "env": r.get("env", "test"),
+                "role": r.get("role", "single"),
+                "input_ids": [int(x) for x in r["input_ids"]],
+                "loss_mask": [int(x) for x in r["loss_mask"]],
+                "inference_logprobs": [float(x) for x in r["inference_logprobs"]],
+                "advantages": [float(x) for x in r["advantages"]],
+                "reward": float(r.get("reward", 0.0)),
+                "temperature": float(r.get("temperature", 1.0)),
+            }
+        )
+    table = pa.Table.from_pylist(full, schema=ARROW_SCHEMA)
+    bdir = os.path.join(run_dir, "batches")
+    os.makedirs(bdir, exist_ok=True)
+    name = f"step-{step:06d}"
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd")
+    data = sink.getvalue()
+    _write_atomic(os.path.join(bdir, name + ".parquet"), data)
+    ready = Ready(
+        schema_version=SCHEMA_VERSION,
+        step=step,
+        policy_version=policy_version,
+        rows=len(full),
+        tokens=sum(len(r["input_ids"]) for r in full),
+        sha256=sha256_hex(data),
+    )
+    _write_atomic(os.path.join(bdir, name + ".ready"), (json.dumps(ready.to_dict(), indent=2) + "\n").encode())
+    return ready
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    import os
+
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,601 @@
+"""The training loop and the CLI.
+
+    python -m scripts.trainer --run-dir runs/x --model models/tiny --mode file
+    python scripts/train.py   --run-dir runs/x --model models/tiny --mode file
+
+Multi-GPU (FSDP through accelerate; only rank 0 talks to the handshake and
+writes files, the batch is broadcast to every rank):
+
+    torchrun --nproc-per-node 8 scripts/train.py --fsdp --run-dir runs/x --model Qwen3-1.7B ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from .batch import Batch, BatchError, Sequence, parse_batch
+from .checkpoint import (
+    OPTIMIZER_FILE,
+    RNG_FILE,
+    STATE_FILE,
+    ResumePoint,
+    begin_checkpoint,
+    checkpoint_dir,
+    commit_checkpoint,
+    done_payload,
+    find_resume,
+    is_done,
+    prune_optimizer_states,
+    read_done,
+)
+from .handshake import FileHandshake, Handshake, HTTPHandshake, Incoming
+from .loss import AGGREGATIONS, LossConfig, aggregate, effective_temperature, grpo_token_loss, token_logprobs, token_weights
+from .modeling import LoraSettings, Policy, load_policy, trainable_parameters
+from .packing import collate, pack_micro_batches
+
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "chat_template.jinja",
+    "vocab.json",
+    "merges.txt",
+    "generation_config.json",
+)
+
+
+@dataclass
+class TrainConfig:
+    """Everything the trainer is told on its command line."""
+
+    run_dir: Path
+    model: Path
+    mode: str = "file"
+    url: str = ""
+    token_env: str = "PARLEY_TRAINER_TOKEN"
+    poll_interval: float = 1.0
+    http_wait: float = 25.0
+    max_steps: int = 0
+    exit_when_file: str | None = None
+    loss: LossConfig = field(default_factory=LossConfig)
+    lr: float = 1e-5
+    weight_decay: float = 0.0
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_eps: float = 1e-8
+    max_grad_norm: float = 1.0
+    mini_batches: int = 1
+    micro_batch_tokens: int = 4096
+    lora: LoraSettings | None = field(default_factory=LoraSettings)
+    device: str = "auto"
+    dtype: str = "auto"
+    gradient_checkpointing: bool = False
+    fsdp: bool = False
+    seed: int = 0
+    threads: int = 0
+    keep_optimizer_states: int = 2
+    log_file: Path | None = None
+    quiet: bool = False
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z"
+
+
+class Trainer:
+    """The GRPO trainer: owns the model, the optimizer and the run
+    directory's checkpoints. One process per rank; rank 0 does all I/O."""
+
+    def __init__(self, cfg: TrainConfig) -> None:
+        from accelerate import Accelerator
+        from accelerate.utils import set_seed
+
+        self.cfg = cfg
+        if cfg.threads > 0:
+            torch.set_num_threads(cfg.threads)
+        use_cuda = torch.cuda.is_available() if cfg.device == "auto" else cfg.device == "cuda"
+        dtype_name = cfg.dtype
+        if dtype_name == "auto":
+            dtype_name = "bfloat16" if (use_cuda and cfg.lora is not None) else "float32"
+        self.param_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype_name]
+        mixed = "bf16" if use_cuda else "no"
+        plugin = None
+        if cfg.fsdp:
+            from accelerate import FullyShardedDataParallelPlugin
+
+            plugin = FullyShardedDataParallelPlugin(
+                auto_wrap_policy="transformer_based_wrap",
+                state_dict_type="FULL_STATE_DICT",
+                use_orig_params=True,
+            )
+        self.accelerator = Accelerator(cpu=not use_cuda, mixed_precision=mixed, fsdp_plugin=plugin)
+        set_seed(cfg.seed)
+        self.is_main = self.accelerator.is_main_process
+        self.world = self.accelerator.num_processes
+        self.rank = self.accelerator.process_index
+
+        self.resume_point: ResumePoint | None = find_resume(cfg.run_dir) if cfg.run_dir else None
+        init_from = self.resume_point.path if (self.resume_point and cfg.lora is None) else None
+        self.policy: Policy = load_policy(
+            cfg.model,
+            cfg.lora,
+            self.param_dtype,
+            need_reference=cfg.loss.beta > 0,
+            gradient_checkpointing=cfg.gradient_checkpointing,
+            init_weights_from=init_from,
+        )
+        config = self.policy.model.config
+        self.vocab_size = int(config.vocab_size)
+        pad = getattr(config, "pad_token_id", None)
+        self.pad_id = int(pad) if isinstance(pad, int) else 0
+        params = trainable_parameters(self.policy.model)
+        self.optimizer = torch.optim.AdamW(
+            params,
+            lr=cfg.lr,
+            betas=(cfg.adam_beta1, cfg.adam_beta2),
+            eps=cfg.adam_eps,
+            weight_decay=cfg.weight_decay,
+        )
+        self.model, self.optimizer = self.accelerator.prepare(self.policy.model, self.optimizer)
+        if self.policy.reference is not None:
+            self.policy.reference.to(self.accelerator.device)
+        self.model.train()
+        self.last_step = -1
+        if self.resume_point is not None:
+            self._load_resume(self.resume_point)
+            self.last_step = self.resume_point.step
+
+    # ---- logging -------------------------------------------------------
+
+    def log(self, event: str, **fields: Any) -> None:
+        if not self.is_main:
+            return
+        line = json.dumps({"time": _now(), "event": event, **fields}, default=str)
+        if not self.cfg.quiet:
+            print(line, flush=True)
+        if self.cfg.log_file is not None:
+            self.cfg.log_file.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.cfg.log_file, "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+
+    # ---- resume --------------------------------------------------------
+
+    def _unwrapped(self) -> torch.nn.Module:
+        return self.accelerator.unwrap_model(self.model)
+
+    def _load_resume(self, rp: ResumePoint) -> None:
+        if self.cfg.lora is not None:
+            from peft import set_peft_model_state_dict
+            from safetensors.torch import load_file
+
+            path = rp.path / "adapter_model.safetensors"
+            if not path.exists():
+                raise FileNotFoundError(f"resume: {path} is missing")
+            sd = load_file(str(path))
+            res = set_peft_model_state_dict(self._unwrapped(), sd)
+            unexpected = [k for k in getattr(res, "unexpected_keys", []) if "lora_" in k]
+            if unexpected:
+                raise RuntimeError(f"resume: adapter in {rp.path} does not fit the LoRA settings (unexpected {unexpected[:3]})")
+        acc_state = rp.path / "accelerate_state"
+        opt = rp.path / OPTIMIZER_FILE
+        if acc_state.is_dir():
+            self.accelerator.load_state(str(acc_state))
+        elif opt.exists():
+            self.optimizer.load_state_dict(torch.load(opt, map_location="cpu", weights_only=True))
+        else:
+            self.log("warning", message=f"resume: no optimizer state in {rp.path}; AdamW moments start fresh")
+        rng = rp.path / RNG_FILE
+        if rng.exists():
+            state = torch.load(rng, map_location="cpu", weights_only=False)
+            torch.set_rng_state(state["torch"])
+            np.random.set_state(state["numpy"])
+        self.log("resume", step=rp.step, path=str(rp.path))
+
+    # ---- one step ------------------------------------------------------
+
+    def _assign(self, groups: list[list[int]]) -> list[tuple[list[int], bool]]:
+        """This rank's micro-batches; every rank gets the same count (ranks
+        short of one run a zero-weight dummy, as FSDP needs every rank in
+        every forward)."""
+        per_rank = -(-len(groups) // self.world) if groups else 0
+        mine = groups[self.rank :: self.world]
+        out = [(g, False) for g in mine]
+        smallest = min(groups, key=lambda g: len(g)) if groups else []
+        while len(out) < per_rank:
+            out.append((smallest[:1], True))
+        return out
+
+    def _forward_logprobs(self, module: torch.nn.Module, mb: Any, with_entropy: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        out = module(input_ids=mb.input_ids, attention_mask=mb.attention_mask, use_cache=False)
+        temp = effective_temperature(mb.temperature, self.cfg.loss.temperature_scaling)
+        return token_logprobs(out.logits, mb.input_ids, temp, with_entropy=with_entropy)
+
+    def accumulate_gradients(self, rows: list[Sequence], sums: dict[str, float]) -> None:
+        """Forward and backward over rows (one optimizer step's worth) in
+        micro-batches of at most --micro-batch-tokens padded tokens, adding
+        to the parameters' .grad; the per-token weights are normalised over
+        all of rows, so the gradient does not depend on the packing. Adds
+        the metric sums to sums."""
+        cfg = self.cfg
+        device = self.accelerator.device
+        need_ref = cfg.loss.beta > 0
+        weights = token_weights([s.loss_mask for s in rows], cfg.loss.aggregation, cfg.loss.dr_grpo_max_tokens)
+        groups = pack_micro_batches([len(s) for s in rows], cfg.micro_batch_tokens)
+        for g, dummy in self._assign(groups):
+            mb = collate([rows[i] for i in g], [weights[i] for i in g], self.pad_id, zero_weights=dummy).to(device)
+            logp, ent = self._forward_logprobs(self.model, mb, with_entropy=True)
+            ref = None
+            if need_ref:
+                with torch.no_grad(), self.policy.reference_mode(self.model) as ref_model:
+                    ref, _ = self._forward_logprobs(ref_model, mb, with_entropy=False)
+            tl = grpo_token_loss(logp, mb.inference_logprobs, mb.advantages, mb.loss_mask, cfg.loss, ref)
+            loss = aggregate(tl.loss, mb.weights)
+            # DDP/FSDP average gradients over ranks; the weights are already
+            # normalised over the whole step.
+            self.accelerator.backward(loss * self.world)
+            with torch.no_grad():
+                m = mb.loss_mask
+                sums["loss"] += float(loss.detach())
+                sums["masked_tokens"] += float(m.sum())
+                sums["tokens"] += 0.0 if dummy else float(mb.attention_mask.sum())
+                sums["sequences"] += 0.0 if dummy else float(mb.input_ids.shape[0])
+                sums["ratio"] += float(tl.ratio.sum())
+                sums["clip_low"] += float(tl.clipped_low.sum())
+                sums["clip_high"] += float(tl.clipped_high.sum())
+                sums["approx_kl"] += float(tl.approx_kl.sum())
+                sums["entropy"] += float((ent * m).sum()) if ent is not None else 0.0
+                sums["advantage"] += float((mb.advantages * m).sum())
+                sums["logprob"] += float((logp.detach() * m).sum())
+                if tl.kl_ref is not None:
+                    sums["kl_ref"] += float(tl.kl_ref.sum())
+
+    def train_on_batch(self, batch: Batch) -> dict[str, float]:
+        """One step: --mini-batches optimizer steps over the batch, each
+        accumulating gradients over micro-batches of at most
+        --micro-batch-tokens padded tokens. Returns the step's metrics."""
+        cfg = self.cfg
+        t0 = time.perf_counter()
+        seqs = batch.sequences
+        if not seqs:
+            # All groups were dropped upstream: no update, the policy is
+            # saved unchanged.
+            return {"sequences": 0.0, "tokens": 0.0, "masked_tokens": 0.0, "optimizer_steps": 0.0, "lr": float(cfg.lr), "train_seconds": 0.0, "empty_batch": 1.0}
+        order = np.arange(len(seqs))
+        if cfg.mini_batches > 1:
+            np.random.default_rng(cfg.seed + batch.step).shuffle(order)
+        chunks = [c for c in np.array_split(order, max(1, min(cfg.mini_batches, len(seqs)))) if len(c)]
+        sums: dict[str, float] = defaultdict(float)
+        grad_norms: list[float] = []
+        device = self.accelerator.device
+        need_ref = cfg.loss.beta > 0
+        self.model.train()
+        for chunk in chunks:
+            rows: list[Sequence] = [seqs[i] for i in chunk]
+            self.optimizer.zero_grad(set_to_none=True)
+            self.accumulate_gradients(rows, sums)
+            if cfg.max_grad_norm > 0:
+                gn = self.accelerator.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
+            else:
+                gn = self.accelerator.clip_grad_norm_(self.model.parameters(), float("inf"))
+            grad_norms.append(float(gn))
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+        if self.world > 1:
+            keys = sorted(sums)
+            t = torch.tensor([sums[k] for k in keys], dtype=torch.float64, device=device)
+            t = self.accelerator.reduce(t, reduction="sum")
+            sums = dict(zip(keys, t.tolist()))
+        elapsed = time.perf_counter() - t0
+        masked = max(sums["masked_tokens"], 1.0)
+        metrics = {
+            "loss": sums["loss"] / len(chunks),
+            "clip_frac_low": sums["clip_low"] / masked,
+            "clip_frac_high": sums["clip_high"] / masked,
+            "clip_frac": (sums["clip_low"] + sums["clip_high"]) / masked,
+            "approx_kl": sums["approx_kl"] / masked,
+            "ratio_mean": sums["ratio"] / masked,
+            "entropy": sums["entropy"] / masked,
+            "logprob_mean": sums["logprob"] / masked,
+            "advantage_mean": sums["advantage"] / masked,
+            "grad_norm": float(np.mean(grad_norms)) if grad_norms else 0.0,
+            "grad_norm_max": float(np.max(grad_norms)) if grad_norms else 0.0,
+            "tokens": sums["tokens"],
+            "masked_tokens": sums["masked_tokens"],
+            "sequences": sums["sequences"],
+            "reward_mean": float(np.mean([s.reward for s in seqs])),
+            "optimizer_steps": float(len(chunks)),
+            "lr": float(cfg.lr),
+            "train_seconds": elapsed,
+            "tokens_per_second": sums["tokens"] / elapsed if elapsed > 0 else 0.0,
+        }
+        if need_ref:
+            metrics["kl_ref"] = sums["kl_ref"] / masked
+        return metrics
+
+    # ---- checkpoints ---------------------------------------------------
+
+    def save(self, batch: Batch, metrics: dict[str, float]) -> tuple[Path, dict[str, Any]]:
+        """Write RUN/checkpoints/step-N/ (adapter or weights, optimizer, RNG),
+        then DONE last. Returns the folder and the DONE payload."""
+        cfg = self.cfg
+        step = batch.step
+        fsdp = cfg.fsdp and self.world > 1
+        state_dict = self.accelerator.get_state_dict(self.model) if self.world > 1 else None
+        tmp = cfg.run_dir / "checkpoints" / f".tmp-step-{step:06d}"
+        if self.is_main:
+            tmp = begin_checkpoint(cfg.run_dir, step)
+        tmp = Path(self._broadcast(str(tmp)))
+        final = checkpoint_dir(cfg.run_dir, step)
+        done: dict[str, Any] = {}
+        if fsdp:
+            self.accelerator.save_state(str(tmp / "accelerate_state"))
+        if self.is_main:
+            unwrapped = self._unwrapped()
+            unwrapped.save_pretrained(str(tmp), state_dict=state_dict, safe_serialization=True)
+            if cfg.lora is None:
+                for name in TOKENIZER_FILES:
+                    src = cfg.model / name
+                    if src.exists() and not (tmp / name).exists():
+                        shutil.copy2(src, tmp / name)
+            if not fsdp:
+                torch.save(self.optimizer.state_dict(), tmp / OPTIMIZER_FILE)
+            torch.save({"torch": torch.get_rng_state(), "numpy": np.random.get_state()}, tmp / RNG_FILE)
+            (tmp / STATE_FILE).write_text(
+                json.dumps({"step": step, "batch_policy_version": batch.policy_version, "base_model": str(cfg.model)}) + "\n"
+            )
+            metrics = dict(metrics)
+            t0 = time.perf_counter()
+            done = done_payload(step, step, batch.policy_version, metrics, str(final.resolve()))
+            commit_checkpoint(cfg.run_dir, step, tmp, done)
+            done["metrics"]["save_seconds"] = time.perf_counter() - t0
+            prune_optimizer_states(cfg.run_dir, cfg.keep_optimizer_states)
+        self.accelerator.wait_for_everyone()
+        return final, done
+
+    def _broadcast(self, obj: Any) -> Any:
+        if self.world == 1:
+            return obj
+        from accelerate.utils import broadcast_object_list
+
+        box = [obj]
+        broadcast_object_list(box, from_process=0)
+        return box[0]
+
+    # ---- the loop ------------------------------------------------------
+
+    def should_stop(self) -> bool:
+        if self.cfg.exit_when_file:
+            p = Path(self.cfg.exit_when_file)
+            if not p.is_absolute():
+                p = self.cfg.run_dir / p
+            return p.exists()
+        return False
+
+    def run(self, handshake: Handshake) -> int:
+        """Train step after step until --max-steps, the stop file, or no
+        more batches. Returns the number of steps trained."""
+        cfg = self.cfg
+        self.log(
+            "start",
+            run_dir=str(cfg.run_dir),
+            model=str(cfg.model),
+            mode=cfg.mode,
+            lora=cfg.lora is not None,
+            world_size=self.world,
+            device=str(self.accelerator.device),
+            resume_step=self.last_step,
+        )
+        if self.is_main and self.resume_point is not None and cfg.mode == "http":
+            # The upload may have been lost in a crash after DONE; a retried
+            # upload of a received step is harmless.
+            done = read_done(self.resume_point.path) or {}
+            handshake.complete(self.resume_point.step, self.resume_point.path, done)
+        trained = 0
+        while cfg.max_steps <= 0 or trained < cfg.max_steps:
+            inc: Incoming | None = None
+            if self.is_main:
+                self.log("waiting", after=self.last_step)
+                inc = handshake.next_batch(self.last_step, self.should_stop)
+            inc = self._broadcast(inc)
+            if inc is None:
+                break
+            batch = parse_batch(inc.data, inc.ready, vocab_size=self.vocab_size)
+            if is_done(cfg.run_dir, batch.step):
+                self.log("skip", step=batch.step, reason="checkpoint already has DONE")
+                self.last_step = batch.step
+                continue
+            t0 = time.perf_counter()
+            metrics = self.train_on_batch(batch)
+            final, done = self.save(batch, metrics)
+            if self.is_main:
+                handshake.complete(batch.step, final, done)
+            metrics = dict(done.get("metrics", metrics))
+            metrics["step_seconds"] = time.perf_counter() - t0
+            self.log("step", step=batch.step, policy_version=batch.step, batch_policy_version=batch.policy_version, **metrics)
+            self.last_step = batch.step
+            trained += 1
+        self.log("exit", steps_trained=trained, last_step=self.last_step)
+        return trained
+
+
+def synthetic_batch(vocab_size: int, rows: int, length: int, seed: int = 0) -> Batch:
+    """A random batch (prompt half unmasked, completion half masked) for
+    --dry-run and benchmarks."""
+    rng = np.random.default_rng(seed)
+    seqs = []
+    for i in range(rows):
+        ids = rng.integers(3, vocab_size, size=length)
+        mask = np.zeros(length, dtype=np.int8)
+        mask[length // 2 :] = 1
+        lp = np.where(mask > 0, -np.log(vocab_size) + rng.normal(0, 0.05, size=length), 0.0).astype(np.float32)
+        adv = np.where(mask > 0, rng.normal(), 0.0).astype(np.float32)
+        seqs.append(Sequence(input_ids=ids, loss_mask=mask, inference_logprobs=lp, advantages=adv, reward=0.0, temperature=1.0, sample_id=str(i)))
+    return Batch(step=1, policy_version=0, run_id="dry-run", sequences=seqs)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m scripts.trainer",
+        description="parley's GRPO trainer (file or HTTP handshake).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    g = p.add_argument_group("run")
+    g.add_argument("--run-dir", type=Path, help="run directory (batches/, checkpoints/); in http mode the local work directory")
+    g.add_argument("--model", type=Path, required=True, help="base model folder (Hugging Face format)")
+    g.add_argument("--mode", choices=("file", "http"), default="file")
+    g.add_argument("--url", default="", help="handshake base URL (http mode)")
+    g.add_argument("--token-env", default="PARLEY_TRAINER_TOKEN", help="environment variable holding the bearer token (http mode)")
+    g.add_argument("--poll-interval", type=float, default=1.0, help="seconds between looks at batches/ (file mode)")
+    g.add_argument("--http-wait", type=float, default=25.0, help="long-poll wait of /v1/batches/next (http mode)")
+    g.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: run until stopped)")
+    g.add_argument("--exit-when-file", nargs="?", const="STOP", default=None, help="stop when this file exists (relative to the run dir; bare flag: STOP)")
+    g.add_argument("--log-file", type=Path, default=None, help="JSON-lines log (default RUN/trainer.log)")
+    g.add_argument("--quiet", action="store_true", help="do not print log lines to stdout")
+    g.add_argument("--dry-run", action="store_true", help="train one step on a random batch, write nothing, print the metrics, exit")
+
+    g = p.add_argument_group("loss")
+    g.add_argument("--epsilon-low", type=float, default=0.2)
+    g.add_argument("--epsilon-high", type=float, default=0.28)
+    g.add_argument("--beta", type=float, default=0.0, help="k3 KL coefficient to the reference (LoRA: the base with the adapter disabled)")
+    g.add_argument("--aggregation", choices=AGGREGATIONS, default="token_mean")
+    g.add_argument("--dr-grpo-max-tokens", type=int, default=0, help="dr_grpo constant (0: the step's longest trained span)")
+    g.add_argument(
+        "--temperature-scaling",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="divide logits by each row's temperature (pair with vLLM --logprobs-mode processed_logprobs); "
+        "--no-temperature-scaling for vLLM's default raw_logprobs",
+    )
+
+    g = p.add_argument_group("optimizer")
+    g.add_argument("--lr", type=float, default=1e-5)
+    g.add_argument("--weight-decay", type=float, default=0.0)
+    g.add_argument("--adam-beta1", type=float, default=0.9)
+    g.add_argument("--adam-beta2", type=float, default=0.999)
+    g.add_argument("--adam-eps", type=float, default=1e-8)
+    g.add_argument("--max-grad-norm", type=float, default=1.0, help="0 disables clipping")
+    g.add_argument("--mini-batches", type=int, default=1, help="optimizer steps per batch")
+    g.add_argument("--micro-batch-tokens", type=int, default=4096, help="padded tokens per forward/backward")
+
+    g = p.add_argument_group("model")
+    g.add_argument("--full-finetune", action="store_true", help="train every weight instead of a LoRA adapter")
+    g.add_argument("--lora-r", type=int, default=16)
+    g.add_argument("--lora-alpha", type=int, default=32)
+    g.add_argument("--lora-dropout", type=float, default=0.0)
+    g.add_argument("--lora-target-modules", default="all-linear", help="comma-separated module names; all-linear is every linear layer but the output head (add lm_head to train it too)")
+    g.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    g.add_argument("--dtype", choices=("auto", "float32", "bfloat16"), default="auto", help="auto: bf16 base under LoRA on GPU, else fp32 (bf16 autocast on GPU)")
+    g.add_argument("--gradient-checkpointing", action="store_true")
+    g.add_argument("--fsdp", action="store_true", help="shard with FSDP (launch with torchrun or accelerate launch)")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default)")
+    g.add_argument("--keep-optimizer-states", type=int, default=2, help="keep optimizer.pt in this many newest checkpoints (0: all)")
+    return p
+
+
+def config_from_args(a: argparse.Namespace) -> TrainConfig:
+    if not a.dry_run and a.run_dir is None:
+        raise SystemExit("--run-dir is required (except with --dry-run)")
+    if a.mini_batches < 1:
+        raise SystemExit("--mini-batches must be >= 1")
+    targets: list[str] | str = [t.strip() for t in str(a.lora_target_modules).split(",") if t.strip()]
+    if targets == ["all-linear"]:
+        targets = "all-linear"
+    lora = None if a.full_finetune else LoraSettings(r=a.lora_r, alpha=a.lora_alpha, dropout=a.lora_dropout, target_modules=targets)
+    run_dir = a.run_dir.resolve() if a.run_dir is not None else Path()
+    log_file = a.log_file if a.log_file is not None else (run_dir / "trainer.log" if a.run_dir is not None and not a.dry_run else None)
+    return TrainConfig(
+        run_dir=run_dir,
+        model=a.model.resolve(),
+        mode=a.mode,
+        url=a.url,
+        token_env=a.token_env,
+        poll_interval=a.poll_interval,
+        http_wait=a.http_wait,
+        max_steps=a.max_steps,
+        exit_when_file=a.exit_when_file,
+        loss=LossConfig(
+            epsilon_low=a.epsilon_low,
+            epsilon_high=a.epsilon_high,
+            beta=a.beta,
+            aggregation=a.aggregation,
+            dr_grpo_max_tokens=a.dr_grpo_max_tokens,
+            temperature_scaling=a.temperature_scaling,
+        ),
+        lr=a.lr,
+        weight_decay=a.weight_decay,
+        adam_beta1=a.adam_beta1,
+        adam_beta2=a.adam_beta2,
+        adam_eps=a.adam_eps,
+        max_grad_norm=a.max_grad_norm,
+        mini_batches=a.mini_batches,
+        micro_batch_tokens=a.micro_batch_tokens,
+        lora=lora,
+        device=a.device,
+        dtype=a.dtype,
+        gradient_checkpointing=a.gradient_checkpointing,
+        fsdp=a.fsdp,
+        seed=a.seed,
+        threads=a.threads,
+        keep_optimizer_states=a.keep_optimizer_states,
+        log_file=log_file,
+        quiet=a.quiet,
+    )
+
+
+def make_handshake(cfg: TrainConfig, log: Any) -> Handshake:
+    if cfg.mode == "file":
+        return FileHandshake(cfg.run_dir, poll_interval=cfg.poll_interval, log=log)
+    if not cfg.url:
+        raise SystemExit("--url is required in http mode")
+    token = os.environ.get(cfg.token_env, "")
+    if not token:
+        raise SystemExit(f"http mode: environment variable {cfg.token_env} (--token-env) is empty or unset")
+    return HTTPHandshake(cfg.url, token, wait=cfg.http_wait, log=log, upload_dir=cfg.run_dir / "checkpoints")
+
+
+def quiet_libraries() -> None:
+    """No hub access (every model is a local folder), no progress bars."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import warnings
+
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = build_parser().parse_args(argv)
+    quiet_libraries()
+    cfg = config_from_args(a)
+    if a.dry_run:
+        cfg.run_dir = Path(os.devnull)
+        trainer = Trainer(cfg)
+        batch = synthetic_batch(trainer.vocab_size, rows=8, length=64, seed=cfg.seed)
+        metrics = trainer.train_on_batch(batch)
+        trainer.log("dry_run", **metrics)
+        return 0
+    cfg.run_dir.mkdir(parents=True, exist_ok=True)
+    trainer = Trainer(cfg)
+    handshake = make_handshake(cfg, lambda msg: trainer.log("info", message=msg))
+    try:
+        trainer.run(handshake)
+    except BatchError as e:
+        trainer.log("error", message=f"bad batch: {e}")
+        print(f"trainer: bad batch: {e}", file=sys.stderr)
+        return 2
+    return 0

@@ -161,7 +161,8 @@ type Generator struct {
 
 // Rule configures a rule scorer.
 type Rule struct {
-	// Kind is keywords, length or agreement.
+	// Kind is keywords (the share of Keywords present), keyword_share (the
+	// share of the final's words that are keywords), length or agreement.
 	Kind string `yaml:"kind"`
 	// Keywords are counted in the final completion (keywords kind).
 	Keywords []string `yaml:"keywords"`

@@ -139,8 +139,8 @@ func (c Config) Validate() error {
 	nonNegative("judge.tokens_per_minute", c.Judge.TokensPerMinute)
 	nonNegative("judge.max_retries", c.Judge.MaxRetries)
 	if c.Judge.Kind == "rule" {
-		oneOf("judge.rule.kind", c.Judge.Rule.Kind, "keywords", "length", "agreement")
-		if c.Judge.Rule.Kind == "keywords" && len(c.Judge.Rule.Keywords) == 0 {
+		oneOf("judge.rule.kind", c.Judge.Rule.Kind, "keywords", "keyword_share", "length", "agreement")
+		if (c.Judge.Rule.Kind == "keywords" || c.Judge.Rule.Kind == "keyword_share") && len(c.Judge.Rule.Keywords) == 0 {
 			bad("judge.rule.keywords", "must list at least one keyword for the keywords rule")
 		}
 		if c.Judge.Rule.Kind == "length" && c.Judge.Rule.TargetLength <= 0 {

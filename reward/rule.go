@@ -17,6 +17,9 @@ const (
 	RuleLength     = "length"      // closeness of the final completion's length to TargetLength
 	RuleAgreement  = "agreement"   // 1 if the dialogue reached agreement, else 0
 	RuleTargetWord = "target_word" // fraction of the final completion's words equal to TargetWord
+	// RuleKeywordShare is the fraction of the final completion's words that
+	// are one of Keywords: dense, so a tiny model learns it (the quickstart).
+	RuleKeywordShare = "keyword_share"
 )
 
 // RuleOptions configure a rule scorer. Every kind computes a raw score in
@@ -45,6 +48,7 @@ type RuleOptions struct {
 type RuleJudge struct {
 	opts     RuleOptions
 	keywords []*regexp.Regexp
+	share    map[string]bool // RuleKeywordShare's keywords, lower-cased
 }
 
 var _ Judge = (*RuleJudge)(nil)
@@ -70,6 +74,17 @@ func NewRuleJudge(opts RuleOptions) (*RuleJudge, error) {
 			}
 			j.keywords = append(j.keywords,
 				regexp.MustCompile(`(?i)(?:^|[^\p{L}\p{N}_])`+regexp.QuoteMeta(kw)+`(?:$|[^\p{L}\p{N}_])`))
+		}
+	case RuleKeywordShare:
+		if len(opts.Keywords) == 0 {
+			return nil, fmt.Errorf("reward.NewRuleJudge: kind %s needs keywords", opts.Kind)
+		}
+		j.share = map[string]bool{}
+		for _, kw := range opts.Keywords {
+			if len(words(kw)) != 1 {
+				return nil, fmt.Errorf("reward.NewRuleJudge: kind %s needs single-word keywords, got %q", opts.Kind, kw)
+			}
+			j.share[strings.ToLower(strings.TrimSpace(kw))] = true
 		}
 	case RuleLength:
 		if opts.TargetLength <= 0 {
@@ -134,6 +149,18 @@ func (j *RuleJudge) raw(r *dataset.Rollout) (float64, string) {
 			return 1, "agreement reached"
 		}
 		return 0, "no agreement"
+	case RuleKeywordShare:
+		ws := words(r.Final)
+		if len(ws) == 0 {
+			return 0, "empty final completion"
+		}
+		hits := 0
+		for _, w := range ws {
+			if j.share[strings.ToLower(w)] {
+				hits++
+			}
+		}
+		return float64(hits) / float64(len(ws)), fmt.Sprintf("%d of %d words are keywords", hits, len(ws))
 	case RuleTargetWord:
 		ws := words(r.Final)
 		hits := 0

@@ -32,6 +32,8 @@ func TestRuleJudges(t *testing.T) {
 		{"agreement range", RuleOptions{Kind: RuleAgreement, Min: -1, Max: 1}, "", false, -1},
 		{"target word", RuleOptions{Kind: RuleTargetWord, TargetWord: "Yes"}, "yes, yes! no maybe", false, 0.5},
 		{"target word empty", RuleOptions{Kind: RuleTargetWord, TargetWord: "yes"}, "", false, 0},
+		{"keyword share", RuleOptions{Kind: RuleKeywordShare, Keywords: []string{"we", "Both"}}, "We both agree, both of us", false, 0.5},
+		{"keyword share none", RuleOptions{Kind: RuleKeywordShare, Keywords: []string{"we"}}, "nothing here", false, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,6 +64,8 @@ func TestRuleJudgeBadOptions(t *testing.T) {
 		{Kind: RuleLength, TargetLength: 3, LengthUnit: "tokens"},
 		{Kind: RuleTargetWord},
 		{Kind: RuleTargetWord, TargetWord: "two words"},
+		{Kind: RuleKeywordShare},
+		{Kind: RuleKeywordShare, Keywords: []string{"two words"}},
 		{Kind: RuleAgreement, Min: 2, Max: 1},
 	} {
 		if _, err := NewRuleJudge(opts); err == nil {

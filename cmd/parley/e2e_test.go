@@ -271,3 +271,57 @@ func tail(s string, n int) string {
 	return s
 }
 
+
+// TestQuickstartLearns runs the README's main job (configs/quickstart.yaml,
+// a real CPU training run) under its fixed seed and checks that the mean
+// reward of the last 5 steps clearly exceeds that of the first 5.
+func TestQuickstartLearns(t *testing.T) {
+	python, model, bin := e2eEnv(t)
+	root, _ := filepath.Abs("../..")
+	dir := t.TempDir()
+	port := freePort(t)
+	args := []string{
+		"train", "--config", filepath.Join(root, "configs", "quickstart.yaml"), "--log-format", "json",
+		"--run.dir=" + dir, fmt.Sprintf("--policy.endpoints=http://127.0.0.1:%d", port),
+		fmt.Sprintf("--train.server_command=%s,%s,--model,%s,--served-model-name,tiny,--port,%d,--threads,1", python, filepath.Join(root, "scripts", "devserver.py"), model, port),
+		fmt.Sprintf("--train.trainer_command=%s,-m,scripts.trainer", python),
+		"--trainer.model=" + model,
+	}
+	logf, _ := os.Create(filepath.Join(dir, "parley.log"))
+	defer logf.Close()
+	cmd := startParley(t, bin, root, args, logf)
+	if err := cmd.Wait(); err != nil {
+		b, _ := os.ReadFile(logf.Name())
+		t.Fatalf("quickstart failed: %v\n%s", err, tail(string(b), 3000))
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "quickstart", "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rewards []float64
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var m struct {
+			RewardMean float64 `json:"reward_mean"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		rewards = append(rewards, m.RewardMean)
+	}
+	if len(rewards) < 10 {
+		t.Fatalf("%d steps, want at least 10", len(rewards))
+	}
+	mean := func(xs []float64) float64 {
+		s := 0.0
+		for _, x := range xs {
+			s += x
+		}
+		return s / float64(len(xs))
+	}
+	first, last := mean(rewards[:5]), mean(rewards[len(rewards)-5:])
+	t.Logf("reward per step: %.3f", rewards)
+	t.Logf("first 5: %.3f, last 5: %.3f", first, last)
+	if last < first+0.2 {
+		t.Errorf("mean reward of the last 5 steps %.3f does not exceed the first 5's %.3f by 0.2", last, first)
+	}
+}

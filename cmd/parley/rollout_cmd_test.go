@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/rollout"
+	"github.com/parleyhq/parley/sim"
+)
+
+func writeYAML(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "cfg.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestRolloutInterrupted cancels `parley rollout` (as Ctrl-C does) in the
+// middle of a run: the file it leaves is valid and holds exactly the
+// rollouts that finished, as the summary says.
+func TestRolloutInterrupted(t *testing.T) {
+	srv, err := sim.New(sim.Options{LatencyMedian: 20 * time.Millisecond, LatencySigma: 0.3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	defer srv.Close()
+	cfg := writeYAML(t, fmt.Sprintf("policy:\n  endpoints: [%q]\nrollout:\n  group_size: 8\n  concurrency: 8\njudge:\n  kind: rule\n  rule: {kind: agreement}\n", ts.URL))
+	out := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(1500 * time.Millisecond); cancel() }()
+	cmd := newRolloutCmd(quietApp())
+	cmd.SetArgs([]string{"--config", cfg, "--out", out, "--prompts", "16"})
+	err = cmd.ExecuteContext(ctx)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("rollout after cancel = %v, want context.Canceled", err)
+	}
+	rs, err := dataset.ReadAllRollouts(filepath.Join(out, "rollouts.parquet"))
+	if err != nil {
+		t.Fatalf("the interrupted run left no valid file: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum rollout.Summary
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) == 0 || len(rs) >= 128 || len(rs) != sum.Rollouts || sum.Interrupted != 128-len(rs) {
+		t.Errorf("file holds %d rollouts; summary %d written, %d interrupted (of 128)", len(rs), sum.Rollouts, sum.Interrupted)
+	}
+	for _, r := range rs {
+		if r.Failed || len(r.Sequences) == 0 || r.Final == "" {
+			t.Errorf("rollout %s in the file is not a finished rollout", r.RolloutID)
+		}
+	}
+}

@@ -271,7 +271,6 @@ func tail(s string, n int) string {
 	return s
 }
 
-
 // TestQuickstartLearns runs the README's main job (configs/quickstart.yaml,
 // a real CPU training run) under its fixed seed and checks that the mean
 // reward of the last 5 steps clearly exceeds that of the first 5.

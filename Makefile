@@ -30,7 +30,7 @@ test-py: venv
 	$(PY) -m pytest -q scripts/tests
 
 # Benchmarks: speed and memory are measured here, never asserted in tests.
-bench: build
+bench: build venv
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./... 2>&1 | tee bench.txt
 
 tiny-model: venv

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -64,6 +66,38 @@ func BenchmarkWriteBatch(b *testing.B) {
 	b.ReportMetric(tokens*13/1e6/sec, "raw-MB/s") // 4+1+4+4 bytes a token
 	b.ReportMetric(float64(fileBytes)/1e6/sec, "file-MB/s")
 	b.ReportMetric(float64(fileBytes)/1e6, "file-MB")
+
+	// pyarrow writing the same table (read from our file, so the data is
+	// identical), zstd, same row groups, timed inside Python: the ratio is
+	// parley's write time over pyarrow's.
+	py := os.Getenv("PARLEY_PYTHON")
+	if py == "" {
+		b.Log("PARLEY_PYTHON unset: no pyarrow comparison")
+		return
+	}
+	script := `
+import sys, time, pyarrow.parquet as pq
+t = pq.read_table(sys.argv[1])
+best = None
+for _ in range(int(sys.argv[3])):
+    t0 = time.perf_counter()
+    pq.write_table(t, sys.argv[2], compression="zstd", row_group_size=512)
+    with open(sys.argv[2], "rb+") as f:
+        import os; os.fsync(f.fileno())
+    d = time.perf_counter() - t0
+    best = d if best is None or d < best else best
+print(best)
+`
+	out, err := exec.Command(py, "-c", script, BatchPath(dir, 1), filepath.Join(dir, "pyarrow.parquet"), fmt.Sprint(max(b.N, 1))).Output()
+	if err != nil {
+		b.Fatalf("pyarrow: %v", err)
+	}
+	pySec, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+	if err != nil {
+		b.Fatalf("pyarrow output %q: %v", out, err)
+	}
+	b.ReportMetric(tokens/pySec, "pyarrow-tokens/s")
+	b.ReportMetric(sec/pySec, "time-vs-pyarrow")
 }
 
 // BenchmarkExport exports 100,000 synthetic rollouts (20 step files of

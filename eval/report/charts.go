@@ -192,7 +192,7 @@ func dynamicsCharts(prefix string) []dynamicsChart {
 		set, file = "evaluation set", "eval_"
 	}
 	return []dynamicsChart{
-		{file: file + "ca_scores.png", title: "(a) CA score, " + set, ylab: "CA score (1–5)",
+		{file: file + "ca_scores.png", title: "(a) judge score, " + set, ylab: "score (CA: 1–5)",
 			lines: []struct{ key, label, style string }{
 				{prefix + KeyScoreMax, "group max", StyleDashDotted},
 				{prefix + KeyScoreMean, "group mean", StyleSolid},

@@ -96,7 +96,7 @@ func TestGenerateOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"# Custom\n", "trailing window of 10 steps", "![(a) CA score, training set](ca_scores.png)"} {
+	for _, want := range []string{"# Custom\n", "trailing window of 10 steps", "![(a) judge score, training set](ca_scores.png)"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)
 		}
@@ -121,7 +121,7 @@ func TestGenerateWithoutRun(t *testing.T) {
 			[]string{
 				"no data for `score_max`, `score_min` in ca_scores.png",
 				"no data for `agreement_rate`, chart agreement_rate.png skipped",
-				"trailing window of 2 steps", // min(50, steps)
+				"trailing window of 1 steps", // min(50, steps/10), at least 1
 			}},
 		{"no steps", "RUN", `{"loss": 1}` + "\n", []string{"metrics.jsonl line 1: no integer \"step\", skipped", "metrics.jsonl has no steps"}},
 	}

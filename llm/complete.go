@@ -8,6 +8,8 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+
+	"github.com/parleyhq/parley/internal/jsonenc"
 )
 
 const pathCompletions = "/v1/completions"
@@ -90,7 +92,7 @@ func appendCompletionBody(b []byte, req *CompletionRequest) ([]byte, sentPrompt)
 	b = append(b, '{')
 	if req.Model != "" {
 		b = append(b, `"model":`...)
-		b = appendJSONString(b, req.Model)
+		b = jsonenc.AppendString(b, req.Model)
 		b = append(b, ',')
 	}
 	b = append(b, `"prompt":`...)
@@ -136,7 +138,7 @@ func appendCompletionBody(b []byte, req *CompletionRequest) ([]byte, sentPrompt)
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, s)
+			b = jsonenc.AppendString(b, s)
 		}
 		b = append(b, ']')
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/parleyhq/parley/internal/retry"
 	"go.uber.org/zap"
 )
 
@@ -68,7 +69,7 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 		if ep == nil {
 			ep = c.pick(last)
 		}
-		retryAfter, retry, err := c.attempt(ctx, ep, cl)
+		retryAfter, again, err := c.attempt(ctx, ep, cl)
 		if err == nil {
 			return nil
 		}
@@ -79,7 +80,7 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 			}
 			return cerr
 		}
-		if !retry {
+		if !again {
 			c.stats.failures.Add(1)
 			if attempt > 1 {
 				return fmt.Errorf("failed on attempt %d: %w", attempt, err)
@@ -109,18 +110,13 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 	}
 }
 
-// backoff returns the full-jitter wait after the retry-th failed attempt
-// (1-based): uniform in [0, min(BackoffMax, BackoffBase*2^(retry-1))].
-func (c *Client) backoff(retry int) time.Duration {
-	ceil := c.opts.BackoffBase
-	for i := 1; i < retry && ceil < c.opts.BackoffMax; i++ {
-		ceil *= 2
-	}
-	ceil = min(ceil, c.opts.BackoffMax)
+// backoff returns the full-jitter wait after the n-th failed attempt
+// (1-based): uniform in [0, min(BackoffMax, BackoffBase*2^(n-1))]. The
+// mutex serialises the shared rng.
+func (c *Client) backoff(n int) time.Duration {
 	c.rngMu.Lock()
-	d := time.Duration(c.rng.Int64N(int64(ceil) + 1))
-	c.rngMu.Unlock()
-	return d
+	defer c.rngMu.Unlock()
+	return retry.Backoff(n, c.opts.BackoffBase, c.opts.BackoffMax, c.rng)
 }
 
 // attempt makes one HTTP exchange with ep. It returns the server's
@@ -190,12 +186,14 @@ func (c *Client) attempt(ctx context.Context, ep *endpoint, cl *call) (time.Dura
 	if cl.accept != nil && cl.accept(apiErr) {
 		return -1, false, nil
 	}
-	retry := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500
+	again := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500
 	retryAfter := time.Duration(-1)
-	if retry {
-		retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	if again {
+		if d, ok := retry.After(resp.Header, time.Now()); ok {
+			retryAfter = d
+		}
 	}
-	return retryAfter, retry, apiErr
+	return retryAfter, again, apiErr
 }
 
 var jsonContentType = []string{"application/json"}
@@ -221,25 +219,4 @@ func (c *Client) transportFailure(ctx, actx context.Context, ep *endpoint, cl *c
 			strconv.Itoa(int(n))+" consecutive transport errors", err)
 	}
 	return -1, true, err
-}
-
-// parseRetryAfter reads a Retry-After header: delta-seconds or an HTTP
-// date. It returns -1 when the header is absent or unreadable.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return -1
-	}
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs < 0 {
-			return -1
-		}
-		if secs > int64(24*time.Hour/time.Second) {
-			secs = int64(24 * time.Hour / time.Second)
-		}
-		return time.Duration(secs) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0)
-	}
-	return -1
 }

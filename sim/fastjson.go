@@ -3,7 +3,8 @@ package sim
 import (
 	"strconv"
 	"sync"
-	"unicode/utf8"
+
+	"github.com/parleyhq/parley/internal/jsonenc"
 )
 
 // Fast paths for the hot requests: a completion body is mostly its
@@ -169,58 +170,6 @@ func parseIntArray(b []byte) ([]int32, bool) {
 	}
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string; invalid UTF-8 becomes
-// U+FFFD, as encoding/json does.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
 func appendInt32s(dst []byte, ids []int32) []byte {
 	if ids == nil {
 		return append(dst, "null"...)
@@ -247,11 +196,11 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &
 // same order).
 func (s *Server) appendCompletion(dst []byte, r *completionOut) []byte {
 	dst = append(dst, `{"id":`...)
-	dst = appendJSONString(dst, r.id)
+	dst = jsonenc.AppendString(dst, r.id)
 	dst = append(dst, `,"object":"text_completion","created":`...)
 	dst = strconv.AppendInt(dst, r.created, 10)
 	dst = append(dst, `,"model":`...)
-	dst = appendJSONString(dst, r.model)
+	dst = jsonenc.AppendString(dst, r.model)
 	dst = append(dst, `,"choices":[`...)
 	for i := range r.choices {
 		c := &r.choices[i]
@@ -261,7 +210,7 @@ func (s *Server) appendCompletion(dst []byte, r *completionOut) []byte {
 		dst = append(dst, `{"index":`...)
 		dst = strconv.AppendInt(dst, int64(c.index), 10)
 		dst = append(dst, `,"text":`...)
-		dst = appendJSONString(dst, c.gen.text)
+		dst = jsonenc.AppendString(dst, c.gen.text)
 		dst = append(dst, `,"logprobs":`...)
 		if lp := c.gen.logprobs; lp == nil {
 			dst = append(dst, "null"...)
@@ -269,10 +218,10 @@ func (s *Server) appendCompletion(dst []byte, r *completionOut) []byte {
 			dst = s.appendLogprobs(dst, lp)
 		}
 		dst = append(dst, `,"finish_reason":`...)
-		dst = appendJSONString(dst, c.gen.finish)
+		dst = jsonenc.AppendString(dst, c.gen.finish)
 		dst = append(dst, `,"stop_reason":`...)
 		if s, ok := c.gen.stopReason.(string); ok {
-			dst = appendJSONString(dst, s)
+			dst = jsonenc.AppendString(dst, s)
 		} else {
 			dst = append(dst, "null"...)
 		}
@@ -304,7 +253,7 @@ func (s *Server) appendTokenName(dst []byte, id int32, asIDs bool) []byte {
 		dst = strconv.AppendInt(dst, int64(id), 10)
 		return append(dst, '"')
 	}
-	return appendJSONString(dst, s.tok.Piece(id))
+	return jsonenc.AppendString(dst, s.tok.Piece(id))
 }
 
 func (s *Server) appendLogprobs(dst []byte, lp *genLogprobs) []byte {
@@ -366,7 +315,7 @@ func appendTokenize(dst []byte, r *tokenizeResponse) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendJSONString(dst, s)
+			dst = jsonenc.AppendString(dst, s)
 		}
 		dst = append(dst, ']')
 	}

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unicode/utf8"
 )
 
 func TestExtractIntArray(t *testing.T) {
@@ -46,26 +45,6 @@ func TestExtractIntArray(t *testing.T) {
 	}
 }
 
-func TestAppendJSONString(t *testing.T) {
-	for _, s := range []string{"", "plain", `q"uote\back`, "ctl\x00\x1f\n\r\t", "naïve 日本 👍", "bad\xff\xfe", "sep\u2028\u2029", "<|im_end|> & <>"} {
-		got := appendJSONString(nil, s)
-		var back string
-		if err := json.Unmarshal(got, &back); err != nil {
-			t.Errorf("appendJSONString(%q) = %s: invalid JSON: %v", s, got, err)
-			continue
-		}
-		want := s
-		if !utf8.ValidString(s) {
-			want = string([]rune(s)) // invalid bytes become U+FFFD, as encoding/json does
-		}
-		if back != want {
-			t.Errorf("appendJSONString(%q) decodes to %q, want %q", s, back, want)
-		}
-	}
-}
-
-// TestFastPromptMatchesSlowPath checks that a token-id prompt sent with odd
-// spacing or a duplicate key gives what encoding/json would.
 func TestFastPromptMatchesSlowPath(t *testing.T) {
 	_, ts := startServer(t, Options{})
 	bodies := []string{

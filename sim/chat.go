@@ -146,7 +146,7 @@ func (s *Server) chatContent(req *chatRequest, msgs []Message, prompt []int32, m
 			seed = uint64(*req.Seed)
 		}
 		rng := rand.New(rand.NewPCG(contentKey(prompt, model, sampling{}), seed))
-		out, _ := json.Marshal(map[string]any{"items": Dilemmas(firstInt(lastUser, 1, 200, 5), rng)})
+		out, _ := json.Marshal(map[string]any{"items": Dilemmas(firstInt(lastUser, 1, 200, 5), requestedCategory(lastUser), rng)})
 		return string(out)
 	case SchemaCAScore, SchemaPairwise:
 		return judgeContent(schema, lastUser, s.judgeFault())

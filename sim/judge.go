@@ -283,29 +283,39 @@ var (
 	microPlaces  = []string{"a crowded cafe", "the office kitchen", "a neighbour's party", "the supermarket checkout"}
 	microEvents  = []string{"the cashier gave you too much change", "a guest takes credit for someone else's dish", "a stranger politely cuts the queue", "a colleague eats another person's labelled lunch"}
 	microActions = []string{"say something", "point it out", "step in"}
+	openScenes   = []string{"you have just moved to a town with community centres and green spaces", "your home office is cluttered and hard to work in", "seven relatives want one week-long trip together", "your team starts a project with no shared plan"}
+	openAsks     = []string{"Outline a step-by-step plan to get started, and describe how you will involve others.", "Draft a plan that covers time, money and everyone's wishes.", "Describe the first actions you will take and how you will adapt them."}
 	dilemmaMix   = []struct {
 		cat string
 		w   float64
 	}{{"professional", 0.3}, {"interpersonal", 0.4}, {"micro_ethics", 0.3}}
 )
 
-// Dilemmas builds n curriculum dilemmas from seeded templates; categories
-// (the dataset package's names) are mixed 30/40/30.
-func Dilemmas(n int, rng *rand.Rand) []Dilemma {
+// Dilemmas builds n curriculum items from seeded templates: all of the
+// given category (the dataset package's names, open_ended included), or,
+// when category is empty or unknown, dilemmas mixed 30/40/30.
+func Dilemmas(n int, category string, rng *rand.Rand) []Dilemma {
 	pick := func(l []string) string { return l[rng.IntN(len(l))] }
 	out := make([]Dilemma, 0, n)
 	for i := 0; i < n; i++ {
-		u := rng.Float64()
-		cat := dilemmaMix[len(dilemmaMix)-1].cat
-		for _, c := range dilemmaMix {
-			if u < c.w {
-				cat = c.cat
-				break
+		cat := category
+		switch cat {
+		case "professional", "interpersonal", "micro_ethics", "open_ended":
+		default:
+			u := rng.Float64()
+			cat = dilemmaMix[len(dilemmaMix)-1].cat
+			for _, c := range dilemmaMix {
+				if u < c.w {
+					cat = c.cat
+					break
+				}
+				u -= c.w
 			}
-			u -= c.w
 		}
 		var task string
 		switch cat {
+		case "open_ended":
+			task = fmt.Sprintf("Imagine %s. %s", pick(openScenes), pick(openAsks))
 		case "professional":
 			task = fmt.Sprintf("As a %s, you discover that %s. Reporting it would %s, but staying silent would %s. What do you do?",
 				pick(profRoles), pick(profFinds), pick(profCosts), pick(profHarms))
@@ -317,6 +327,18 @@ func Dilemmas(n int, rng *rand.Rand) []Dilemma {
 		out = append(out, Dilemma{Category: cat, Task: task})
 	}
 	return out
+}
+
+// requestedCategory finds the category a generator request asks for: the
+// first quoted category name in s, or "".
+func requestedCategory(s string) string {
+	best, at := "", len(s)
+	for _, c := range []string{"professional", "interpersonal", "micro_ethics", "open_ended"} {
+		if i := strings.Index(s, `"`+c+`"`); i >= 0 && i < at {
+			best, at = c, i
+		}
+	}
+	return best
 }
 
 // firstInt returns the first integer in s within [lo, hi], or def.

@@ -226,12 +226,33 @@ func TestDilemmaGenerator(t *testing.T) {
 	}
 	// The category mix is about 30/40/30.
 	counts := map[string]int{}
-	for _, d := range Dilemmas(1000, rand.New(rand.NewPCG(1, 2))) {
+	for _, d := range Dilemmas(1000, "", rand.New(rand.NewPCG(1, 2))) {
 		counts[d.Category]++
 	}
 	for cat, want := range map[string]int{"professional": 300, "interpersonal": 400, "micro_ethics": 300} {
 		if got := counts[cat]; got < want-60 || got > want+60 {
 			t.Errorf("Dilemmas(1000): %d %s, want about %d", got, cat, want)
+		}
+	}
+}
+
+func TestDilemmasRequestedCategory(t *testing.T) {
+	for _, tc := range []struct{ prompt, want string }{
+		{`Write 5 new dilemmas of the category "interpersonal". Reply with every item's category set to "interpersonal".`, "interpersonal"},
+		{`Write 4 open-ended tasks, category "open_ended".`, "open_ended"},
+		{`Write 5 dilemmas.`, ""},
+	} {
+		got := requestedCategory(tc.prompt)
+		if got != tc.want {
+			t.Errorf("requestedCategory(%q) = %q, want %q", tc.prompt, got, tc.want)
+		}
+		if got == "" {
+			continue
+		}
+		for _, d := range Dilemmas(20, got, rand.New(rand.NewPCG(3, 4))) {
+			if d.Category != tc.want || d.Task == "" {
+				t.Errorf("Dilemmas(%q) gave %+v", got, d)
+			}
 		}
 	}
 }

@@ -204,8 +204,14 @@ type Train struct {
 	ServerCommand []string `yaml:"server_command"`
 	// AdapterPrefix names loaded LoRA adapters: <prefix>-<step>.
 	AdapterPrefix string `yaml:"adapter_prefix"`
-	// EvalEvery runs an evaluation pass every N steps (0: never).
+	// EvalEvery runs an evaluation pass every N steps (0: never; only 0 is
+	// implemented).
 	EvalEvery int `yaml:"eval_every"`
+	// MaxFailedFraction fails a step whose rollouts failed (sampling or
+	// judging) beyond this share, instead of training on what is left.
+	MaxFailedFraction float64 `yaml:"max_failed_fraction"`
+	// ServerStartTimeout bounds the wait for train.server_command's health.
+	ServerStartTimeout time.Duration `yaml:"server_start_timeout"`
 }
 
 // Trainer holds the PyTorch trainer's hyperparameters; parley passes them as flags.
@@ -271,7 +277,7 @@ func Default() Config {
 			EvalFraction: 0.1,
 		},
 		GRPO:  GRPO{Advantage: "group", Epsilon: 1e-6, BaselineMomentum: 0.9, Mask: "dialogue"},
-		Train: Train{Steps: 100, Handshake: "file", HTTPAddr: "127.0.0.1:0", TokenEnv: "PARLEY_HANDSHAKE_TOKEN", TrainerTimeout: 2 * time.Hour, AdapterPrefix: "parley"},
+		Train: Train{Steps: 100, Handshake: "file", HTTPAddr: "127.0.0.1:0", TokenEnv: "PARLEY_HANDSHAKE_TOKEN", TrainerTimeout: 2 * time.Hour, AdapterPrefix: "parley", MaxFailedFraction: 0.5, ServerStartTimeout: 20 * time.Minute},
 		Trainer: Trainer{
 			LR: 1e-5, EpsilonLow: 0.2, EpsilonHigh: 0.28, Aggregation: "token_mean",
 			LoRAR: 16, LoRAAlpha: 32, MicroBatchTokens: 8192, MaxGradNorm: 1.0,

@@ -122,18 +122,23 @@ func TestRedacted(t *testing.T) {
 	cfg := Default()
 	cfg.Policy.Endpoints = []string{"http://user:hunter2@host:8000"}
 	cfg.Judge.BaseURL = "https://k:topsecret@api.example.com/v1"
+	cfg.Train.ServerCommand = []string{"vllm", "serve", "m", "--api-key", "sk-live-1", "--port", "8000"}
+	cfg.Trainer.ExtraArgs = []string{"--hf-token=hf_live_2"}
 	b, err := cfg.YAML()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"hunter2", "topsecret"} {
+	for _, s := range []string{"hunter2", "topsecret", "sk-live-1", "hf_live_2"} {
 		if strings.Contains(string(b), s) {
 			t.Errorf("YAML() leaks %q:\n%s", s, b)
 		}
 	}
-	// the rendered YAML loads back
-	if _, err := Parse(b); err != nil {
-		t.Errorf("Parse(YAML()) = %v", err)
+	// and such a config does not validate: secrets belong in the environment
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "policy.api_key_env") || !strings.Contains(err.Error(), "VLLM_API_KEY") {
+		t.Errorf("Validate with secrets in URLs and commands = %v", err)
+	}
+	if _, err := Parse(mustYAML(t, Default())); err != nil {
+		t.Errorf("Parse(Default().YAML()) = %v", err)
 	}
 }
 
@@ -144,4 +149,13 @@ func TestConfigsDirLoads(t *testing.T) {
 			t.Errorf("Load(%s) = %v", f, err)
 		}
 	}
+}
+
+func mustYAML(t *testing.T, c Config) []byte {
+	t.Helper()
+	b, err := c.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

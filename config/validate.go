@@ -65,6 +65,13 @@ func (c Config) Validate() error {
 		u, err := url.Parse(e)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad(fmt.Sprintf("policy.endpoints[%d]", i), "%q is not an http(s) base URL", redactURL(e))
+		} else if u.User != nil {
+			bad(fmt.Sprintf("policy.endpoints[%d]", i), "credentials in the URL: name an environment variable in policy.api_key_env instead")
+		}
+	}
+	for key, args := range map[string][]string{"train.trainer_command": c.Train.TrainerCommand, "train.server_command": c.Train.ServerCommand, "trainer.extra_args": c.Trainer.ExtraArgs} {
+		if r := redactArgs(args); fmt.Sprint(r) != fmt.Sprint(args) {
+			bad(key, "holds a secret on the command line (%v): pass it through the environment (vLLM reads VLLM_API_KEY)", r)
 		}
 	}
 	if c.Policy.Model == "" {
@@ -118,6 +125,9 @@ func (c Config) Validate() error {
 	}
 
 	positive("rollout.group_size", c.Rollout.GroupSize)
+	if c.Rollout.GroupSize == 1 && c.GRPO.Advantage != "role_baseline" {
+		bad("rollout.group_size", "a group of 1 has no group-relative advantage in %s mode: use 2 or more", c.GRPO.Advantage)
+	}
 	positive("rollout.prompts_per_step", c.Rollout.PromptsPerStep)
 	positive("rollout.concurrency", c.Rollout.Concurrency)
 
@@ -125,6 +135,8 @@ func (c Config) Validate() error {
 	if c.Judge.Kind == "ca" {
 		if u, err := url.Parse(c.Judge.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("judge.base_url", "%q is not an http(s) URL", redactURL(c.Judge.BaseURL))
+		} else if u.User != nil {
+			bad("judge.base_url", "credentials in the URL: name an environment variable in judge.api_key_env instead")
 		}
 		if c.Judge.Model == "" {
 			bad("judge.model", "must not be empty")
@@ -222,7 +234,21 @@ func (c Config) Validate() error {
 	if c.Train.AdapterPrefix == "" || strings.ContainsAny(c.Train.AdapterPrefix, `/\ `) {
 		bad("train.adapter_prefix", "must be a plain name, got %q", c.Train.AdapterPrefix)
 	}
-	nonNegative("train.eval_every", c.Train.EvalEvery)
+	if c.Train.EvalEvery != 0 {
+		bad("train.eval_every", "evaluation passes inside the loop are not implemented yet: set 0 and use parley eval pairwise on checkpoints")
+	}
+	if c.Train.MaxFailedFraction <= 0 || c.Train.MaxFailedFraction > 1 {
+		bad("train.max_failed_fraction", "must be in (0, 1], got %g", c.Train.MaxFailedFraction)
+	}
+	if c.Train.ServerStartTimeout <= 0 {
+		bad("train.server_start_timeout", "must be positive, got %s", c.Train.ServerStartTimeout)
+	}
+	if len(c.Train.TrainerCommand) > 0 && strings.TrimSpace(c.Trainer.Model) == "" {
+		bad("trainer.model", "must name the base model folder the trainer loads (train.trainer_command is set)")
+	}
+	if c.Trainer.FullFinetune {
+		bad("trainer.full_finetune", "full fine-tuning cannot be hot-loaded into vLLM (only LoRA adapters can): use LoRA")
+	}
 
 	if c.Trainer.LR <= 0 || c.Trainer.LR > 1 {
 		bad("trainer.lr", "must be in (0, 1], got %g", c.Trainer.LR)
@@ -277,7 +303,34 @@ func (c Config) Redacted() Config {
 		out.Policy.Endpoints[i] = redactURL(e)
 	}
 	out.Judge.BaseURL = redactURL(c.Judge.BaseURL)
+	out.Train.TrainerCommand = redactArgs(c.Train.TrainerCommand)
+	out.Train.ServerCommand = redactArgs(c.Train.ServerCommand)
+	out.Trainer.ExtraArgs = redactArgs(c.Trainer.ExtraArgs)
 	out.Generator.BaseURL = redactURL(c.Generator.BaseURL)
+	return out
+}
+
+// redactArgs hides the values of secret-looking flags in a command line
+// (--api-key X, --token=X, …); commands should take secrets from the
+// environment instead (vLLM reads VLLM_API_KEY).
+func redactArgs(args []string) []string {
+	if args == nil {
+		return nil
+	}
+	secret := func(flag string) bool {
+		f := strings.ToLower(flag)
+		return strings.HasPrefix(f, "-") && (strings.Contains(f, "key") || strings.Contains(f, "token") ||
+			strings.Contains(f, "secret") || strings.Contains(f, "password"))
+	}
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if name, _, ok := strings.Cut(a, "="); ok && secret(name) {
+			out[i] = name + "=REDACTED"
+		} else if i > 0 && secret(args[i-1]) && !strings.Contains(args[i-1], "=") && !strings.HasPrefix(a, "-") {
+			out[i] = "REDACTED"
+		}
+	}
 	return out
 }
 

@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"errors"
+	"github.com/parleyhq/parley/internal/fsutil"
 	"io"
 	"os"
 	"path/filepath"
@@ -54,7 +55,7 @@ func (a *atomicFile) commit() error {
 		os.Remove(a.tmp)
 		return err
 	}
-	return syncDir(filepath.Dir(a.path))
+	return fsutil.SyncDir(filepath.Dir(a.path))
 }
 
 // abort closes and removes the temporary file; the final path is untouched.
@@ -65,32 +66,6 @@ func (a *atomicFile) abort() {
 	a.done = true
 	a.f.Close()
 	os.Remove(a.tmp)
-}
-
-// syncDir fsyncs a directory so that a rename in it is durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return err
-	}
-	return nil
-}
-
-// writeFileAtomic writes data to path the atomic way.
-func writeFileAtomic(path string, data []byte) error {
-	a, err := createAtomic(path)
-	if err != nil {
-		return err
-	}
-	if _, err := a.Write(data); err != nil {
-		a.abort()
-		return err
-	}
-	return a.commit()
 }
 
 // writeAtomicWith streams content produced by fn to path the atomic way.

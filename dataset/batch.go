@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/parleyhq/parley/internal/fsutil"
 	"hash"
 	"io"
 	"os"
@@ -185,7 +186,7 @@ func (w *BatchWriter) Close() (Ready, error) {
 	if err != nil {
 		return Ready{}, fmt.Errorf("dataset.BatchWriter.Close: %w", err)
 	}
-	if err := writeFileAtomic(ReadyPath(w.dir, w.step), append(data, '\n')); err != nil {
+	if err := fsutil.WriteFileAtomic(ReadyPath(w.dir, w.step), append(data, '\n'), 0o644); err != nil {
 		return Ready{}, fmt.Errorf("dataset.BatchWriter.Close: step %d: ready marker: %w", w.step, err)
 	}
 	w.log.Debug("batch written", zap.Int("step", w.step), zap.Int("rows", w.rows), zap.Int64("tokens", w.tokens))

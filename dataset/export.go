@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/parleyhq/parley/internal/fsutil"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -454,11 +455,11 @@ func (s *hfSink) close(stats ExportStats) ([]string, error) {
 		outs = append(outs, final)
 	}
 	s.shards = nil
-	if err := syncDir(s.dataDir); err != nil {
+	if err := fsutil.SyncDir(s.dataDir); err != nil {
 		return nil, err
 	}
 	readme := filepath.Join(s.opts.Out, "README.md")
-	if err := writeFileAtomic(readme, []byte(datasetCard(s.opts, s.files, stats))); err != nil {
+	if err := fsutil.WriteFileAtomic(readme, []byte(datasetCard(s.opts, s.files, stats)), 0o644); err != nil {
 		return nil, err
 	}
 	return append(outs, readme), nil

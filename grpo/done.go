@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/parleyhq/parley/internal/fsutil"
 	"io/fs"
 	"math"
 	"os"
@@ -97,7 +98,7 @@ func WriteDone(checkpointDir string, d Done) error {
 	if err != nil {
 		return fmt.Errorf("grpo.WriteDone: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(checkpointDir, DoneFile), append(b, '\n'), 0o644); err != nil {
+	if err := fsutil.WriteFileAtomic(filepath.Join(checkpointDir, DoneFile), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("grpo.WriteDone: %w", err)
 	}
 	return nil

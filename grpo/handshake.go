@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/parleyhq/parley/internal/fsutil"
 	"io"
 	"io/fs"
 	"math"
@@ -709,7 +710,7 @@ func (s *HandshakeServer) finalize(tmp, final string, done Done) (Done, bool, er
 	if err := os.Rename(tmp, final); err != nil {
 		return done, false, err
 	}
-	if err := syncDir(filepath.Dir(final)); err != nil {
+	if err := fsutil.SyncDir(filepath.Dir(final)); err != nil {
 		return done, false, err
 	}
 	done.AdapterPath = final
@@ -725,6 +726,6 @@ func syncTree(dir string) error {
 		if err != nil || !d.IsDir() {
 			return err
 		}
-		return syncDir(p)
+		return fsutil.SyncDir(p)
 	})
 }

@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/parleyhq/parley/internal/fsutil"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -61,6 +64,13 @@ type LoopOptions struct {
 	// TrainerAlive, if set, reports why a trainer parley started is not
 	// running (nil when it runs), so waiting can say so.
 	TrainerAlive func() error
+	// TrainerGone, if set, reports non-nil once a trainer parley started
+	// has failed for good (its restarts spent): waiting stops with that error.
+	TrainerGone func() error
+	// MaxFailedFraction fails a step whose rollouts failed, in sampling or
+	// judging, beyond this share (default 0.5): a run whose judge key or
+	// adapter is broken stops at once instead of training on nothing.
+	MaxFailedFraction float64
 	// WaitLogEvery is how often a long wait for the trainer is logged
 	// (default 30s).
 	WaitLogEvery time.Duration
@@ -136,6 +146,9 @@ func NewLoop(opts LoopOptions) (*Loop, error) {
 	if opts.AdapterPrefix == "" {
 		opts.AdapterPrefix = "parley"
 	}
+	if opts.MaxFailedFraction <= 0 {
+		opts.MaxFailedFraction = 0.5
+	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
@@ -148,6 +161,16 @@ func NewLoop(opts LoopOptions) (*Loop, error) {
 	}
 	if !ok {
 		st = State{Version: StateVersion, RunID: opts.RunID, Seed: opts.Seed, RoleBaseline: NewRoleBaseline()}
+	}
+	if st.Nonce == "" {
+		var b [4]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, fmt.Errorf("grpo.NewLoop: %w", err)
+		}
+		st.Nonce = hex.EncodeToString(b[:])
+		if err := SaveState(opts.Dir.StatePath(), st); err != nil {
+			return nil, err
+		}
 	}
 	if st.RoleBaseline == nil {
 		st.RoleBaseline = NewRoleBaseline()
@@ -162,9 +185,10 @@ func NewLoop(opts LoopOptions) (*Loop, error) {
 // State is the loop's current state.
 func (l *Loop) State() State { return l.state }
 
-// AdapterName names the adapter trained on step.
+// AdapterName names the adapter trained on step: the prefix, the run's
+// nonce and the step.
 func (l *Loop) AdapterName(step int) string {
-	return fmt.Sprintf("%s-%06d", l.opts.AdapterPrefix, step)
+	return fmt.Sprintf("%s-%s-%06d", l.opts.AdapterPrefix, l.state.Nonce, step)
 }
 
 // Run trains from the step after the last completed one to Steps.
@@ -172,11 +196,6 @@ func (l *Loop) Run(ctx context.Context) error {
 	if l.state.Step >= l.opts.Steps {
 		l.log.Info("run already complete", zap.Int("step", l.state.Step))
 		return nil
-	}
-	if l.state.Adapter != "" { // a resumed run: the servers may have restarted
-		if err := l.opts.Adapters.LoadLoRA(ctx, l.state.Adapter, l.adapterPath(l.state.PolicyVersion)); err != nil {
-			return fmt.Errorf("grpo.Loop: reload adapter %s: %w", l.state.Adapter, err)
-		}
 	}
 	if l.state.Step > 0 {
 		l.log.Info("resuming", zap.Int("completed_step", l.state.Step), zap.Int("policy_version", l.state.PolicyVersion))
@@ -221,10 +240,20 @@ func (l *Loop) sidecarPath(step int) string {
 // its batch is already written and verified.
 func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 	if _, err := dataset.VerifyBatch(l.opts.Dir.BatchesDir(), step); err == nil {
-		if sc, err := l.readSidecar(step); err == nil {
-			l.baseline = sc.RoleBaseline
-			l.log.Info("batch already written", zap.Int("step", step))
-			return nil
+		// The trainer may have trained this batch: never sample it again.
+		sc, err := l.readSidecar(step)
+		if err != nil {
+			return fmt.Errorf("grpo.Loop: step %d's batch is written but its metrics are not: %w", step, err)
+		}
+		l.baseline = sc.RoleBaseline
+		l.log.Info("batch already written", zap.Int("step", step))
+		return nil
+	}
+	// Load the sampling adapter again before every step: an inference
+	// server restarted since (or a resumed run) no longer holds it.
+	if l.state.Adapter != "" {
+		if err := l.opts.Adapters.LoadLoRA(ctx, l.state.Adapter, l.adapterPath(l.state.PolicyVersion)); err != nil {
+			return fmt.Errorf("grpo.Loop step %d: load adapter %s: %w", step, l.state.Adapter, err)
 		}
 	}
 	pv := l.state.PolicyVersion
@@ -264,6 +293,10 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 		return fmt.Errorf("grpo.Loop step %d: %w", step, err)
 	}
 	judgeSec := time.Since(t1).Seconds()
+	if failed := sum.Failed + res.Judge.Failed; float64(failed) > l.opts.MaxFailedFraction*float64(max(len(rs), 1)) {
+		return fmt.Errorf("grpo.Loop step %d: %d of %d rollouts failed (%d sampling, %d judging), more than train.max_failed_fraction %g; first error: %s",
+			step, failed, len(rs), sum.Failed, res.Judge.Failed, l.opts.MaxFailedFraction, firstError(rs))
+	}
 	if len(res.Rows) == 0 {
 		l.log.Warn("the step's batch is empty (every group dropped or failed)", zap.Int("step", step),
 			zap.Int("groups_zero_variance", res.Advantage.DroppedZeroVariance), zap.Int("rollouts_failed", sum.Failed))
@@ -296,7 +329,7 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 	if err != nil {
 		return fmt.Errorf("grpo.Loop step %d: metrics: %w", step, err)
 	}
-	if err := writeFileAtomic(l.sidecarPath(step), b, 0o644); err != nil {
+	if err := fsutil.WriteFileAtomic(l.sidecarPath(step), b, 0o644); err != nil {
 		return err
 	}
 	ready, err := dataset.WriteBatch(l.opts.Dir.BatchesDir(), step, pv, res.Rows)
@@ -319,14 +352,7 @@ func (l *Loop) finish(ctx context.Context, step int) error {
 	}
 	waitSec := time.Since(t0).Seconds()
 	name := l.AdapterName(step)
-	path := done.AdapterPath
-	if path == "" {
-		path = l.adapterPath(step)
-	}
-	if abs, err := filepath.Abs(path); err == nil {
-		path = abs
-	}
-	if err := l.opts.Adapters.LoadLoRA(ctx, name, path); err != nil {
+	if err := l.opts.Adapters.LoadLoRA(ctx, name, l.adapterPath(step)); err != nil {
 		return fmt.Errorf("grpo.Loop step %d: load adapter %s: %w", step, name, err)
 	}
 	if prev := l.state.Adapter; prev != "" && prev != name {
@@ -374,6 +400,7 @@ func (l *Loop) waitTrainer(ctx context.Context, step int) (Done, error) {
 	if d, ok, err := ReadDone(l.opts.Dir.CheckpointDir(step)); err == nil && ok {
 		return d, nil
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, l.opts.TrainerTimeout)
 	defer cancel()
 	type result struct {
@@ -393,6 +420,9 @@ func (l *Loop) waitTrainer(ctx context.Context, step int) (Done, error) {
 		select {
 		case r := <-ch:
 			if r.err != nil {
+				if parent.Err() != nil {
+					return Done{}, fmt.Errorf("grpo.Loop step %d: waiting for the trainer: %w", step, parent.Err())
+				}
 				if errors.Is(r.err, context.DeadlineExceeded) {
 					return Done{}, fmt.Errorf("grpo.Loop step %d: no DONE from the trainer after %s (train.trainer_timeout); is the trainer running on %s?", step, l.opts.TrainerTimeout, l.opts.Dir.Root())
 				}
@@ -403,6 +433,11 @@ func (l *Loop) waitTrainer(ctx context.Context, step int) (Done, error) {
 			}
 			return r.d, nil
 		case <-tick.C:
+			if l.opts.TrainerGone != nil {
+				if err := l.opts.TrainerGone(); err != nil {
+					return Done{}, fmt.Errorf("grpo.Loop step %d: %w", step, err)
+				}
+			}
 			fields := []zap.Field{zap.Int("step", step), zap.Duration("waited", time.Since(start).Round(time.Second))}
 			if l.opts.TrainerAlive != nil {
 				if err := l.opts.TrainerAlive(); err != nil {
@@ -414,6 +449,21 @@ func (l *Loop) waitTrainer(ctx context.Context, step int) (Done, error) {
 			l.log.Info("waiting for the trainer", fields...)
 		}
 	}
+}
+
+// firstError is the first failure message among rs (sampling, then judging).
+func firstError(rs []dataset.Rollout) string {
+	for _, r := range rs {
+		if r.Failed {
+			return r.Error
+		}
+	}
+	for _, r := range rs {
+		if r.JudgeError != "" {
+			return r.JudgeError
+		}
+	}
+	return "none recorded"
 }
 
 // recordedSteps reads the steps metrics.jsonl already holds, dropping a

@@ -57,7 +57,12 @@ func (f *fakeTrainer) run(ctx context.Context) {
 
 func newLoop(t *testing.T, dir grpo.RunDir, url string, steps, staleness int) *grpo.Loop {
 	t.Helper()
-	client, err := llm.New(llm.Options{Endpoints: []string{url}, BackoffBase: time.Millisecond})
+	return newLoopClient(t, dir, llm.Options{Endpoints: []string{url}, BackoffBase: time.Millisecond}, steps, staleness)
+}
+
+func newLoopClient(t *testing.T, dir grpo.RunDir, copts llm.Options, steps, staleness int) *grpo.Loop {
+	t.Helper()
+	client, err := llm.New(copts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +149,7 @@ func TestLoopStaleness(t *testing.T) {
 				}
 			}
 			st, _, _ := grpo.LoadState(dir.StatePath())
-			if st.Step != 5 || st.Adapter != "p-000005" {
+			if st.Step != 5 || st.Adapter != "p-"+st.Nonce+"-000005" || len(st.Nonce) != 8 {
 				t.Errorf("state = step %d adapter %q", st.Step, st.Adapter)
 			}
 		})
@@ -159,7 +164,18 @@ func TestLoopResume(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 
+	// Both runs get the same adapter nonce: the simulator's replies depend
+	// on the adapter's name.
+	fixNonce := func(dir grpo.RunDir) {
+		if err := dir.Create(); err != nil {
+			t.Fatal(err)
+		}
+		if err := grpo.SaveState(dir.StatePath(), grpo.State{Version: grpo.StateVersion, RunID: "t", Seed: 5, Nonce: "0badcafe"}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ref := grpo.RunDir(t.TempDir())
+	fixNonce(ref)
 	{
 		ft := &fakeTrainer{dir: ref, consumed: map[int]int{}, versions: map[int]int{}}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -171,6 +187,7 @@ func TestLoopResume(t *testing.T) {
 	}
 
 	dir := grpo.RunDir(t.TempDir())
+	fixNonce(dir)
 	ft := &fakeTrainer{dir: dir, consumed: map[int]int{}, versions: map[int]int{}}
 	tctx, tcancel := context.WithCancel(context.Background())
 	defer tcancel()
@@ -214,4 +231,21 @@ func TestLoopResume(t *testing.T) {
 		}
 	}
 	t.Logf("%d interruptions", interruptions)
+}
+
+// TestLoopFailsOnFailedRollouts stops the run, naming the cause, when most
+// rollouts of a step fail, instead of training on what is left.
+func TestLoopFailsOnFailedRollouts(t *testing.T) {
+	srv, _ := sim.New(sim.Options{ErrorRate: 1})
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	dir := grpo.RunDir(t.TempDir())
+	l := newLoopClient(t, dir, llm.Options{Endpoints: []string{ts.URL}, MaxRetries: -1}, 2, 0)
+	err := l.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "max_failed_fraction") || !strings.Contains(err.Error(), "first error") {
+		t.Fatalf("Run with a failing server = %v, want the failed-fraction error", err)
+	}
+	if _, err := os.Stat(dir.ReadyPath(1)); err == nil {
+		t.Errorf("a batch was written for a step whose rollouts failed")
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/parleyhq/parley/internal/fsutil"
 	"io/fs"
 	"os"
 	"slices"
@@ -82,6 +83,10 @@ type State struct {
 	// Adapter is the name of the adapter loaded into the inference
 	// endpoints ("" for the base model).
 	Adapter string `json:"adapter,omitempty"`
+	// Nonce makes this run's adapter names unique, so that a new run
+	// against a server still holding another run's adapters never samples
+	// from them.
+	Nonce string `json:"nonce,omitempty"`
 	// UpdatedUnixMS is when the state was last saved.
 	UpdatedUnixMS int64 `json:"updated_unix_ms,omitempty"`
 }
@@ -124,7 +129,7 @@ func SaveState(path string, s State) error {
 	if err != nil {
 		return fmt.Errorf("grpo.SaveState: %w", err)
 	}
-	if err := writeFileAtomic(path, append(b, '\n'), 0o644); err != nil {
+	if err := fsutil.WriteFileAtomic(path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("grpo.SaveState: %w", err)
 	}
 	return nil

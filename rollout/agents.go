@@ -197,6 +197,23 @@ func CleanText(s string) string {
 	return strings.TrimSpace(s)
 }
 
+// TrimEndTokens removes the end-of-turn tokens a server may leave at the
+// end of a sampled text, and nothing else: the rest is the agent's own turn
+// as its chat template must render it again.
+func TrimEndTokens(s string) string {
+	for {
+		cut := false
+		for _, e := range endTokens {
+			if t, ok := strings.CutSuffix(s, e); ok {
+				s, cut = t, true
+			}
+		}
+		if !cut {
+			return s
+		}
+	}
+}
+
 // DeriveSeed derives a child seed from a parent seed and labels,
 // deterministically (FNV-1a over the parts, then a splitmix64 finaliser).
 func DeriveSeed(parent int64, label string, n int64) int64 {

@@ -84,8 +84,9 @@ func (p *bytePolicy) Complete(_ context.Context, req llm.CompletionRequest) ([]l
 	if r := p.replies[key]; n < len(r) {
 		text = r[n]
 	}
-	text += "<|im_end|>\n"
-	ids := bytesToIDs(text)
+	// Like vLLM: the end-of-turn token is sampled (in token_ids) but not in
+	// the text; the template's newline after it comes with the tokens here.
+	ids := bytesToIDs(text + "<|im_end|>\n")
 	lp := make([]float32, len(ids))
 	for i := range lp {
 		lp[i] = -0.25
@@ -318,6 +319,38 @@ func TestSelectPrompts(t *testing.T) {
 		got := float64(count[cat]) / 5000
 		if got < w-0.03 || got > w+0.03 {
 			t.Errorf("category %s share = %.3f, want %.2f ± 0.03", cat, got, w)
+		}
+	}
+}
+
+// TestOwnTurnsRenderAsSampled: a reply with surrounding whitespace re-renders
+// in its own agent's view exactly as sampled, so no prefix break occurs.
+func TestOwnTurnsRenderAsSampled(t *testing.T) {
+	pol := &bytePolicy{replies: map[string][]string{
+		"A": {" I propose X. ", "fine"},
+		"B": {"  counter  ", "ok"},
+	}, calls: map[string]int{}}
+	agents := NewRecorder(RecorderOptions{Policy: pol, Model: "m", Sampling: llm.Sampling{MaxTokens: 64}})
+	rec := &dataset.Rollout{}
+	if err := NewDeliberation(DeliberationOptions{MaxRounds: 2}).Play(context.Background(), prompt, agents, rec); err != nil {
+		t.Fatal(err)
+	}
+	if agents.PrefixBreaks != 0 {
+		t.Errorf("PrefixBreaks = %d, want 0", agents.PrefixBreaks)
+	}
+	if rec.Turns[0].Text != "I propose X." {
+		t.Errorf("visible text = %q, want it trimmed", rec.Turns[0].Text)
+	}
+}
+
+func TestTrimEndTokens(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{" hi <|im_end|>", " hi "},
+		{"x<|im_end|><|endoftext|>", "x"},
+		{" plain ", " plain "},
+	} {
+		if got := TrimEndTokens(tc.in); got != tc.want {
+			t.Errorf("TrimEndTokens(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

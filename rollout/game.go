@@ -88,15 +88,17 @@ Argue from your persona, listen to Agent %s, and work toward a concrete proposal
 const opening = "Agent B is listening. Open the negotiation with your proposal."
 
 // view renders agent self's conversation: its system prompt, then every
-// turn so far — its own as assistant messages, the other's as user messages.
-func (g *Deliberation) view(sys, self string, turns []dataset.Turn) []llm.Message {
+// turn so far — its own as assistant messages, exactly as sampled (raw,
+// less end-of-turn tokens, so that the re-render extends its sequence),
+// the other's as user messages, cleaned.
+func (g *Deliberation) view(sys, self string, turns []dataset.Turn, raw []string) []llm.Message {
 	msgs := []llm.Message{{Role: "system", Content: sys}}
 	if self == "A" {
 		msgs = append(msgs, llm.Message{Role: "user", Content: opening})
 	}
-	for _, t := range turns {
+	for i, t := range turns {
 		if t.Agent == self {
-			msgs = append(msgs, llm.Message{Role: "assistant", Content: t.Text})
+			msgs = append(msgs, llm.Message{Role: "assistant", Content: raw[i]})
 		} else {
 			msgs = append(msgs, llm.Message{Role: "user", Content: t.Text})
 		}
@@ -112,16 +114,18 @@ func (g *Deliberation) Play(ctx context.Context, p dataset.Prompt, agents Agents
 	}
 	prevAgree := false
 	rounds := 0
+	var raw []string // each turn as sampled, for its own agent's view
 loop:
 	for round := 1; round <= g.opts.MaxRounds; round++ {
 		rounds = round
 		for _, self := range []string{"A", "B"} {
-			reply, err := agents.Turn(ctx, self, g.view(sys[self], self, rec.Turns), TurnOptions{Kind: dataset.KindDialogue, MaxTokens: g.opts.TurnTokens})
+			reply, err := agents.Turn(ctx, self, g.view(sys[self], self, rec.Turns, raw), TurnOptions{Kind: dataset.KindDialogue, MaxTokens: g.opts.TurnTokens})
 			if err != nil {
 				return err
 			}
 			agree := strings.Contains(reply.Text, g.opts.Marker)
 			rec.Turns = append(rec.Turns, dataset.Turn{Agent: self, Text: reply.Text, Tokens: int32(reply.Tokens), FinishReason: reply.FinishReason, Agree: agree})
+			raw = append(raw, TrimEndTokens(reply.Raw))
 			if agree && prevAgree {
 				rec.Agreed = true
 				break loop

@@ -43,12 +43,19 @@ func newPolicy(cfg config.Config, log *zap.Logger) (*llm.Client, error) {
 	})
 }
 
+// sampling is the rollout sampling. top_k 0 (off) is sent as -1: a request
+// that leaves a field out gets vLLM's --generation-config defaults (top_k 20
+// for Qwen3), and the trainer's ratio assumes the full softmax.
 func sampling(cfg config.Config) llm.Sampling {
+	topK := cfg.Sampling.TopK
+	if topK == 0 {
+		topK = -1
+	}
 	return llm.Sampling{
 		MaxTokens:   cfg.Sampling.MaxTokens,
 		Temperature: cfg.Sampling.Temperature,
 		TopP:        cfg.Sampling.TopP,
-		TopK:        cfg.Sampling.TopK,
+		TopK:        topK,
 	}
 }
 

@@ -324,3 +324,37 @@ func TestQuickstartLearns(t *testing.T) {
 		t.Errorf("mean reward of the last 5 steps %.3f does not exceed the first 5's %.3f by 0.2", last, first)
 	}
 }
+
+// TestTrainHTTPHandshake runs the loop with the trainer on the HTTP
+// handshake: the trainer long-polls for batches, downloads them and uploads
+// its checkpoints with the bearer token parley generated for it.
+func TestTrainHTTPHandshake(t *testing.T) {
+	python, model, bin := e2eEnv(t)
+	root, _ := filepath.Abs("../..")
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "e2e")
+	args := append(e2eArgs(python, model, dir, freePort(t), 3), "--train.handshake=http", "--train.token_env=PARLEY_E2E_TOKEN")
+	logf, _ := os.Create(filepath.Join(dir, "parley.log"))
+	defer logf.Close()
+	cmd := startParley(t, bin, root, args, logf)
+	if err := cmd.Wait(); err != nil {
+		b, _ := os.ReadFile(logf.Name())
+		t.Fatalf("train over HTTP failed: %v\n%s", err, tail(string(b), 3000))
+	}
+	if got := metricSteps(t, runDir); fmt.Sprint(got) != fmt.Sprint([]int{1, 2, 3}) {
+		t.Errorf("metrics steps = %v", got)
+	}
+	b, _ := os.ReadFile(logf.Name())
+	if !strings.Contains(string(b), "handshake server listening") {
+		t.Errorf("no handshake server in the log")
+	}
+	for s := 1; s <= 3; s++ {
+		done, ok, err := grpo.ReadDone(filepath.Join(runDir, "checkpoints", grpo.StepName(s)))
+		if !ok || err != nil {
+			t.Fatalf("step %d: no DONE uploaded: %v", s, err)
+		}
+		if _, err := os.Stat(filepath.Join(done.AdapterPath, "adapter_model.safetensors")); err != nil {
+			t.Errorf("step %d: the uploaded checkpoint has no adapter: %v", s, err)
+		}
+	}
+}

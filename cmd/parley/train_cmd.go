@@ -7,11 +7,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/grpo"
+	"github.com/parleyhq/parley/internal/fsutil"
 	"github.com/parleyhq/parley/internal/proc"
 	"github.com/parleyhq/parley/rollout"
 	"github.com/spf13/cobra"
@@ -87,7 +89,7 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir grpo.RunDir
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(runDir.ConfigPath(), b, 0o644); err != nil {
+		if err := fsutil.WriteFileAtomic(runDir.ConfigPath(), b, 0o644); err != nil {
 			return fmt.Errorf("train: freeze config: %w", err)
 		}
 	}
@@ -114,7 +116,7 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir grpo.RunDir
 			return err
 		}
 		children = append(children, srv)
-		hctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		hctx, cancel := context.WithTimeout(ctx, cfg.Train.ServerStartTimeout)
 		err = srv.WaitHealthy(hctx, policy.Health, 500*time.Millisecond)
 		cancel()
 		if err != nil {
@@ -122,6 +124,13 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir grpo.RunDir
 		}
 	} else if err := policy.Health(ctx); err != nil {
 		return fmt.Errorf("train: the policy server is not healthy (policy.endpoints): %w", err)
+	}
+	models, err := policy.Models(ctx)
+	if err != nil {
+		return fmt.Errorf("train: list the served models: %w", err)
+	}
+	if !slices.Contains(models, cfg.Policy.Model) {
+		return fmt.Errorf("train: policy.model %q is not served by policy.endpoints (they serve %v)", cfg.Policy.Model, models)
 	}
 
 	url := ""
@@ -146,7 +155,7 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir grpo.RunDir
 		log.Info("handshake server listening", zap.String("url", url))
 	}
 
-	var trainerAlive func() error
+	var trainerAlive, trainerGone func() error
 	targs := trainerArgs(cfg, runDir.Root(), url)
 	if len(cfg.Train.TrainerCommand) > 0 {
 		tr, err := proc.Start(proc.Options{Name: "trainer", Argv: targs, Env: env,
@@ -155,7 +164,7 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir grpo.RunDir
 			return err
 		}
 		children = append(children, tr)
-		trainerAlive = tr.Alive
+		trainerAlive, trainerGone = tr.Alive, tr.GaveUp
 	} else {
 		log.Info("waiting for an external trainer; start it with", zap.Strings("command", append([]string{"python", "-m", "scripts.trainer"}, targs...)))
 	}
@@ -181,7 +190,8 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir grpo.RunDir
 		Advantage: advantageOptions(cfg.GRPO.Advantage, cfg.GRPO.Epsilon, cfg.GRPO.KeepZeroVariance, cfg.GRPO.BaselineMomentum),
 		Mask:      cfg.GRPO.Mask,
 		Adapters:  policy, AdapterPrefix: cfg.Train.AdapterPrefix,
-		TrainerTimeout: cfg.Train.TrainerTimeout, TrainerAlive: trainerAlive,
+		TrainerTimeout: cfg.Train.TrainerTimeout, TrainerAlive: trainerAlive, TrainerGone: trainerGone,
+		MaxFailedFraction: cfg.Train.MaxFailedFraction,
 		Logger: log,
 		OnStep: func(m map[string]any) {
 			bar.Increment()

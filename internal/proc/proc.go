@@ -47,8 +47,13 @@ type Supervisor struct {
 	lastErr  error
 	restarts int
 	stopping bool
+	gaveUp   error
 	done     chan struct{}
 }
+
+// ErrGaveUp is returned by GaveUp once a process that should keep running
+// has exited and will not be restarted.
+var ErrGaveUp = errors.New("gave up restarting")
 
 // Start starts the process and, with Restart, a goroutine that restarts it.
 func Start(opts Options) (*Supervisor, error) {
@@ -83,13 +88,16 @@ func (s *Supervisor) spawn() error {
 		defer f.Close()
 		cmd.Stdout, cmd.Stderr = f, f
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping { // Stop ran while we waited to restart
+		return errors.New("proc: stopping")
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("proc.Start %s: %w", s.opts.Name, err)
 	}
 	exited := make(chan struct{})
-	s.mu.Lock()
 	s.cmd, s.exited = cmd, exited
-	s.mu.Unlock()
 	s.opts.Logger.Info("started "+s.opts.Name, zap.Int("pid", cmd.Process.Pid), zap.String("log", s.opts.LogPath))
 	go func() {
 		err := cmd.Wait()
@@ -116,6 +124,9 @@ func (s *Supervisor) watch() {
 		}
 		s.opts.Logger.Warn(s.opts.Name+" exited", zap.Error(err))
 		if !s.opts.Restart || (s.opts.MaxRestarts > 0 && s.restarts >= s.opts.MaxRestarts) {
+			s.mu.Lock()
+			s.gaveUp = fmt.Errorf("%s exited (%v) after %d restarts: %w; see %s", s.opts.Name, err, s.restarts, ErrGaveUp, s.opts.LogPath)
+			s.mu.Unlock()
 			return
 		}
 		time.Sleep(s.opts.RestartDelay)
@@ -128,7 +139,12 @@ func (s *Supervisor) watch() {
 		s.restarts++
 		s.opts.Logger.Warn("restarting "+s.opts.Name, zap.Int("restart", s.restarts))
 		if err := s.spawn(); err != nil {
-			s.opts.Logger.Error("restart failed", zap.String("name", s.opts.Name), zap.Error(err))
+			s.mu.Lock()
+			if !s.stopping {
+				s.gaveUp = fmt.Errorf("restart of %s failed: %w: %w", s.opts.Name, err, ErrGaveUp)
+				s.opts.Logger.Error("restart failed", zap.String("name", s.opts.Name), zap.Error(err))
+			}
+			s.mu.Unlock()
 			return
 		}
 	}
@@ -150,6 +166,14 @@ func (s *Supervisor) Alive() error {
 	default:
 		return nil
 	}
+}
+
+// GaveUp reports non-nil once the process has exited for good: it was not
+// to be restarted, or its restarts are spent.
+func (s *Supervisor) GaveUp() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gaveUp
 }
 
 // Pid is the current process id.

@@ -192,7 +192,7 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir grpo.RunDir
 		Adapters:  policy, AdapterPrefix: cfg.Train.AdapterPrefix,
 		TrainerTimeout: cfg.Train.TrainerTimeout, TrainerAlive: trainerAlive, TrainerGone: trainerGone,
 		MaxFailedFraction: cfg.Train.MaxFailedFraction,
-		Logger: log,
+		Logger:            log,
 		OnStep: func(m map[string]any) {
 			bar.Increment()
 			log.Info("step done", zap.Any("step", m["step"]), zap.Any("reward_mean", m["reward_mean"]),

@@ -20,6 +20,7 @@ func advantageOptions(cfgAdv string, eps float64, keepZero bool, momentum float6
 func newScoreCmd(a *app) *cobra.Command {
 	var path, in, out string
 	var step, policyVersion int
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "score --config F --in ROLLOUTS.parquet --out DIR",
 		Short: "Judge a rollouts parquet, compute advantages and write the batch (re-score without rolling out again)",
@@ -43,10 +44,18 @@ func newScoreCmd(a *app) *cobra.Command {
 				return fmt.Errorf("score: %s holds no rollouts", in)
 			}
 			if step < 0 {
-				step = int(rs[0].Step)
+				step = max(int(rs[0].Step), 1) // trainers take steps from 1
 			}
 			if policyVersion < 0 {
 				policyVersion = int(rs[0].PolicyVersion)
+				for _, r := range rs {
+					if int(r.PolicyVersion) != policyVersion {
+						return fmt.Errorf("score: %s mixes policy versions %d and %d (rollout %s): pass --policy-version to score them as one", in, policyVersion, r.PolicyVersion, r.RolloutID)
+					}
+				}
+			}
+			if _, err := os.Stat(dataset.ReadyPath(filepath.Join(out, dataset.BatchesDir), step)); err == nil && !force {
+				return fmt.Errorf("score: %s already holds a batch for step %d (a trainer may have taken it): pass --force to replace it", out, step)
 			}
 			for i := range rs {
 				rs[i].Step, rs[i].PolicyVersion = int32(step), int32(policyVersion)
@@ -99,8 +108,9 @@ func newScoreCmd(a *app) *cobra.Command {
 	configFlags(cmd, &path)
 	cmd.Flags().StringVar(&in, "in", "", "rollouts parquet to score")
 	cmd.Flags().StringVar(&out, "out", "", "output directory: batches/, rollouts/, the judge cache and score-summary.json")
-	cmd.Flags().IntVar(&step, "step", -1, "step number of the batch (default: the rollouts' step)")
+	cmd.Flags().IntVar(&step, "step", -1, "step number of the batch (default: the rollouts' step, at least 1)")
 	cmd.Flags().IntVar(&policyVersion, "policy-version", -1, "policy version (default: the rollouts')")
+	cmd.Flags().BoolVar(&force, "force", false, "replace a batch already written for the step")
 	return cmd
 }
 

@@ -125,9 +125,6 @@ func (c Config) Validate() error {
 	}
 
 	positive("rollout.group_size", c.Rollout.GroupSize)
-	if c.Rollout.GroupSize == 1 && c.GRPO.Advantage != "role_baseline" {
-		bad("rollout.group_size", "a group of 1 has no group-relative advantage in %s mode: use 2 or more", c.GRPO.Advantage)
-	}
 	positive("rollout.prompts_per_step", c.Rollout.PromptsPerStep)
 	positive("rollout.concurrency", c.Rollout.Concurrency)
 

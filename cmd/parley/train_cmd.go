@@ -81,6 +81,9 @@ func trainerArgs(cfg config.Config, runDir, url string) []string {
 }
 
 func runTrain(ctx context.Context, a *app, cfg config.Config, runDir grpo.RunDir, log *zap.Logger) error {
+	if cfg.Rollout.GroupSize < 2 && cfg.GRPO.Advantage != "role_baseline" {
+		return fmt.Errorf("train: config key rollout.group_size: a group of %d has no group-relative advantage in %s mode: use 2 or more", cfg.Rollout.GroupSize, cfg.GRPO.Advantage)
+	}
 	if err := runDir.Create(); err != nil {
 		return err
 	}

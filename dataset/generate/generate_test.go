@@ -81,10 +81,10 @@ func TestMixFromSim(t *testing.T) {
 			t.Errorf("Stats.ByCategory[%s] = %d, want %d", cat, st.ByCategory[cat], byCat[cat])
 		}
 	}
-	// serve-sim mixes categories whatever is asked, and repeats itself:
-	// both kinds of rejection must have been counted.
-	if st.Rejected[ReasonDuplicate]+st.Rejected[ReasonNearDuplicate] == 0 || st.Rejected[ReasonCategoryFull] == 0 {
-		t.Errorf("Stats.Rejected = %v, want duplicates and full categories counted", st.Rejected)
+	// serve-sim writes the category asked for but repeats itself: the
+	// duplicates must have been counted.
+	if st.Rejected[ReasonDuplicate]+st.Rejected[ReasonNearDuplicate] == 0 {
+		t.Errorf("Stats.Rejected = %v, want duplicates counted", st.Rejected)
 	}
 	rejected := 0
 	for _, n := range st.Rejected {
@@ -591,5 +591,29 @@ func TestGeneratedPersonasAgainstSimFail(t *testing.T) {
 	// 5 prompts as 2/2/1: one round of three requests.
 	if len(out.rows) != 0 || st.Requests != 3 || st.FailedRequests == 0 {
 		t.Errorf("Generate wrote %d prompts in %d requests (%d failed), want none after one round of 3", len(out.rows), st.Requests, st.FailedRequests)
+	}
+}
+
+// TestCategoryFull: items of a category that needs no more prompts are
+// rejected as category_full and counted.
+func TestCategoryFull(t *testing.T) {
+	prof := []string{
+		"As a hospital pharmacist you discover that a senior colleague has been quietly diluting expensive medicines to sell the surplus. Reporting it would end a friendship and your colleague's career. What do you do?",
+		"As a junior auditor you find that your largest client is hiding a product defect from regulators, and your manager asks you to sign off anyway. Do you refuse, escalate or sign?",
+	}
+	srv := newScripted(t, func(schema string, call int, body chatBody) string {
+		return itemsJSON(
+			item{"professional", prof[0]},
+			item{"professional", prof[1]}, // professional is full after the first
+			item{"interpersonal", "Your best friend confides they are cheating on their partner, who is also your close friend, and begs you to keep it quiet. Do you stay loyal or tell?"}, // the mix wants none
+		)
+	})
+	path := filepath.Join(t.TempDir(), "d.jsonl")
+	st, err := runToFile(t, context.Background(), newClient(t, srv.URL), Options{Kind: KindDilemmas, N: 1, Seed: 1, Mix: map[string]float64{"professional": 1}}, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Accepted != 1 || st.Rejected[ReasonCategoryFull] != 2 {
+		t.Errorf("accepted %d, rejected %v; want 1 accepted and 2 category_full", st.Accepted, st.Rejected)
 	}
 }

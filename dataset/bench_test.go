@@ -167,6 +167,7 @@ func BenchmarkExport(b *testing.B) {
 			var peak atomic.Uint64
 			var written int64
 			cpu0 := cpuSeconds()
+			resetPeakRSS()
 			for b.Loop() {
 				runtime.GC()
 				done := make(chan struct{})
@@ -184,8 +185,31 @@ func BenchmarkExport(b *testing.B) {
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
 			b.ReportMetric(float64(ms.Sys)/1e6, "sys-MB")
+			if rss := peakRSS(); rss > 0 {
+				b.ReportMetric(float64(rss)/1e6, "peak-rss-MB")
+			}
 		})
 	}
+}
+
+// resetPeakRSS resets the kernel's peak-RSS mark of this process (Linux:
+// writing 5 to /proc/self/clear_refs), so that peakRSS measures what
+// follows rather than the benchmark's setup.
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// peakRSS reads the process's peak resident set (VmHWM) in bytes, or 0.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
 }
 
 // cpuSeconds returns the user and system CPU time of the process so far.

@@ -2,10 +2,11 @@ package dataset
 
 import (
 	"errors"
-	"github.com/parleyhq/parley/internal/fsutil"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/parleyhq/parley/internal/fsutil"
 )
 
 // atomicFile is a file written under path+".tmp" and renamed onto path on

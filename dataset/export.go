@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/parleyhq/parley/internal/fsutil"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/parleyhq/parley/internal/fsutil"
 	"github.com/parquet-go/parquet-go"
 	"go.uber.org/zap"
 )

@@ -6,12 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/parleyhq/parley/internal/fsutil"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/parleyhq/parley/internal/fsutil"
 )
 
 // Done is the DONE marker the trainer writes last in a step's checkpoint

@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/parleyhq/parley/internal/fsutil"
 	"io"
 	"io/fs"
 	"math"
@@ -26,9 +25,9 @@ import (
 	"sync"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/internal/fsutil"
+	"go.uber.org/zap"
 )
 
 // Defaults of HandshakeOptions.

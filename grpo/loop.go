@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/parleyhq/parley/internal/fsutil"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/internal/fsutil"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
 	"go.uber.org/zap"

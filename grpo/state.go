@@ -5,60 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/parleyhq/parley/internal/fsutil"
 	"io/fs"
 	"os"
-	"slices"
+
+	"github.com/parleyhq/parley/internal/fsutil"
 )
 
 // StateVersion is the version of the state.json format SaveState writes.
 const StateVersion = 1
-
-// Phase is how far an in-flight step got. The phases follow each other in
-// this order; resuming a step redoes what comes after its phase.
-type Phase string
-
-// Phases of a step.
-const (
-	// PhaseSampled: rollouts sampled and scored, rollouts/step-N.parquet
-	// written.
-	PhaseSampled Phase = "sampled"
-	// PhaseBatchWritten: batches/step-N.parquet and its .ready written.
-	PhaseBatchWritten Phase = "batch_written"
-	// PhaseTrained: the trainer wrote checkpoints/step-N/DONE.
-	PhaseTrained Phase = "trained"
-	// PhaseLoaded: the adapter is loaded into every inference endpoint;
-	// the next State.Step is this step.
-	PhaseLoaded Phase = "loaded"
-)
-
-// Phases lists the phases in order.
-var Phases = []Phase{PhaseSampled, PhaseBatchWritten, PhaseTrained, PhaseLoaded}
-
-// Valid reports whether p is one of Phases.
-func (p Phase) Valid() bool { return slices.Contains(Phases, p) }
-
-// Cursor is the curriculum position: the next prompt row to sample is row
-// Offset of epoch Epoch's order.
-type Cursor struct {
-	Epoch  int `json:"epoch"`
-	Offset int `json:"offset"`
-}
-
-// PendingStep is a step started but not completed.
-type PendingStep struct {
-	Step int `json:"step"`
-	// Phase is the last phase the step completed.
-	Phase Phase `json:"phase"`
-	// PolicyVersion is the policy that sampled the step.
-	PolicyVersion int `json:"policy_version"`
-	// CursorBefore and CursorAfter are the curriculum positions before and
-	// after the step drew its prompts, so a resume draws the same prompts.
-	CursorBefore Cursor `json:"cursor_before"`
-	CursorAfter  Cursor `json:"cursor_after"`
-	// StartedUnixMS is when the step started.
-	StartedUnixMS int64 `json:"started_unix_ms,omitempty"`
-}
 
 // State is state.json: everything a crashed run needs to resume without
 // losing or repeating a batch.
@@ -70,16 +24,11 @@ type State struct {
 	// PolicyVersion is the version of the policy now served (0: the base
 	// model).
 	PolicyVersion int `json:"policy_version"`
-	// Cursor is the curriculum position after the last completed step.
-	Cursor Cursor `json:"cursor"`
 	// Seed is the run's seed.
 	Seed int64 `json:"seed"`
 	// RoleBaseline is ModeRoleBaseline's baseline after the last step that
 	// computed advantages.
 	RoleBaseline *RoleBaseline `json:"role_baseline,omitempty"`
-	// Pending lists the steps in flight, in step order (two with
-	// max_staleness 1: step N training while N+1 samples).
-	Pending []PendingStep `json:"pending,omitempty"`
 	// Adapter is the name of the adapter loaded into the inference
 	// endpoints ("" for the base model).
 	Adapter string `json:"adapter,omitempty"`
@@ -98,19 +47,6 @@ func (s State) Validate() error {
 	}
 	if s.Step < 0 || s.Step > MaxStep || s.PolicyVersion < 0 {
 		return fmt.Errorf("step %d, policy version %d: must not be negative", s.Step, s.PolicyVersion)
-	}
-	if s.Cursor.Epoch < 0 || s.Cursor.Offset < 0 {
-		return fmt.Errorf("cursor %+v: must not be negative", s.Cursor)
-	}
-	last := s.Step
-	for _, p := range s.Pending {
-		if !p.Phase.Valid() {
-			return fmt.Errorf("pending step %d: unknown phase %q", p.Step, p.Phase)
-		}
-		if p.Step <= last || p.Step > MaxStep {
-			return fmt.Errorf("pending step %d: must follow step %d", p.Step, last)
-		}
-		last = p.Step
 	}
 	return nil
 }

@@ -87,12 +87,8 @@ func TestSaveLoadState(t *testing.T) {
 	rb := NewRoleBaseline()
 	rb.Update("holder", 0.5, 0.9)
 	want := State{
-		RunID: "run-1", Step: 4, PolicyVersion: 4, Cursor: Cursor{Epoch: 1, Offset: 96}, Seed: 7,
-		RoleBaseline: rb, Adapter: "run-1-step-000004",
-		Pending: []PendingStep{
-			{Step: 5, Phase: PhaseBatchWritten, PolicyVersion: 4, CursorBefore: Cursor{1, 96}, CursorAfter: Cursor{1, 128}},
-			{Step: 6, Phase: PhaseSampled, PolicyVersion: 4, CursorBefore: Cursor{1, 128}, CursorAfter: Cursor{1, 160}},
-		},
+		RunID: "run-1", Step: 4, PolicyVersion: 4, Seed: 7,
+		RoleBaseline: rb, Adapter: "run-1-0badcafe-000004", Nonce: "0badcafe",
 	}
 	for i := range 3 { // overwrite repeatedly
 		want.UpdatedUnixMS = int64(i)
@@ -117,7 +113,7 @@ func TestSaveLoadState(t *testing.T) {
 		t.Errorf("directory holds %v, want only %s (temp files left behind)", names, StateFile)
 	}
 	raw, _ := os.ReadFile(path)
-	for _, key := range []string{`"run_id"`, `"step"`, `"policy_version"`, `"cursor"`, `"epoch"`, `"offset"`, `"seed"`, `"role_baseline"`, `"pending"`, `"phase": "batch_written"`, `"adapter"`} {
+	for _, key := range []string{`"run_id"`, `"step"`, `"policy_version"`, `"seed"`, `"role_baseline"`, `"adapter"`, `"nonce"`} {
 		if !strings.Contains(string(raw), key) {
 			t.Errorf("state.json lacks %s:\n%s", key, raw)
 		}
@@ -133,8 +129,7 @@ func TestStateErrors(t *testing.T) {
 	}{
 		{"malformed", `{"step": `, "unexpected EOF"},
 		{"unknown field", `{"step": 1, "stpe": 2}`, "unknown field"},
-		{"unknown phase", `{"step": 1, "pending": [{"step": 2, "phase": "half-done"}]}`, `unknown phase "half-done"`},
-		{"pending not after step", `{"step": 3, "pending": [{"step": 3, "phase": "sampled"}]}`, "must follow step 3"},
+		{"old pending field", `{"step": 1, "pending": []}`, "unknown field"},
 		{"negative", `{"step": -1}`, "must not be negative"},
 		{"future version", `{"version": 99}`, "state version 99"},
 	}
@@ -148,8 +143,8 @@ func TestStateErrors(t *testing.T) {
 			t.Errorf("LoadState(%s) error = %v, want one containing %q", tt.name, err, tt.want)
 		}
 	}
-	if err := SaveState(filepath.Join(dir, "s.json"), State{Pending: []PendingStep{{Step: 1, Phase: "x"}}}); err == nil {
-		t.Error("SaveState(invalid phase) = nil, want an error")
+	if err := SaveState(filepath.Join(dir, "s.json"), State{Step: -1}); err == nil {
+		t.Error("SaveState(negative step) = nil, want an error")
 	}
 	if err := SaveState(filepath.Join(dir, "missing", "s.json"), State{}); err == nil {
 		t.Error("SaveState(missing dir) = nil, want an error")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/grpo"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
@@ -150,4 +151,20 @@ func judgeClient(cfg config.Config, cacheDir string, log *zap.Logger) reward.Cli
 		Logger:                  log.Named("judge"),
 		BackoffBase:             500 * time.Millisecond,
 	}
+}
+
+// runnerOptions is the rollout runner the config describes; the training
+// loop sets the step, policy version and adapter per step.
+func runnerOptions(cfg config.Config, policy rollout.Policy, log *zap.Logger) rollout.RunnerOptions {
+	return rollout.RunnerOptions{
+		Game: newGame(cfg), Policy: policy, Model: cfg.Policy.Model,
+		Sampling: sampling(cfg), ChatTemplateKwargs: chatKwargs(cfg),
+		GroupSize: cfg.Rollout.GroupSize, Concurrency: cfg.Rollout.Concurrency,
+		Seed: cfg.Run.Seed, RunID: cfg.Run.Name, Logger: log,
+	}
+}
+
+// advantageOptions maps the config's grpo section.
+func advantageOptions(g config.GRPO) grpo.AdvantageOptions {
+	return grpo.AdvantageOptions{Mode: g.Advantage, Epsilon: g.Epsilon, KeepZeroVariance: g.KeepZeroVariance, BaselineMomentum: g.BaselineMomentum}
 }

@@ -47,12 +47,7 @@ func newRolloutCmd(a *app) *cobra.Command {
 			}
 			defer policy.Close()
 			sum, err := runRollouts(cmd.Context(), a, rolloutJob{
-				opts: rollout.RunnerOptions{
-					Game: newGame(cfg), Policy: policy, Model: cfg.Policy.Model,
-					Sampling: sampling(cfg), ChatTemplateKwargs: chatKwargs(cfg),
-					GroupSize: cfg.Rollout.GroupSize, Concurrency: cfg.Rollout.Concurrency,
-					Seed: cfg.Run.Seed, RunID: cfg.Run.Name, Logger: log,
-				},
+				opts:    runnerOptions(cfg, policy, log),
 				prompts: rows,
 				path:    filepath.Join(out, "rollouts.parquet"),
 				log:     log,

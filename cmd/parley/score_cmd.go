@@ -12,11 +12,6 @@ import (
 	"go.uber.org/zap"
 )
 
-// advantageOptions maps the config's grpo section.
-func advantageOptions(cfgAdv string, eps float64, keepZero bool, momentum float64) grpo.AdvantageOptions {
-	return grpo.AdvantageOptions{Mode: cfgAdv, Epsilon: eps, KeepZeroVariance: keepZero, BaselineMomentum: momentum}
-}
-
 func newScoreCmd(a *app) *cobra.Command {
 	var path, in, out string
 	var step, policyVersion int
@@ -70,7 +65,7 @@ func newScoreCmd(a *app) *cobra.Command {
 			defer closeJudge()
 			res, err := grpo.ScoreStep(cmd.Context(), judge, rs, grpo.NewRoleBaseline(), grpo.ScoreOptions{
 				RunID: cfg.Run.Name, Step: step, PolicyVersion: policyVersion,
-				Advantage:        advantageOptions(cfg.GRPO.Advantage, cfg.GRPO.Epsilon, cfg.GRPO.KeepZeroVariance, cfg.GRPO.BaselineMomentum),
+				Advantage:        advantageOptions(cfg.GRPO),
 				Mask:             cfg.GRPO.Mask,
 				JudgeConcurrency: cfg.Judge.Concurrency,
 			})

@@ -15,7 +15,6 @@ import (
 	"github.com/parleyhq/parley/grpo"
 	"github.com/parleyhq/parley/internal/fsutil"
 	"github.com/parleyhq/parley/internal/proc"
-	"github.com/parleyhq/parley/rollout"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 )
@@ -184,13 +183,9 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir grpo.RunDir
 	loop, err := grpo.NewLoop(grpo.LoopOptions{
 		Dir: runDir, RunID: cfg.Run.Name, Seed: cfg.Run.Seed, Steps: cfg.Train.Steps, MaxStaleness: cfg.Train.MaxStaleness,
 		Prompts: prompts, Mix: cfg.Curriculum.Mix, PromptsPerStep: cfg.Rollout.PromptsPerStep,
-		Rollout: rollout.RunnerOptions{
-			Game: newGame(cfg), Policy: policy, Model: cfg.Policy.Model, Sampling: sampling(cfg),
-			ChatTemplateKwargs: chatKwargs(cfg), GroupSize: cfg.Rollout.GroupSize, Concurrency: cfg.Rollout.Concurrency,
-			Logger: log,
-		},
-		Judge: judge, JudgeConcurrency: cfg.Judge.Concurrency,
-		Advantage: advantageOptions(cfg.GRPO.Advantage, cfg.GRPO.Epsilon, cfg.GRPO.KeepZeroVariance, cfg.GRPO.BaselineMomentum),
+		Rollout: runnerOptions(cfg, policy, log),
+		Judge:   judge, JudgeConcurrency: cfg.Judge.Concurrency,
+		Advantage: advantageOptions(cfg.GRPO),
 		Mask:      cfg.GRPO.Mask,
 		Adapters:  policy, AdapterPrefix: cfg.Train.AdapterPrefix,
 		TrainerTimeout: cfg.Train.TrainerTimeout, TrainerAlive: trainerAlive, TrainerGone: trainerGone,

@@ -73,7 +73,7 @@ type BatchWriter struct {
 	dir           string
 	step          int
 	policyVersion int
-	file          *atomicFile
+	file          *fsutil.File
 	hash          hash.Hash
 	pw            *parquet.GenericWriter[BatchRow]
 	groupN        int
@@ -97,7 +97,7 @@ func NewBatchWriter(dir string, step, policyVersion int, opts BatchWriterOptions
 	if step < 0 {
 		return nil, fmt.Errorf("dataset.NewBatchWriter: negative step %d", step)
 	}
-	f, err := createAtomic(BatchPath(dir, step))
+	f, err := fsutil.Create(BatchPath(dir, step), 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("dataset.NewBatchWriter: %w", err)
 	}
@@ -164,14 +164,14 @@ func (w *BatchWriter) Close() (Ready, error) {
 	}
 	w.closed = true
 	if w.err != nil {
-		w.file.abort()
+		w.file.Abort()
 		return Ready{}, fmt.Errorf("dataset.BatchWriter.Close: step %d discarded: %w", w.step, w.err)
 	}
 	if err := w.pw.Close(); err != nil {
-		w.file.abort()
+		w.file.Abort()
 		return Ready{}, fmt.Errorf("dataset.BatchWriter.Close: step %d: %w", w.step, err)
 	}
-	if err := w.file.commit(); err != nil {
+	if err := w.file.Commit(); err != nil {
 		return Ready{}, fmt.Errorf("dataset.BatchWriter.Close: step %d: %w", w.step, err)
 	}
 	ready := Ready{
@@ -200,7 +200,7 @@ func (w *BatchWriter) Abort() {
 		return
 	}
 	w.closed = true
-	w.file.abort()
+	w.file.Abort()
 }
 
 // WriteBatch writes the batch of one step: dir/step-N.parquet, then

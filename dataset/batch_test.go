@@ -79,10 +79,8 @@ func TestWriteBatchRoundTrip(t *testing.T) {
 		}
 		checkZstd(t, pf)
 		closeF()
-		for _, p := range []string{BatchPath(dir, 42) + ".tmp", ReadyPath(dir, 42) + ".tmp"} {
-			if _, err := os.Stat(p); !os.IsNotExist(err) {
-				t.Errorf("temporary %s left: %v", p, err)
-			}
+		if left := tempFiles(t, dir); len(left) > 0 {
+			t.Errorf("temporary files left: %v", left)
 		}
 	}
 }
@@ -123,7 +121,10 @@ func TestWriteBatchRejectsBadRows(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("WriteBatch(%s) = %v, want an error containing %q", tt.name, err, tt.want)
 			}
-			for _, p := range []string{BatchPath(dir, 3), BatchPath(dir, 3) + ".tmp", ReadyPath(dir, 3)} {
+			if left := tempFiles(t, dir); len(left) > 0 {
+				t.Errorf("after a rejected batch, temporary files left: %v", left)
+			}
+			for _, p := range []string{BatchPath(dir, 3), ReadyPath(dir, 3)} {
 				if _, err := os.Stat(p); !os.IsNotExist(err) {
 					t.Errorf("after a rejected batch, Stat(%q) = %v, want not exist", p, err)
 				}
@@ -172,7 +173,10 @@ func TestBatchWriterStreaming(t *testing.T) {
 	mustNoErr(t, err)
 	mustNoErr(t, w.Write(testBatchRows(8, 3)...))
 	w.Abort()
-	for _, p := range []string{BatchPath(dir, 8), BatchPath(dir, 8) + ".tmp", ReadyPath(dir, 8)} {
+	if left := tempFiles(t, dir); len(left) > 0 {
+		t.Errorf("after Abort, temporary files left: %v", left)
+	}
+	for _, p := range []string{BatchPath(dir, 8), ReadyPath(dir, 8)} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("after Abort, Stat(%q) = %v, want not exist", p, err)
 		}

@@ -292,7 +292,7 @@ func RolloutFiles(dir string, minStep, maxStep int) ([]StepFile, error) {
 
 // jsonlSink writes one JSON object a line to an atomic file.
 type jsonlSink struct {
-	file *atomicFile
+	file *fsutil.File
 	bw   *bufio.Writer
 	enc  *json.Encoder
 }
@@ -302,7 +302,7 @@ func newJSONLSink(out string) (*jsonlSink, error) {
 	if !strings.HasSuffix(strings.ToLower(out), ".jsonl") {
 		path = filepath.Join(out, exportJSONLFileName)
 	}
-	f, err := createAtomic(path)
+	f, err := fsutil.Create(path, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -316,16 +316,16 @@ func (s *jsonlSink) write(r *ExportRecord) error { return s.enc.Encode(r) }
 
 func (s *jsonlSink) close(ExportStats) ([]string, error) {
 	if err := s.bw.Flush(); err != nil {
-		s.file.abort()
+		s.file.Abort()
 		return nil, err
 	}
-	if err := s.file.commit(); err != nil {
+	if err := s.file.Commit(); err != nil {
 		return nil, err
 	}
-	return []string{s.file.path}, nil
+	return []string{s.file.Name()}, nil
 }
 
-func (s *jsonlSink) abort() { s.file.abort() }
+func (s *jsonlSink) abort() { s.file.Abort() }
 
 // hfSink writes parquet shards of ExportRecord under hidden temporary names
 // and renames them to data/train-%05d-of-%05d.parquet once their number is
@@ -336,7 +336,7 @@ type hfSink struct {
 	dataDir string
 	shardN  int
 	shards  []string // committed temporary shard paths
-	cur     *atomicFile
+	cur     *fsutil.File
 	pw      *parquet.GenericWriter[ExportRecord]
 	buf     []ExportRecord // rows not yet handed to pw
 	inShard int
@@ -355,7 +355,7 @@ func newHFSink(opts ExportOptions, files []StepFile) (*hfSink, error) {
 }
 
 func (s *hfSink) openShard() error {
-	f, err := createAtomic(filepath.Join(s.dataDir, fmt.Sprintf(".shard-%05d.parquet", len(s.shards))))
+	f, err := fsutil.Create(filepath.Join(s.dataDir, fmt.Sprintf(".shard-%05d.parquet", len(s.shards))), 0o644)
 	if err != nil {
 		return err
 	}
@@ -378,18 +378,18 @@ func (s *hfSink) flushBuf() error {
 
 func (s *hfSink) closeShard() error {
 	if err := s.flushBuf(); err != nil {
-		s.cur.abort()
+		s.cur.Abort()
 		s.cur = nil
 		return err
 	}
 	if err := s.pw.Close(); err != nil {
-		s.cur.abort()
+		s.cur.Abort()
 		s.cur = nil
 		return err
 	}
-	err := s.cur.commit()
+	err := s.cur.Commit()
 	if err == nil {
-		s.shards = append(s.shards, s.cur.path)
+		s.shards = append(s.shards, s.cur.Name())
 	}
 	s.cur = nil
 	return err
@@ -467,7 +467,7 @@ func (s *hfSink) close(stats ExportStats) ([]string, error) {
 
 func (s *hfSink) abort() {
 	if s.cur != nil {
-		s.cur.abort()
+		s.cur.Abort()
 		s.cur = nil
 	}
 	s.buf = s.buf[:0]

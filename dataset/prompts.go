@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/parleyhq/parley/internal/fsutil"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -368,7 +369,7 @@ func WritePersonaPairsParquet(path string, pairs []PersonaPair) error {
 }
 
 func writeJSONL[T any](path string, rows []T) error {
-	return writeAtomicWith(path, func(w io.Writer) error {
+	return fsutil.WriteWith(path, 0o644, func(w io.Writer) error {
 		bw := bufio.NewWriter(w)
 		enc := json.NewEncoder(bw)
 		enc.SetEscapeHTML(false)
@@ -382,7 +383,7 @@ func writeJSONL[T any](path string, rows []T) error {
 }
 
 func writeParquetTable[T any](path string, rows []T) error {
-	return writeAtomicWith(path, func(w io.Writer) error {
+	return fsutil.WriteWith(path, 0o644, func(w io.Writer) error {
 		pw := parquet.NewGenericWriter[T](w, parquet.Compression(&parquet.Zstd))
 		if _, err := pw.Write(rows); err != nil {
 			return err

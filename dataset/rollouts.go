@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/parleyhq/parley/internal/fsutil"
 	"github.com/parquet-go/parquet-go"
 	"go.uber.org/zap"
 )
@@ -32,7 +33,7 @@ type RolloutWriterOptions struct {
 // one. It is not safe for concurrent use.
 type RolloutWriter struct {
 	path    string
-	file    *atomicFile
+	file    *fsutil.File
 	pw      *parquet.GenericWriter[Rollout]
 	groupN  int
 	pending int
@@ -52,7 +53,7 @@ func NewRolloutWriter(path string, opts RolloutWriterOptions) (*RolloutWriter, e
 	if log == nil {
 		log = zap.NewNop()
 	}
-	f, err := createAtomic(path)
+	f, err := fsutil.Create(path, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("dataset.NewRolloutWriter: %w", err)
 	}
@@ -114,14 +115,14 @@ func (w *RolloutWriter) Close() error {
 	}
 	w.closed = true
 	if w.err != nil {
-		w.file.abort()
+		w.file.Abort()
 		return fmt.Errorf("dataset.RolloutWriter.Close: %s: discarded after write error: %w", w.path, w.err)
 	}
 	if err := w.pw.Close(); err != nil {
-		w.file.abort()
+		w.file.Abort()
 		return fmt.Errorf("dataset.RolloutWriter.Close: %s: %w", w.path, err)
 	}
-	if err := w.file.commit(); err != nil {
+	if err := w.file.Commit(); err != nil {
 		return fmt.Errorf("dataset.RolloutWriter.Close: %s: %w", w.path, err)
 	}
 	return nil
@@ -134,7 +135,7 @@ func (w *RolloutWriter) Abort() {
 		return
 	}
 	w.closed = true
-	w.file.abort()
+	w.file.Abort()
 }
 
 // readBatchRows is how many rows readers decode at a time.

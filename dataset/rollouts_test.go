@@ -6,7 +6,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -43,8 +45,8 @@ func TestRolloutsRoundTrip(t *testing.T) {
 				t.Errorf("Rows() = %d, want %d", w.Rows(), tt.n)
 			}
 			mustNoErr(t, w.Close())
-			if _, err := os.Stat(path + ".tmp"); !os.IsNotExist(err) {
-				t.Errorf("temporary file left after Close: %v", err)
+			if left := tempFiles(t, filepath.Dir(path)); len(left) > 0 {
+				t.Errorf("temporary files left after Close: %v", left)
 			}
 			got, err := ReadAllRollouts(path)
 			mustNoErr(t, err)
@@ -103,7 +105,10 @@ func TestRolloutWriterAbortAndClose(t *testing.T) {
 	mustNoErr(t, err)
 	mustNoErr(t, w.Write(testRollout(1, 0), testRollout(1, 1), testRollout(1, 2)))
 	w.Abort()
-	for _, p := range []string{path, path + ".tmp"} {
+	if left := tempFiles(t, dir); len(left) > 0 {
+		t.Errorf("after Abort, temporary files left: %v", left)
+	}
+	for _, p := range []string{path} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("after Abort, Stat(%q) = %v, want not exist", p, err)
 		}
@@ -146,7 +151,7 @@ func TestRolloutWriterCloseAfterWriteError(t *testing.T) {
 	mustNoErr(t, err)
 	// Make the underlying file fail: close it behind the writer's back.
 	// parquet-go buffers its output, so the error shows after a few rows.
-	w.file.f.Close()
+	closeTempBehindWriter(t, dir)
 	failed := false
 	for i := 0; i < 500 && !failed; i++ {
 		failed = w.Write(testRollout(1, i)) != nil
@@ -163,11 +168,34 @@ func TestRolloutWriterCloseAfterWriteError(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Errorf("second Close = %v, want nil", err)
 	}
-	for _, p := range []string{path, path + ".tmp"} {
-		if _, err := os.Stat(p); !os.IsNotExist(err) {
-			t.Errorf("Stat(%q) = %v, want not exist", p, err)
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("Stat(%q) = %v, want not exist", path, err)
+	}
+	if left := tempFiles(t, dir); len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
+
+// closeTempBehindWriter closes the file descriptor of the one temporary file
+// an atomic writer holds open in dir, so that its next writes fail.
+func closeTempBehindWriter(t *testing.T, dir string) {
+	t.Helper()
+	tmps := tempFiles(t, dir)
+	if len(tmps) != 1 {
+		t.Fatalf("want one temporary file in %s, found %v", dir, tmps)
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	for _, e := range fds {
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && target == tmps[0] {
+			fd, _ := strconv.Atoi(e.Name())
+			mustNoErr(t, syscall.Close(fd))
+			return
 		}
 	}
+	t.Fatalf("no open descriptor of %s", tmps[0])
 }
 
 // TestRolloutWriterInterrupted kills a child process in the middle of
@@ -198,13 +226,17 @@ func TestRolloutWriterInterrupted(t *testing.T) {
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("after a crash, Stat(final path) = %v, want not exist", err)
 	}
-	if st, err := os.Stat(path + ".tmp"); err != nil || st.Size() == 0 {
-		t.Errorf("after a crash, Stat(.tmp) = %v, %v; want a partial temporary file", st, err)
+	tmps := tempFiles(t, filepath.Dir(path))
+	if len(tmps) != 1 {
+		t.Fatalf("after a crash, temporary files %v, want one partial file", tmps)
+	}
+	if st, err := os.Stat(tmps[0]); err != nil || st.Size() == 0 {
+		t.Errorf("after a crash, Stat(%s) = %v, %v; want a partial temporary file", tmps[0], st, err)
 	}
 	if _, err := ReadAllRollouts(path); err == nil {
 		t.Error("ReadAllRollouts(missing file) = nil error, want one")
 	}
-	if _, err := ReadAllRollouts(path + ".tmp"); err == nil {
+	if _, err := ReadAllRollouts(tmps[0]); err == nil {
 		t.Error("ReadAllRollouts(partial .tmp) = nil error, want one (no footer)")
 	}
 }
@@ -235,4 +267,12 @@ func TestReadRolloutsCallbackError(t *testing.T) {
 	if err := ReadRollouts(bad, func(Rollout) error { return nil }); err == nil || !strings.Contains(err.Error(), "bad.parquet") {
 		t.Errorf("ReadRollouts(garbage) = %v, want an error naming the file", err)
 	}
+}
+
+// tempFiles lists the temporary files of interrupted atomic writes in dir.
+func tempFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, ".*.tmp-*"))
+	mustNoErr(t, err)
+	return m
 }

@@ -16,10 +16,10 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/parleyhq/parley/internal/fsutil"
 )
 
 // Benchmark names, as written in results.
@@ -99,31 +99,8 @@ func WriteResponses(path string, responses []Response) error {
 		b.Write(line)
 		b.WriteByte('\n')
 	}
-	if err := writeFileAtomic(path, []byte(b.String())); err != nil {
+	if err := fsutil.WriteFileAtomic(path, []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("bench.WriteResponses: %w", err)
 	}
 	return nil
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename this fails harmlessly
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/eval/stats"
+	"github.com/parleyhq/parley/internal/fsutil"
 )
 
 // ItemScore is the verdict on one item in one run.
@@ -217,7 +218,7 @@ func (r Result) WriteJSON(path string, withItems bool) error {
 	if err != nil {
 		return fmt.Errorf("bench.Result.WriteJSON: %w", err)
 	}
-	if err := writeFileAtomic(path, append(b, '\n')); err != nil {
+	if err := fsutil.WriteFileAtomic(path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("bench.Result.WriteJSON: %w", err)
 	}
 	return nil

@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 	"strings"
 	"sync"
 
 	"github.com/parleyhq/parley/eval/bench"
+	"github.com/parleyhq/parley/internal/fsutil"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/rollout"
 	"go.uber.org/zap"
@@ -191,38 +191,19 @@ func WriteGenerations(path string, gens []Generation) error {
 // creating path's directory if needed, through a fsynced temporary file
 // renamed into place.
 func WriteJSONL[T any](path string, items []T) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("harness.WriteJSONL: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("harness.WriteJSONL: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	w := bufio.NewWriter(tmp)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	for _, it := range items {
-		if err := enc.Encode(it); err != nil {
-			tmp.Close()
-			return fmt.Errorf("harness.WriteJSONL: %s: %w", path, err)
+	err := fsutil.WriteWith(path, 0o644, func(w io.Writer) error {
+		bw := bufio.NewWriter(w)
+		enc := json.NewEncoder(bw)
+		enc.SetEscapeHTML(false)
+		for _, it := range items {
+			if err := enc.Encode(it); err != nil {
+				return err
+			}
 		}
-	}
-	err = w.Flush()
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
+		return bw.Flush()
+	})
 	if err != nil {
-		return fmt.Errorf("harness.WriteJSONL: %s: %w", path, err)
+		return fmt.Errorf("harness.WriteJSONL: %w", err)
 	}
 	return nil
 }

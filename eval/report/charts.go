@@ -5,8 +5,8 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"math"
-	"os"
 	"path/filepath"
 
 	"gonum.org/v1/plot"
@@ -16,6 +16,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/parleyhq/parley/eval/stats"
+	"github.com/parleyhq/parley/internal/fsutil"
 )
 
 // Line styles of the paper's figure 2: min dashed, mean solid, max
@@ -138,29 +139,10 @@ func (c Chart) WritePNG(path string) error {
 	canvas := vgimg.NewWith(vgimg.UseImage(img), vgimg.UseDPI(dpi))
 	margin := vg.Points(8)
 	p.Draw(draw.Crop(draw.New(canvas), margin, -2*margin, margin/2, -margin))
-	if err := writePNGAtomic(path, canvas.Image()); err != nil {
+	if err := fsutil.WriteWith(path, 0o644, func(w io.Writer) error { return png.Encode(w, canvas.Image()) }); err != nil {
 		return fmt.Errorf("report.Chart.WritePNG: %w", err)
 	}
 	return nil
-}
-
-func writePNGAtomic(path string, img image.Image) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := png.Encode(tmp, img); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // smoothed returns a key's series as a trailing running average over window

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/parleyhq/parley/internal/fsutil"
 	"go.uber.org/zap"
 )
 
@@ -138,7 +139,7 @@ func (g *generator) run() error {
 		g.printf("\n")
 	}
 	out := filepath.Join(g.opts.OutDir, ReportFile)
-	if err := writeFileAtomic(out, []byte(g.md.String())); err != nil {
+	if err := fsutil.WriteFileAtomic(out, []byte(g.md.String()), 0o644); err != nil {
 		return err
 	}
 	g.log.Info("report written", zap.String("path", out))
@@ -518,23 +519,4 @@ func optF2(p *float64) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.2f", *p)
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

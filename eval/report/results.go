@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/parleyhq/parley/eval/stats"
+	"github.com/parleyhq/parley/internal/fsutil"
 )
 
 // Result kinds, the optional "kind" field of an evaluation result. Without
@@ -316,7 +317,7 @@ func WriteJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("report.WriteJSON: %w", err)
 	}
-	if err := writeFileAtomic(path, append(b, '\n')); err != nil {
+	if err := fsutil.WriteFileAtomic(path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("report.WriteJSON: %w", err)
 	}
 	return nil

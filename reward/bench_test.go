@@ -4,22 +4,26 @@ import (
 	"context"
 	"net/http"
 	"testing"
+
+	"github.com/parleyhq/parley/llm/chat"
+	"github.com/parleyhq/parley/llm/chat/chattest"
 )
 
 // BenchmarkCAJudgeCacheHit measures the cost of a verdict served from the
 // judge cache (the resumed-run path): prompt rendering, hashing and lookup.
 func BenchmarkCAJudgeCacheHit(b *testing.B) {
-	srv := newFakeAPI(b, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) {
-		writeReply(w, okReply)
+	srv := chattest.NewFakeAPI(b, func(n int, w http.ResponseWriter, r *http.Request, req chattest.Body) {
+		chattest.WriteReply(w, okReply)
 	})
 	defer srv.Close()
 	opts := testClientOptions(srv)
 	opts.CacheDir = b.TempDir()
-	j, err := NewCAJudge(CAOptions{ClientOptions: opts})
+	c, err := chat.New(opts)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer j.Close()
+	defer c.Close()
+	j := NewCAJudge(c)
 	r := therapist()
 	if _, err := j.Judge(context.Background(), r); err != nil {
 		b.Fatal(err)
@@ -35,15 +39,16 @@ func BenchmarkCAJudgeCacheHit(b *testing.B) {
 // BenchmarkCAJudgeHTTP measures one uncached judge call against a local
 // httptest server (client overhead plus loopback HTTP).
 func BenchmarkCAJudgeHTTP(b *testing.B) {
-	srv := newFakeAPI(b, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) {
-		writeReply(w, okReply)
+	srv := chattest.NewFakeAPI(b, func(n int, w http.ResponseWriter, r *http.Request, req chattest.Body) {
+		chattest.WriteReply(w, okReply)
 	})
 	defer srv.Close()
-	j, err := NewCAJudge(CAOptions{ClientOptions: testClientOptions(srv)})
+	c, err := chat.New(testClientOptions(srv))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer j.Close()
+	defer c.Close()
+	j := NewCAJudge(c)
 	r := therapist()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -55,7 +60,7 @@ func BenchmarkCAJudgeHTTP(b *testing.B) {
 
 // BenchmarkParseScoreFallback measures the tolerant parser on prose.
 func BenchmarkParseScoreFallback(b *testing.B) {
-	reply := chatReply{Content: "The plan integrates both sides well, with minor gaps in long-term support.\n\n**Score:** 4/5"}
+	reply := chat.Reply{Content: "The plan integrates both sides well, with minor gaps in long-term support.\n\n**Score:** 4/5"}
 	for b.Loop() {
 		if _, _, err := parseScore(reply); err != nil {
 			b.Fatal(err)

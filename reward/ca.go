@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/llm/chat"
 )
 
 // CARubricVersion names the Collective Agency rubric and prompt below; it is
@@ -74,46 +75,32 @@ func RenderCAPrompt(r *dataset.Rollout) string {
 	return b.String()
 }
 
-// CAOptions configure the Collective Agency rubric judge.
-type CAOptions struct {
-	ClientOptions
-}
-
 // CAJudge scores a rollout's final completion for Collective Agency on the
-// 1–5 rubric with an LLM judge at temperature 0.
+// 1–5 rubric with an LLM judge. Its chat client should ask at temperature 0
+// (chat.Options' zero value) and, in a run, cache in the run directory.
 type CAJudge struct {
-	chat *ChatClient
+	chat *chat.Client
 }
 
 var _ Judge = (*CAJudge)(nil)
 
-// NewCAJudge returns a CA judge. With a CacheDir it loads and appends the
-// run's judge cache; call Close when done.
-func NewCAJudge(opts CAOptions) (*CAJudge, error) {
-	chat, err := newChatClient(opts.ClientOptions.withDefaults())
-	if err != nil {
-		return nil, fmt.Errorf("reward.NewCAJudge: %w", err)
-	}
-	return &CAJudge{chat: chat}, nil
-}
+// NewCAJudge returns a CA judge asking through c; the caller closes c.
+func NewCAJudge(c *chat.Client) *CAJudge { return &CAJudge{chat: c} }
 
 // Name returns the judge model.
-func (j *CAJudge) Name() string { return j.chat.opts.Model }
-
-// Close closes the judge cache.
-func (j *CAJudge) Close() error { return j.chat.close() }
+func (j *CAJudge) Name() string { return j.chat.Model() }
 
 // Judge scores r's final completion. A reply without a valid 1–5 score is
-// retried and finally returned as an error matching ErrNoVerdict.
+// retried and finally returned as an error matching chat.ErrNoVerdict.
 func (j *CAJudge) Judge(ctx context.Context, r *dataset.Rollout) (Result, error) {
-	model := j.chat.opts.Model
-	out, err := j.chat.do(ctx, chatCall{
+	model := j.chat.Model()
+	out, err := j.chat.Ask(ctx, chat.Call{
 		System:     caSystem,
 		User:       RenderCAPrompt(r),
 		Version:    CARubricVersion,
 		SchemaName: CASchemaName,
 		Schema:     caSchema,
-		Parse: func(reply chatReply) (any, error) {
+		Parse: func(reply chat.Reply) (any, error) {
 			score, rationale, err := parseScore(reply)
 			if err != nil {
 				return nil, err
@@ -122,8 +109,8 @@ func (j *CAJudge) Judge(ctx context.Context, r *dataset.Rollout) (Result, error)
 				Score:            float64(score),
 				Rationale:        rationale,
 				Model:            model,
-				PromptTokens:     reply.Usage.PromptTokens,
-				CompletionTokens: reply.Usage.CompletionTokens,
+				PromptTokens:     reply.PromptTokens,
+				CompletionTokens: reply.CompletionTokens,
 			}, nil
 		},
 	})

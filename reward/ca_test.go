@@ -11,6 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/parleyhq/parley/llm/chat"
+	"github.com/parleyhq/parley/llm/chat/chattest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
@@ -65,8 +68,8 @@ func TestCAPromptContents(t *testing.T) {
 }
 
 func TestCAJudgeRequestOnTheWire(t *testing.T) {
-	srv := newFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) {
-		writeReply(w, `{"rationale":"integrates both values","score":4}`)
+	srv := chattest.NewFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chattest.Body) {
+		chattest.WriteReply(w, `{"rationale":"integrates both values","score":4}`)
 	})
 	opts := testClientOptions(srv)
 	opts.MaxTokens = 321
@@ -86,7 +89,7 @@ func TestCAJudgeRequestOnTheWire(t *testing.T) {
 	if !bytes.Contains(raw, []byte(`"temperature":0`)) {
 		t.Errorf("request body lacks \"temperature\":0 (%d bytes, ends %q)", len(raw), raw[max(0, len(raw)-120):])
 	}
-	var body chatBody
+	var body chattest.Body
 	if err := json.Unmarshal(raw, &body); err != nil {
 		t.Fatal(err)
 	}
@@ -127,14 +130,14 @@ func TestCAJudgeRequestOnTheWire(t *testing.T) {
 			t.Errorf("user message lacks %q", want)
 		}
 	}
-	if got := srv.headers[0].Get("Authorization"); got != "Bearer test-key" {
+	if got := srv.Header(0).Get("Authorization"); got != "Bearer test-key" {
 		t.Errorf("Authorization = %q, want the bearer key", got)
 	}
 }
 
 func TestCAJudgeWithoutStructuredOutput(t *testing.T) {
-	srv := newFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) {
-		writeReply(w, "The plan integrates both sides. Score: 5")
+	srv := chattest.NewFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chattest.Body) {
+		chattest.WriteReply(w, "The plan integrates both sides. Score: 5")
 	})
 	opts := testClientOptions(srv)
 	opts.DisableStructuredOutput = true
@@ -173,12 +176,12 @@ func TestCAJudgeReplies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) {
+			srv := chattest.NewFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chattest.Body) {
 				msg := map[string]any{"role": "assistant"}
 				for k, v := range tt.msg {
 					msg[k] = v
 				}
-				writeMessage(w, msg, tt.finish)
+				chattest.WriteMessage(w, msg, tt.finish)
 			})
 			opts := testClientOptions(srv)
 			j, _ := newTestCA(t, opts)
@@ -195,10 +198,10 @@ func TestCAJudgeReplies(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("Judge(%q) = %v, %v, want error containing %q", tt.msg["content"], res.Score, err, tt.wantErr)
 			}
-			if !errors.Is(err, ErrNoVerdict) {
-				t.Errorf("Judge error %v does not match ErrNoVerdict", err)
+			if !errors.Is(err, chat.ErrNoVerdict) {
+				t.Errorf("Judge error %v does not match chat.ErrNoVerdict", err)
 			}
-			if got, want := srv.Calls(), opts.MaxRetries+1; got != want {
+			if got, want := srv.Calls(), opts.Retry.MaxRetries+1; got != want {
 				t.Errorf("calls = %d, want %d (bounded retries)", got, want)
 			}
 		})
@@ -206,12 +209,12 @@ func TestCAJudgeReplies(t *testing.T) {
 }
 
 func TestCAJudgeRetriesBadVerdictThenSucceeds(t *testing.T) {
-	srv := newFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) {
+	srv := chattest.NewFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chattest.Body) {
 		if n == 0 {
-			writeReply(w, `{"rationale":"x","score":11}`)
+			chattest.WriteReply(w, `{"rationale":"x","score":11}`)
 			return
 		}
-		writeReply(w, `{"rationale":"fine","score":3}`)
+		chattest.WriteReply(w, `{"rationale":"fine","score":3}`)
 	})
 	j, _ := newTestCA(t, testClientOptions(srv))
 	res, err := j.Judge(context.Background(), therapist())
@@ -223,8 +226,8 @@ func TestCAJudgeRetriesBadVerdictThenSucceeds(t *testing.T) {
 	}
 }
 
-func TestNewCAJudgeNeedsModel(t *testing.T) {
-	if _, err := NewCAJudge(CAOptions{}); err == nil {
-		t.Errorf("NewCAJudge(no model) = nil error, want error")
+func TestNewChatClientNeedsModel(t *testing.T) {
+	if _, err := chat.New(chat.Options{}); err == nil {
+		t.Errorf("chat.New(no model) = nil error, want error")
 	}
 }

@@ -3,18 +3,18 @@ package reward
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/llm/chat"
+	"github.com/parleyhq/parley/llm/chat/chattest"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -31,14 +31,14 @@ func TestTransientFailuresAreRetried(t *testing.T) {
 	}{
 		{"429 with Retry-After", 0, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", "7")
-			writeError(w, http.StatusTooManyRequests, "rate limited")
+			chattest.WriteError(w, http.StatusTooManyRequests, "rate limited")
 		}, 7 * time.Second, 2},
 		{"429 with retry-after-ms", 0, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After-Ms", "2500")
-			writeError(w, http.StatusTooManyRequests, "rate limited")
+			chattest.WriteError(w, http.StatusTooManyRequests, "rate limited")
 		}, 2500 * time.Millisecond, 2},
 		{"500", 0, func(w http.ResponseWriter, r *http.Request) {
-			writeError(w, http.StatusInternalServerError, "boom")
+			chattest.WriteError(w, http.StatusInternalServerError, "boom")
 		}, 0, 2},
 		{"503 flat vLLM error", 0, func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -66,12 +66,12 @@ func TestTransientFailuresAreRetried(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) {
+			srv := chattest.NewFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chattest.Body) {
 				if n == 0 {
 					tt.fail(w, r)
 					return
 				}
-				writeReply(w, okReply)
+				chattest.WriteReply(w, okReply)
 			})
 			opts := testClientOptions(srv)
 			if tt.timeout > 0 {
@@ -92,8 +92,8 @@ func TestTransientFailuresAreRetried(t *testing.T) {
 			if waits[0] < tt.minWait {
 				t.Errorf("first backoff = %v, want at least %v (Retry-After)", waits[0], tt.minWait)
 			}
-			if tt.minWait == 0 && waits[0] > opts.BackoffMax {
-				t.Errorf("first backoff = %v, want at most BackoffMax %v", waits[0], opts.BackoffMax)
+			if tt.minWait == 0 && waits[0] > opts.Retry.BackoffMax {
+				t.Errorf("first backoff = %v, want at most BackoffMax %v", waits[0], opts.Retry.BackoffMax)
 			}
 		})
 	}
@@ -102,8 +102,8 @@ func TestTransientFailuresAreRetried(t *testing.T) {
 func TestPermanentErrorsAreNotRetried(t *testing.T) {
 	for _, code := range []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound} {
 		t.Run(fmt.Sprint(code), func(t *testing.T) {
-			srv := newFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) {
-				writeError(w, code, "no")
+			srv := chattest.NewFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chattest.Body) {
+				chattest.WriteError(w, code, "no")
 			})
 			j, _ := newTestCA(t, testClientOptions(srv))
 			if _, err := j.Judge(context.Background(), therapist()); err == nil {
@@ -117,11 +117,11 @@ func TestPermanentErrorsAreNotRetried(t *testing.T) {
 }
 
 func TestPersistentFailureMarksRolloutUnjudged(t *testing.T) {
-	srv := newFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) {
-		writeError(w, http.StatusInternalServerError, "down")
+	srv := chattest.NewFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chattest.Body) {
+		chattest.WriteError(w, http.StatusInternalServerError, "down")
 	})
 	opts := testClientOptions(srv)
-	opts.MaxRetries = 2
+	opts.Retry.MaxRetries = 2
 	j, ns := newTestCA(t, opts)
 	rs := []dataset.Rollout{*therapist()}
 	rs[0].Score = 3 // stale value must not survive
@@ -141,58 +141,48 @@ func TestPersistentFailureMarksRolloutUnjudged(t *testing.T) {
 	}
 }
 
-func TestNegativeMaxRetriesMeansOneAttempt(t *testing.T) {
-	srv := newFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) {
-		writeError(w, http.StatusInternalServerError, "down")
-	})
-	opts := testClientOptions(srv)
-	opts.MaxRetries = -1
-	j, _ := newTestCA(t, opts)
-	if _, err := j.Judge(context.Background(), therapist()); err == nil {
-		t.Fatal("Judge = nil error, want error")
-	}
-	if srv.Calls() != 1 {
-		t.Errorf("calls = %d, want 1", srv.Calls())
-	}
-}
-
-func TestBackoffGrowsAndIsBounded(t *testing.T) {
-	c := &ChatClient{opts: ClientOptions{BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second}}
-	for attempt := 1; attempt <= 40; attempt++ {
-		d := c.backoff(attempt, errors.New("x"))
-		full := min(c.opts.BackoffBase<<min(attempt-1, 30), c.opts.BackoffMax)
-		if d < 0 || d > full {
-			t.Errorf("backoff(%d) = %v, want in [0, %v]", attempt, d, full)
+// TestMaxRetriesIsLiteral checks that max_retries 0 makes one attempt and
+// a negative value is taken as 0 (judge.max_retries: 0 once made 6).
+func TestMaxRetriesIsLiteral(t *testing.T) {
+	for _, n := range []int{0, -1, 2} {
+		srv := chattest.NewFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chattest.Body) {
+			chattest.WriteError(w, http.StatusInternalServerError, "down")
+		})
+		opts := testClientOptions(srv)
+		opts.Retry.MaxRetries = n
+		j, _ := newTestCA(t, opts)
+		if _, err := j.Judge(context.Background(), therapist()); err == nil {
+			t.Fatal("Judge = nil error, want error")
 		}
-	}
-	ra := &retryAfterError{err: errors.New("429"), wait: time.Hour}
-	if d := c.backoff(1, ra); d != maxRetryAfter {
-		t.Errorf("backoff(Retry-After 1h) = %v, want the cap %v", d, maxRetryAfter)
+		if want := 1 + max(n, 0); srv.Calls() != want {
+			t.Errorf("max_retries %d: calls = %d, want %d", n, srv.Calls(), want)
+		}
 	}
 }
 
 func TestCacheResumedRunMakesNoCalls(t *testing.T) {
-	srv := newFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) {
+	srv := chattest.NewFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chattest.Body) {
 		// Score by task so the two rollouts differ.
 		if strings.Contains(req.Messages[1].Content, "therapist") {
-			writeReply(w, `{"rationale":"therapist","score":5}`)
+			chattest.WriteReply(w, `{"rationale":"therapist","score":5}`)
 		} else {
-			writeReply(w, `{"rationale":"hobby","score":2}`)
+			chattest.WriteReply(w, `{"rationale":"hobby","score":2}`)
 		}
 	})
 	dir := t.TempDir()
 	opts := testClientOptions(srv)
 	opts.CacheDir = dir
 
-	j1, err := NewCAJudge(CAOptions{ClientOptions: opts})
+	c1, err := chat.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	j1 := NewCAJudge(c1)
 	first := []dataset.Rollout{*therapist(), *hobby()}
 	if st := ScoreAll(context.Background(), j1, first, 2); st.Judged != 2 || st.Cached != 0 || st.PromptTokens != 200 {
 		t.Fatalf("first ScoreAll = %+v, want 2 judged, 0 cached, 200 prompt tokens", st)
 	}
-	if err := j1.Close(); err != nil {
+	if err := c1.Close(); err != nil {
 		t.Fatal(err)
 	}
 	calls := srv.Calls()
@@ -200,11 +190,12 @@ func TestCacheResumedRunMakesNoCalls(t *testing.T) {
 		t.Fatalf("calls = %d, want 2", calls)
 	}
 
-	j2, err := NewCAJudge(CAOptions{ClientOptions: opts})
+	c2, err := chat.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer j2.Close()
+	j2 := NewCAJudge(c2)
+	defer c2.Close()
 	second := []dataset.Rollout{*therapist(), *hobby()}
 	st := ScoreAll(context.Background(), j2, second, 2)
 	if st.Judged != 2 || st.Cached != 2 || st.PromptTokens != 0 {
@@ -222,11 +213,12 @@ func TestCacheResumedRunMakesNoCalls(t *testing.T) {
 
 	// Another judge model must not reuse the verdicts.
 	opts.Model = "other-judge"
-	j3, err := NewCAJudge(CAOptions{ClientOptions: opts})
+	c3, err := chat.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer j3.Close()
+	j3 := NewCAJudge(c3)
+	defer c3.Close()
 	if res, err := j3.Judge(context.Background(), therapist()); err != nil || res.Cached {
 		t.Errorf("other model Judge = %+v, %v, want a fresh call", res, err)
 	}
@@ -235,67 +227,12 @@ func TestCacheResumedRunMakesNoCalls(t *testing.T) {
 	}
 }
 
-func TestCacheToleratesTornLine(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, CacheFile)
-	good := `{"key":"k1","value":{"score":4,"rationale":"a","model":"m","prompt_tokens":1,"completion_tokens":1}}` + "\n"
-	torn := `{"key":"k2","value":{"score":`
-	if err := os.WriteFile(path, []byte(good+torn), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c, err := openCache(dir)
-	if err != nil {
-		t.Fatalf("openCache: %v", err)
-	}
-	if _, ok := c.get("k1"); !ok || c.len() != 1 || c.skipped != 1 {
-		t.Errorf("loaded %d entries (skipped %d), want k1 only and 1 skipped", c.len(), c.skipped)
-	}
-	if err := c.put("k3", []byte(`{"score":2}`)); err != nil {
-		t.Fatal(err)
-	}
-	c.close()
-	c2, err := openCache(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.close()
-	if _, ok := c2.get("k3"); !ok || c2.len() != 2 {
-		t.Errorf("after reopen: %d entries, k3 present %v; want k1 and k3", c2.len(), ok)
-	}
-}
-
-func TestCacheConcurrentPuts(t *testing.T) {
-	dir := t.TempDir()
-	c, err := openCache(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	for i := range 50 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.put(fmt.Sprintf("k%d", i), []byte(fmt.Sprintf(`{"n":%d,"pad":%q}`, i, strings.Repeat("x", 5000))))
-		}()
-	}
-	wg.Wait()
-	c.close()
-	c2, err := openCache(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.close()
-	if c2.len() != 50 || c2.skipped != 0 {
-		t.Errorf("reloaded %d entries, %d skipped; want 50, 0", c2.len(), c2.skipped)
-	}
-}
-
 func TestSecretNeverLeaks(t *testing.T) {
 	const secret = "sk-parley-SECRET-7f3a9c1e5d"
 	// The server echoes the Authorization header in its error bodies, the
 	// worst case for an error message that quotes the body.
 	var hobbyCalls atomic.Int32
-	srv := newFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) {
+	srv := chattest.NewFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chattest.Body) {
 		switch {
 		case strings.Contains(req.Messages[1].Content, "hobby"):
 			if hobbyCalls.Add(1) == 1 {
@@ -303,9 +240,9 @@ func TestSecretNeverLeaks(t *testing.T) {
 				fmt.Fprintf(w, "upstream failed for %s", r.Header.Get("Authorization"))
 				return
 			}
-			writeError(w, http.StatusUnauthorized, "bad key "+r.Header.Get("Authorization"))
+			chattest.WriteError(w, http.StatusUnauthorized, "bad key "+r.Header.Get("Authorization"))
 		default:
-			writeReply(w, okReply)
+			chattest.WriteReply(w, okReply)
 		}
 	})
 	var logs bytes.Buffer
@@ -318,11 +255,10 @@ func TestSecretNeverLeaks(t *testing.T) {
 	j, _ := newTestCA(t, opts)
 	rs := []dataset.Rollout{*therapist(), *hobby()}
 	st := ScoreAll(context.Background(), j, rs, 2)
-	j.Close()
 	if st.Judged != 1 || st.Failed != 1 {
 		t.Fatalf("ScoreAll = %+v, want 1 judged and 1 failed", st)
 	}
-	if !strings.Contains(srv.headers[0].Get("Authorization"), secret) {
+	if !strings.Contains(srv.Header(0).Get("Authorization"), secret) {
 		t.Fatalf("the key was not sent")
 	}
 	if logs.Len() == 0 {
@@ -361,7 +297,7 @@ func TestSecretNeverLeaks(t *testing.T) {
 
 func TestConcurrencyIsBounded(t *testing.T) {
 	var inFlight, peak atomic.Int32
-	srv := newFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) {
+	srv := chattest.NewFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chattest.Body) {
 		cur := inFlight.Add(1)
 		for {
 			p := peak.Load()
@@ -371,7 +307,7 @@ func TestConcurrencyIsBounded(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 		inFlight.Add(-1)
-		writeReply(w, okReply)
+		chattest.WriteReply(w, okReply)
 	})
 	opts := testClientOptions(srv)
 	opts.Concurrency = 2
@@ -391,8 +327,8 @@ func TestConcurrencyIsBounded(t *testing.T) {
 }
 
 func TestTokenLimitAllowsOversizedRequest(t *testing.T) {
-	srv := newFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) {
-		writeReply(w, okReply)
+	srv := chattest.NewFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chattest.Body) {
+		chattest.WriteReply(w, okReply)
 	})
 	opts := testClientOptions(srv)
 	opts.TokensPerMinute = 60 // burst 6 tokens, far below one request's estimate
@@ -402,34 +338,5 @@ func TestTokenLimitAllowsOversizedRequest(t *testing.T) {
 	defer cancel()
 	if _, err := j.Judge(ctx, therapist()); err != nil {
 		t.Fatalf("Judge under a small token limit: %v", err)
-	}
-}
-
-func TestSetTemperature(t *testing.T) {
-	got, err := setTemperature([]byte(`{"model":"m","messages":[{"role":"user","content":"<hi>"}]}`), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(got, []byte(`"temperature":0`)) || !bytes.Contains(got, []byte(`"model":"m"`)) {
-		t.Errorf("setTemperature = %s, want temperature 0 and the original fields", got)
-	}
-	if _, err := setTemperature([]byte(`[1]`), 0); err == nil {
-		t.Errorf("setTemperature(array) = nil error, want error")
-	}
-}
-
-func TestRedact(t *testing.T) {
-	c := &ChatClient{opts: ClientOptions{APIKey: "k3y-123"}}
-	long := errors.New("Bearer k3y-123 " + strings.Repeat("é", 2000))
-	got := c.redact(long)
-	if strings.Contains(got.Error(), "k3y-123") || !strings.Contains(got.Error(), "[REDACTED]") {
-		t.Errorf("redact(%.30q) = %.40q, want the key replaced", long.Error(), got.Error())
-	}
-	if len(got.Error()) > maxErrorLen+len("…") || !errors.Is(got, long) {
-		t.Errorf("redact: %d bytes, unwraps to original %v; want at most %d and true", len(got.Error()), errors.Is(got, long), maxErrorLen)
-	}
-	short := errors.New("plain")
-	if c.redact(short) != short {
-		t.Errorf("redact(plain) changed the error")
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/parleyhq/parley/llm/chat"
 )
 
 // Pairwise aspects.
@@ -42,14 +44,6 @@ Aspect: %s
 
 Reply with only a JSON object of the form {"rationale": "<two to five sentences>", "winner": "A" | "B" | "tie"}.`
 
-// PairwiseOptions configure the pairwise judge.
-type PairwiseOptions struct {
-	ClientOptions
-	// Aspect is AspectCollectiveAgency (the default) or
-	// AspectConflictResolution.
-	Aspect string
-}
-
 // PairResult is a pairwise comparison of a left and a right response, asked
 // in both orders.
 type PairResult struct {
@@ -81,35 +75,29 @@ type pairVerdict struct {
 // PairwiseJudge compares two responses for an aspect with an LLM judge,
 // asking in both orders to cancel position bias.
 type PairwiseJudge struct {
-	chat   *ChatClient
+	chat   *chat.Client
 	aspect string
 }
 
-// NewPairwiseJudge returns a pairwise judge. With a CacheDir it loads and
-// appends the run's judge cache; call Close when done.
-func NewPairwiseJudge(opts PairwiseOptions) (*PairwiseJudge, error) {
-	if opts.Aspect == "" {
-		opts.Aspect = AspectCollectiveAgency
+// NewPairwiseJudge returns a pairwise judge of aspect (AspectCollectiveAgency
+// when empty, or AspectConflictResolution) asking through c; the caller
+// closes c.
+func NewPairwiseJudge(c *chat.Client, aspect string) (*PairwiseJudge, error) {
+	if aspect == "" {
+		aspect = AspectCollectiveAgency
 	}
-	if _, ok := aspectCriteria[opts.Aspect]; !ok {
+	if _, ok := aspectCriteria[aspect]; !ok {
 		return nil, fmt.Errorf("reward.NewPairwiseJudge: unknown aspect %q (want %s or %s)",
-			opts.Aspect, AspectCollectiveAgency, AspectConflictResolution)
+			aspect, AspectCollectiveAgency, AspectConflictResolution)
 	}
-	chat, err := newChatClient(opts.ClientOptions.withDefaults())
-	if err != nil {
-		return nil, fmt.Errorf("reward.NewPairwiseJudge: %w", err)
-	}
-	return &PairwiseJudge{chat: chat, aspect: opts.Aspect}, nil
+	return &PairwiseJudge{chat: c, aspect: aspect}, nil
 }
 
 // Name returns the judge model.
-func (j *PairwiseJudge) Name() string { return j.chat.opts.Model }
+func (j *PairwiseJudge) Name() string { return j.chat.Model() }
 
 // Aspect returns the aspect compared.
 func (j *PairwiseJudge) Aspect() string { return j.aspect }
-
-// Close closes the judge cache.
-func (j *PairwiseJudge) Close() error { return j.chat.close() }
 
 // RenderPairwisePrompt renders the user message comparing response a
 // (shown as Response A) and b (Response B). Personas may be empty (a
@@ -153,7 +141,7 @@ func (j *PairwiseJudge) Compare(ctx context.Context, task, personaA, personaB, l
 	}
 	<-done
 	<-done
-	res := PairResult{Model: j.chat.opts.Model, Cached: orders[0].cached && orders[1].cached}
+	res := PairResult{Model: j.chat.Model(), Cached: orders[0].cached && orders[1].cached}
 	for i, o := range orders {
 		if o.err != nil {
 			return PairResult{}, fmt.Errorf("reward.PairwiseJudge.Compare (order %d): %w", i+1, o.err)
@@ -184,14 +172,14 @@ func (j *PairwiseJudge) Compare(ctx context.Context, task, personaA, personaB, l
 
 // ask gets one order's verdict.
 func (j *PairwiseJudge) ask(ctx context.Context, task, personaA, personaB, a, b string) (pairVerdict, bool, error) {
-	model := j.chat.opts.Model
-	out, err := j.chat.do(ctx, chatCall{
+	model := j.chat.Model()
+	out, err := j.chat.Ask(ctx, chat.Call{
 		System:     fmt.Sprintf(pairwiseSystem, aspectCriteria[j.aspect]),
 		User:       RenderPairwisePrompt(task, personaA, personaB, a, b),
 		Version:    PairwiseVersion,
 		SchemaName: PairwiseSchemaName,
 		Schema:     pairwiseSchema,
-		Parse: func(reply chatReply) (any, error) {
+		Parse: func(reply chat.Reply) (any, error) {
 			w, rationale, err := parseWinner(reply)
 			if err != nil {
 				return nil, err
@@ -200,8 +188,8 @@ func (j *PairwiseJudge) ask(ctx context.Context, task, personaA, personaB, a, b 
 				Winner:           w,
 				Rationale:        rationale,
 				Model:            model,
-				PromptTokens:     reply.Usage.PromptTokens,
-				CompletionTokens: reply.Usage.CompletionTokens,
+				PromptTokens:     reply.PromptTokens,
+				CompletionTokens: reply.CompletionTokens,
 			}, nil
 		},
 	})

@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/parleyhq/parley/llm/chat"
+	"github.com/parleyhq/parley/llm/chat/chattest"
 )
 
 // responseA returns the text shown as Response A in a pairwise prompt.
@@ -50,15 +53,15 @@ func TestPairwiseBothOrders(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) {
+			srv := chattest.NewFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chattest.Body) {
 				a := responseA(req.Messages[1].Content)
-				writeReply(w, `{"rationale":"A was `+a+`","winner":"`+tt.verdict(a)+`"}`)
+				chattest.WriteReply(w, `{"rationale":"A was `+a+`","winner":"`+tt.verdict(a)+`"}`)
 			})
-			j, err := NewPairwiseJudge(PairwiseOptions{ClientOptions: testClientOptions(srv), Aspect: AspectConflictResolution})
+			c, _ := newTestChat(t, testClientOptions(srv))
+			j, err := NewPairwiseJudge(c, AspectConflictResolution)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer j.Close()
 			tk := therapist()
 			res, err := j.Compare(context.Background(), tk.Task, tk.PersonaA, tk.PersonaB, good, bad)
 			if err != nil {
@@ -76,7 +79,7 @@ func TestPairwiseBothOrders(t *testing.T) {
 			}
 			seenA := map[string]bool{}
 			for i := 0; i < 2; i++ {
-				var body chatBody
+				var body chattest.Body
 				mustUnmarshal(t, srv.Body(i), &body)
 				if body.ResponseFormat == nil || body.ResponseFormat.JSONSchema.Name != PairwiseSchemaName || !body.ResponseFormat.JSONSchema.Strict {
 					t.Errorf("response_format = %+v, want strict %s", body.ResponseFormat, PairwiseSchemaName)
@@ -103,12 +106,16 @@ func TestPairwiseBothOrders(t *testing.T) {
 }
 
 func TestPairwiseCacheAndTokens(t *testing.T) {
-	srv := newFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) {
-		writeReply(w, "Both are close, but Response A is better.\nWinner: A")
+	srv := chattest.NewFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chattest.Body) {
+		chattest.WriteReply(w, "Both are close, but Response A is better.\nWinner: A")
 	})
 	opts := testClientOptions(srv)
 	opts.CacheDir = t.TempDir()
-	j, err := NewPairwiseJudge(PairwiseOptions{ClientOptions: opts})
+	c1, err := chat.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := NewPairwiseJudge(c1, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,12 +126,12 @@ func TestPairwiseCacheAndTokens(t *testing.T) {
 	if res.Cached || res.PromptTokens != 200 || res.LeftWins != 1 || res.RightWins != 1 {
 		t.Errorf("Compare = %+v, want fresh, 200 prompt tokens, 1/1", res)
 	}
-	j.Close()
-	j2, err := NewPairwiseJudge(PairwiseOptions{ClientOptions: opts})
+	c1.Close()
+	c2, _ := newTestChat(t, opts)
+	j2, err := NewPairwiseJudge(c2, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer j2.Close()
 	res2, err := j2.Compare(context.Background(), "task", "", "", "left", "right")
 	if err != nil {
 		t.Fatal(err)
@@ -135,22 +142,22 @@ func TestPairwiseCacheAndTokens(t *testing.T) {
 }
 
 func TestPairwiseFailure(t *testing.T) {
-	srv := newFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) {
-		writeReply(w, `{"rationale":"x","winner":"C+"}`)
+	srv := chattest.NewFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chattest.Body) {
+		chattest.WriteReply(w, `{"rationale":"x","winner":"C+"}`)
 	})
-	j, err := NewPairwiseJudge(PairwiseOptions{ClientOptions: testClientOptions(srv)})
+	c, _ := newTestChat(t, testClientOptions(srv))
+	j, err := NewPairwiseJudge(c, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer j.Close()
-	j.chat.sleep = (&noSleep{}).sleep
 	if _, err := j.Compare(context.Background(), "task", "", "", "l", "r"); err == nil {
 		t.Errorf("Compare(bad winner) = nil error, want error")
 	}
 }
 
 func TestPairwiseUnknownAspect(t *testing.T) {
-	if _, err := NewPairwiseJudge(PairwiseOptions{ClientOptions: ClientOptions{Model: "m"}, Aspect: "style"}); err == nil {
+	c, _ := newTestChat(t, chat.Options{Model: "m"})
+	if _, err := NewPairwiseJudge(c, "style"); err == nil {
 		t.Errorf("NewPairwiseJudge(aspect style) = nil error, want error")
 	}
 }

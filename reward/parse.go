@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/parleyhq/parley/llm/chat"
 )
 
 // maxRationale bounds a rationale taken from free text.
@@ -88,16 +90,16 @@ func freeRationale(text string) string {
 }
 
 // replyProblem explains a reply that held no verdict.
-func replyProblem(r chatReply, what string) error {
+func replyProblem(r chat.Reply, what string) error {
 	switch {
 	case r.Refusal != "":
-		return &verdictError{msg: fmt.Sprintf("judge refused: %q", snippet(r.Refusal))}
+		return chat.NoVerdict("judge refused: %q", snippet(r.Refusal))
 	case strings.TrimSpace(r.Content) == "":
-		return &verdictError{msg: fmt.Sprintf("empty judge reply (finish_reason %q)", r.FinishReason)}
+		return chat.NoVerdict("empty judge reply (finish_reason %q)", r.FinishReason)
 	case r.FinishReason == "length":
-		return &verdictError{msg: fmt.Sprintf("judge reply truncated before a %s: %q", what, snippet(r.Content))}
+		return chat.NoVerdict("judge reply truncated before a %s: %q", what, snippet(r.Content))
 	}
-	return &verdictError{msg: fmt.Sprintf("no %s in judge reply: %q", what, snippet(r.Content))}
+	return chat.NoVerdict("no %s in judge reply: %q", what, snippet(r.Content))
 }
 
 // snippet shortens s for an error message.
@@ -113,7 +115,7 @@ func snippet(s string) string {
 // strict JSON, JSON in a code fence or embedded in prose, or free text such
 // as "Score: 4" or "4/5". A score that is out of range or not an integer
 // is an error, as is a reply with no score.
-func parseScore(r chatReply) (int, string, error) {
+func parseScore(r chat.Reply) (int, string, error) {
 	if r.Refusal != "" {
 		return 0, "", replyProblem(r, "score")
 	}
@@ -124,7 +126,7 @@ func parseScore(r chatReply) (int, string, error) {
 		}
 		f, err := number(v)
 		if err != nil {
-			return 0, "", &verdictError{msg: fmt.Sprintf("judge score %v: %v", v, err)}
+			return 0, "", chat.NoVerdict("judge score %v: %v", v, err)
 		}
 		s, err := validScore(f)
 		if err != nil {
@@ -140,7 +142,7 @@ func parseScore(r chatReply) (int, string, error) {
 		if m := re.FindStringSubmatch(r.Content); m != nil {
 			f, err := strconv.ParseFloat(m[1], 64)
 			if err != nil {
-				return 0, "", &verdictError{msg: fmt.Sprintf("judge score %q: %v", m[1], err)}
+				return 0, "", chat.NoVerdict("judge score %q: %v", m[1], err)
 			}
 			s, err := validScore(f)
 			if err != nil {
@@ -167,10 +169,10 @@ func number(v any) (float64, error) {
 // validScore checks that f is an integer from 1 to 5.
 func validScore(f float64) (int, error) {
 	if math.IsNaN(f) || f != math.Trunc(f) {
-		return 0, &verdictError{msg: fmt.Sprintf("judge score %v is not an integer", f)}
+		return 0, chat.NoVerdict("judge score %v is not an integer", f)
 	}
 	if f < 1 || f > 5 {
-		return 0, &verdictError{msg: fmt.Sprintf("judge score %v is out of range 1-5", f)}
+		return 0, chat.NoVerdict("judge score %v is out of range 1-5", f)
 	}
 	return int(f), nil
 }
@@ -200,7 +202,7 @@ func normWinner(s string) (string, bool) {
 // parseWinner reads a pairwise verdict ("A", "B" or "tie") and a rationale
 // from a judge reply: JSON (strict, fenced or embedded), "Winner: A", or
 // the [[A]] / [[B]] / [[C]] convention.
-func parseWinner(r chatReply) (string, string, error) {
+func parseWinner(r chat.Reply) (string, string, error) {
 	if r.Refusal != "" {
 		return "", "", replyProblem(r, "winner")
 	}
@@ -212,7 +214,7 @@ func parseWinner(r chatReply) (string, string, error) {
 		s, _ := v.(string)
 		w, ok := normWinner(s)
 		if !ok {
-			return "", "", &verdictError{msg: fmt.Sprintf("judge winner %v is not A, B or tie", v)}
+			return "", "", chat.NoVerdict("judge winner %v is not A, B or tie", v)
 		}
 		rat := rationaleOf(m)
 		if rat == "" {

@@ -3,6 +3,8 @@ package reward
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/parleyhq/parley/llm/chat"
 )
 
 func mustUnmarshal(t *testing.T, b []byte, v any) {
@@ -39,12 +41,12 @@ func TestParseScore(t *testing.T) {
 		{"", 0, "", true},
 	}
 	for _, tt := range tests {
-		got, rat, err := parseScore(chatReply{Content: tt.in})
+		got, rat, err := parseScore(chat.Reply{Content: tt.in})
 		if (err != nil) != tt.wantErr || got != tt.want || (!tt.wantErr && rat != tt.wantRationale) {
 			t.Errorf("parseScore(%q) = %d, %q, %v, want %d, %q, error %v", tt.in, got, rat, err, tt.want, tt.wantRationale, tt.wantErr)
 		}
 	}
-	if _, _, err := parseScore(chatReply{Content: `{"score":5}`, Refusal: "no"}); err == nil {
+	if _, _, err := parseScore(chat.Reply{Content: `{"score":5}`, Refusal: "no"}); err == nil {
 		t.Errorf("parseScore(refusal) = nil error, want error")
 	}
 }
@@ -70,7 +72,7 @@ func TestParseWinner(t *testing.T) {
 		{"Winner: C", "", true},
 	}
 	for _, tt := range tests {
-		got, _, err := parseWinner(chatReply{Content: tt.in})
+		got, _, err := parseWinner(chat.Reply{Content: tt.in})
 		if (err != nil) != tt.wantErr || got != tt.want {
 			t.Errorf("parseWinner(%q) = %q, %v, want %q, error %v", tt.in, got, err, tt.want, tt.wantErr)
 		}

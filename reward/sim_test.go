@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/internal/retry"
+	"github.com/parleyhq/parley/llm/chat"
 	"github.com/parleyhq/parley/sim"
 )
 
@@ -32,14 +34,12 @@ func TestAgainstSimulatedJudge(t *testing.T) {
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(func() { s.Close(); srv.Close() })
 
-	opts := ClientOptions{
+	opts := chat.Options{
 		BaseURL:     srv.URL + "/v1",
 		Model:       "sim-judge",
 		APIKey:      key,
 		Concurrency: 4,
-		MaxRetries:  20,
-		BackoffBase: time.Millisecond,
-		BackoffMax:  2 * time.Millisecond,
+		Retry:       retry.Policy{MaxRetries: 20, BackoffBase: time.Millisecond, BackoffMax: 2 * time.Millisecond},
 		Timeout:     500 * time.Millisecond,
 		CacheDir:    t.TempDir(),
 	}
@@ -79,12 +79,16 @@ func TestAgainstSimulatedJudge(t *testing.T) {
 		t.Errorf("no retries happened; the fault injection was not exercised")
 	}
 
-	pj, err := NewPairwiseJudge(PairwiseOptions{ClientOptions: opts, Aspect: AspectCollectiveAgency})
+	opts.Sleep = ns.Sleep
+	pc, err := chat.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pj.Close()
-	pj.chat.sleep = ns.sleep
+	defer pc.Close()
+	pj, err := NewPairwiseJudge(pc, AspectCollectiveAgency)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tk := therapist()
 	res, err := pj.Compare(context.Background(), tk.Task, tk.PersonaA, tk.PersonaB, rich, plain)
 	if err != nil {
@@ -105,20 +109,19 @@ func TestSimulatedJudgeAlwaysMisbehaving(t *testing.T) {
 			t.Fatal(err)
 		}
 		srv := httptest.NewServer(s.Handler())
-		opts := ClientOptions{BaseURL: srv.URL + "/v1", Model: "sim-judge", MaxRetries: 2, BackoffBase: time.Millisecond}
+		opts := chat.Options{BaseURL: srv.URL + "/v1", Model: "sim-judge", Retry: retry.Policy{MaxRetries: 2, BackoffBase: time.Millisecond}}
 		j, _ := newTestCA(t, opts)
 		if res, err := j.Judge(context.Background(), therapist()); err == nil {
 			t.Errorf("CA Judge with sim %+v = %+v, want an error", o, res)
 		}
-		pj, err := NewPairwiseJudge(PairwiseOptions{ClientOptions: opts})
+		pc, _ := newTestChat(t, opts)
+		pj, err := NewPairwiseJudge(pc, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		pj.chat.sleep = (&noSleep{}).sleep
 		if res, err := pj.Compare(context.Background(), "task", "", "", "left", "right"); err == nil {
 			t.Errorf("Compare with sim %+v = %+v, want an error", o, res)
 		}
-		pj.Close()
 		s.Close()
 		srv.Close()
 	}

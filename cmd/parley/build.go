@@ -3,12 +3,13 @@ package main
 import (
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
+	"github.com/parleyhq/parley/internal/retry"
 	"github.com/parleyhq/parley/llm"
+	"github.com/parleyhq/parley/llm/chat"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
 	"go.uber.org/zap"
@@ -120,16 +121,16 @@ func newJudge(cfg config.Config, cacheDir string, log *zap.Logger) (reward.Judge
 		}
 		return j, func() {}, nil
 	}
-	j, err := reward.NewCAJudge(reward.CAOptions{ClientOptions: judgeClient(cfg, cacheDir, log)})
+	c, err := chat.New(judgeClient(cfg, cacheDir, log))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("config key judge: %w", err)
 	}
-	return j, func() { _ = j.Close() }, nil
+	return reward.NewCAJudge(c), func() { _ = c.Close() }, nil
 }
 
 // judgeClient is the judge API configuration; the key is read from the
 // environment variable the config names.
-func judgeClient(cfg config.Config, cacheDir string, log *zap.Logger) reward.ClientOptions {
+func judgeClient(cfg config.Config, cacheDir string, log *zap.Logger) chat.Options {
 	key := ""
 	if cfg.Judge.APIKeyEnv != "" {
 		key = os.Getenv(cfg.Judge.APIKeyEnv)
@@ -137,20 +138,27 @@ func judgeClient(cfg config.Config, cacheDir string, log *zap.Logger) reward.Cli
 			log.Warn("the judge's API key variable is not set; sending no key", zap.String("variable", cfg.Judge.APIKeyEnv))
 		}
 	}
-	return reward.ClientOptions{
+	return chat.Options{
 		BaseURL:                 cfg.Judge.BaseURL,
 		Model:                   cfg.Judge.Model,
 		APIKey:                  key,
 		Concurrency:             cfg.Judge.Concurrency,
 		RequestsPerMinute:       cfg.Judge.RequestsPerMinute,
 		TokensPerMinute:         cfg.Judge.TokensPerMinute,
-		MaxRetries:              cfg.Judge.MaxRetries,
+		Retry:                   retryPolicy(cfg.Judge.MaxRetries),
 		Timeout:                 cfg.Judge.Timeout,
 		CacheDir:                cacheDir,
 		DisableStructuredOutput: !cfg.Judge.StructuredOutput,
 		Logger:                  log.Named("judge"),
-		BackoffBase:             500 * time.Millisecond,
 	}
+}
+
+// retryPolicy is the default retry policy with a config's max_retries (0:
+// a single attempt).
+func retryPolicy(maxRetries int) retry.Policy {
+	p := retry.Default
+	p.MaxRetries = maxRetries
+	return p
 }
 
 // runnerOptions is the rollout runner the config describes; the training

@@ -12,7 +12,7 @@ import (
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/dataset/generate"
 	"github.com/parleyhq/parley/internal/progress"
-	"github.com/parleyhq/parley/reward"
+	"github.com/parleyhq/parley/llm/chat"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 )
@@ -97,7 +97,7 @@ The same seed and generator give the same file; rerunning with the same F contin
 					return fmt.Errorf("config key curriculum.personas: %w", err)
 				}
 			}
-			client, err := reward.NewChatClient(generatorClient(cfg, log))
+			client, err := chat.New(generatorClient(cfg, log))
 			if err != nil {
 				return err
 			}
@@ -170,7 +170,7 @@ func (s barSink) Write(p dataset.Prompt) error {
 
 // generatorClient is the generator API configuration; the key is read from
 // the environment variable the config names.
-func generatorClient(cfg config.Config, log *zap.Logger) reward.ClientOptions {
+func generatorClient(cfg config.Config, log *zap.Logger) chat.Options {
 	g := cfg.Generator
 	key := ""
 	if g.APIKeyEnv != "" {
@@ -179,7 +179,7 @@ func generatorClient(cfg config.Config, log *zap.Logger) reward.ClientOptions {
 			log.Warn("the generator's API key variable is not set; sending no key", zap.String("variable", g.APIKeyEnv))
 		}
 	}
-	return reward.ClientOptions{
+	return chat.Options{
 		Name:                    "generator",
 		BaseURL:                 g.BaseURL,
 		Model:                   g.Model,
@@ -187,7 +187,7 @@ func generatorClient(cfg config.Config, log *zap.Logger) reward.ClientOptions {
 		Concurrency:             g.Concurrency,
 		RequestsPerMinute:       g.RequestsPerMinute,
 		TokensPerMinute:         g.TokensPerMinute,
-		MaxRetries:              retries(g.MaxRetries),
+		Retry:                   retryPolicy(g.MaxRetries),
 		Timeout:                 g.Timeout,
 		Temperature:             g.Temperature,
 		MaxTokens:               g.MaxTokens,
@@ -213,13 +213,4 @@ func formatCounts(m map[string]int) string {
 		parts[i] = fmt.Sprintf("%s %d", k, m[k])
 	}
 	return strings.Join(parts, ", ")
-}
-
-// retries maps a config's max_retries (0: none) to ClientOptions (0: the
-// default, negative: none).
-func retries(n int) int {
-	if n == 0 {
-		return -1
-	}
-	return n
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/parleyhq/parley/eval/harness"
 	"github.com/parleyhq/parley/eval/report"
 	"github.com/parleyhq/parley/llm"
+	"github.com/parleyhq/parley/llm/chat"
 	"github.com/parleyhq/parley/reward"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -125,13 +126,17 @@ the dilemmas directly (Multi-Agent vs. Single-Agent).`,
 			if l.Name == r.Name {
 				return fmt.Errorf("eval pairwise: both sides are named %q: set --left-name or --right-name", l.Name)
 			}
+			jc, err := chat.New(judgeClient(cfg, cacheDir, log))
+			if err != nil {
+				return fmt.Errorf("eval pairwise: config key judge: %w", err)
+			}
+			defer jc.Close()
 			var asp []harness.Aspect
 			for _, name := range aspects {
-				j, err := reward.NewPairwiseJudge(reward.PairwiseOptions{ClientOptions: judgeClient(cfg, cacheDir, log), Aspect: name})
+				j, err := reward.NewPairwiseJudge(jc, name)
 				if err != nil {
 					return err
 				}
-				defer j.Close()
 				asp = append(asp, harness.Aspect{Name: name, Judge: j})
 			}
 

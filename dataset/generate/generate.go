@@ -41,7 +41,7 @@ import (
 	"sync"
 
 	"github.com/parleyhq/parley/dataset"
-	"github.com/parleyhq/parley/reward"
+	"github.com/parleyhq/parley/llm/chat"
 	"go.uber.org/zap"
 )
 
@@ -95,14 +95,14 @@ func DefaultMix() map[string]float64 {
 	}
 }
 
-// Chatter is the chat client the generator needs; *reward.ChatClient
+// Chatter is the chat client the generator needs; *chat.Client
 // implements it.
 type Chatter interface {
 	// Chat sends one chat completion (with retries) and returns the reply.
-	Chat(ctx context.Context, req reward.ChatRequest) (reward.ChatResponse, error)
+	Chat(ctx context.Context, req chat.Request) (chat.Response, error)
 }
 
-var _ Chatter = (*reward.ChatClient)(nil)
+var _ Chatter = (*chat.Client)(nil)
 
 // Sink receives accepted prompts in order.
 type Sink interface {
@@ -592,8 +592,8 @@ func (g *generator) send(ctx context.Context, reqs []request) []result {
 		go func() {
 			defer wg.Done()
 			seed := r.seed
-			resp, err := g.chat.Chat(ctx, reward.ChatRequest{
-				Messages: []reward.ChatMessage{
+			resp, err := g.chat.Chat(ctx, chat.Request{
+				Messages: []chat.Message{
 					{Role: "system", Content: g.system},
 					{Role: "user", Content: r.user},
 				},

@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
-	"github.com/parleyhq/parley/reward"
+	"github.com/parleyhq/parley/internal/retry"
+	"github.com/parleyhq/parley/llm/chat"
 	"github.com/parleyhq/parley/sim"
 )
 
 // newSimClient starts an in-process serve-sim and returns a generator
 // client for it.
-func newSimClient(t testing.TB) *reward.ChatClient {
+func newSimClient(t testing.TB) *chat.Client {
 	t.Helper()
 	s, err := sim.New(sim.Options{})
 	if err != nil {
@@ -30,16 +31,14 @@ func newSimClient(t testing.TB) *reward.ChatClient {
 }
 
 // newClient is a fast generator client for the server at url.
-func newClient(t testing.TB, url string) *reward.ChatClient {
+func newClient(t testing.TB, url string) *chat.Client {
 	t.Helper()
-	c, err := reward.NewChatClient(reward.ClientOptions{
+	c, err := chat.New(chat.Options{
 		Name:        "generator",
 		BaseURL:     url + "/v1",
 		Model:       "sim-judge",
 		Concurrency: 4,
-		MaxRetries:  2,
-		BackoffBase: time.Millisecond,
-		BackoffMax:  2 * time.Millisecond,
+		Retry:       retry.Policy{MaxRetries: 2, BackoffBase: time.Millisecond, BackoffMax: 2 * time.Millisecond},
 		Timeout:     10 * time.Second,
 		Temperature: 1,
 		MaxTokens:   4096,

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/dataset"
-	"github.com/parleyhq/parley/reward"
+	"github.com/parleyhq/parley/llm/chat"
 )
 
 // Schema names of the persona requests.
@@ -124,8 +124,8 @@ func (g *generator) generatePair(ctx context.Context, task string) personaOutcom
 	zero := 0.0
 	for attempt := 0; attempt < g.opts.PersonaAttempts; attempt++ {
 		seed := requestSeed(g.opts.Seed, "persona", Normalize(task), attempt)
-		resp, err := g.chat.Chat(ctx, reward.ChatRequest{
-			Messages: []reward.ChatMessage{
+		resp, err := g.chat.Chat(ctx, chat.Request{
+			Messages: []chat.Message{
 				{Role: "system", Content: g.personaSys},
 				{Role: "user", Content: "Dilemma: " + task + "\n\nWrite the two opposed personas for this dilemma. Reply with only the JSON object."},
 			},
@@ -156,8 +156,8 @@ func (g *generator) generatePair(ctx context.Context, task string) personaOutcom
 			continue
 		}
 		checkSeed := requestSeed(g.opts.Seed, "opposition", Normalize(task), attempt)
-		resp, err = g.chat.Chat(ctx, reward.ChatRequest{
-			Messages: []reward.ChatMessage{
+		resp, err = g.chat.Chat(ctx, chat.Request{
+			Messages: []chat.Message{
 				{Role: "system", Content: oppositionSystem},
 				{Role: "user", Content: fmt.Sprintf("Dilemma: %s\n\nPersona of agent A: %s\nPersona of agent B: %s\n\nDo these personas genuinely conflict over this dilemma? Reply with only the JSON object.", task, pair.A, pair.B)},
 			},

@@ -1,8 +1,9 @@
-// Package retry holds the pieces of parley's HTTP retry loops that do not
-// depend on the client: reading a server's requested wait from the
-// response headers (After) and the jittered exponential backoff used when
-// the server asks for none (Backoff). The retry loops themselves, and the
-// precedence and caps between the two waits, stay with their clients.
+// Package retry is parley's one retry policy for HTTP clients (the vLLM
+// policy client and the OpenAI-compatible chat client): how many retries,
+// the full-jitter exponential backoff between them (Backoff), the server's
+// requested wait read from the response headers (After), and how the two
+// combine (Policy.Wait). The retry loops themselves stay with their clients,
+// which differ in what they retry.
 package retry
 
 import (
@@ -13,6 +14,60 @@ import (
 	"strings"
 	"time"
 )
+
+// Policy is a retry policy. Its zero value is not useful: start from
+// Default and override, or call WithDefaults.
+type Policy struct {
+	// MaxRetries is the number of retries after the first attempt; 0
+	// means none.
+	MaxRetries int
+	// BackoffBase and BackoffMax shape the full-jitter exponential backoff:
+	// the wait before retry n is uniform in [0, min(BackoffMax,
+	// BackoffBase·2^(n-1))].
+	BackoffBase, BackoffMax time.Duration
+	// AfterMax caps a server's requested wait (Retry-After), which replaces
+	// the backoff when it is longer.
+	AfterMax time.Duration
+}
+
+// Default is the policy of every client unless configured otherwise: 6
+// retries, backoff from 500ms up to 30s, a server's Retry-After honoured up
+// to 5 minutes.
+var Default = Policy{MaxRetries: 6, BackoffBase: 500 * time.Millisecond, BackoffMax: 30 * time.Second, AfterMax: 5 * time.Minute}
+
+// WithDefaults fills the durations that are not positive from Default and
+// clamps BackoffMax to at least BackoffBase and MaxRetries to at least 0.
+// MaxRetries is kept as it is: 0 means no retries.
+func (p Policy) WithDefaults() Policy {
+	if p.BackoffBase <= 0 {
+		p.BackoffBase = Default.BackoffBase
+	}
+	if p.BackoffMax <= 0 {
+		p.BackoffMax = Default.BackoffMax
+	}
+	if p.BackoffMax < p.BackoffBase {
+		p.BackoffMax = p.BackoffBase
+	}
+	if p.AfterMax <= 0 {
+		p.AfterMax = Default.AfterMax
+	}
+	p.MaxRetries = max(p.MaxRetries, 0)
+	return p
+}
+
+// Attempts is 1 + MaxRetries.
+func (p Policy) Attempts() int { return 1 + max(p.MaxRetries, 0) }
+
+// Wait is the wait before retry number attempt (1-based): the jittered
+// backoff, or the server's requested wait after (0: none) when that is
+// longer, capped at AfterMax. rng is as in Backoff.
+func (p Policy) Wait(attempt int, after time.Duration, rng *rand.Rand) time.Duration {
+	d := Backoff(attempt, p.BackoffBase, p.BackoffMax, rng)
+	if after > d {
+		d = min(after, p.AfterMax)
+	}
+	return d
+}
 
 // MaxAfter caps the wait After returns, so a broken header cannot stall a
 // caller for longer; callers usually cap it further.

@@ -1,4 +1,4 @@
-package reward
+package chat
 
 import (
 	"bytes"

@@ -1,4 +1,12 @@
-package reward
+// Package chat is parley's one OpenAI-compatible chat client, behind every
+// LLM judge (reward) and the curriculum generator (dataset/generate):
+// bounded concurrency, request and token rate limits, retries with jittered
+// backoff that honour Retry-After, the temperature always on the wire,
+// API-key redaction in errors and, for cached calls (Ask), a persistent
+// cache keyed by model and prompt hash with de-duplication of identical
+// requests in flight. It speaks to any OpenAI-compatible endpoint through
+// go-openai; the vLLM policy's token-level API is package llm's.
+package chat
 
 import (
 	"context"
@@ -18,23 +26,17 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Defaults applied by the judge constructors to zero ClientOptions fields.
+// Defaults applied by the judge constructors to zero Options fields.
 const (
 	DefaultConcurrency = 8
-	DefaultMaxRetries  = 5
-	DefaultBackoffBase = 500 * time.Millisecond
-	DefaultBackoffMax  = 30 * time.Second
 	DefaultTimeout     = 120 * time.Second
 	DefaultMaxTokens   = 1024
-	// maxRetryAfter caps a server's Retry-After so a broken value cannot
-	// stall a run.
-	maxRetryAfter = 5 * time.Minute
 )
 
-// ClientOptions configure an OpenAI-compatible chat client: the one behind
+// Options configure an OpenAI-compatible chat client: the one behind
 // the rubric and pairwise judges, and the curriculum generator's (see
-// NewChatClient). Zero values take the defaults above.
-type ClientOptions struct {
+// New). Zero values take the defaults above.
+type Options struct {
 	// Name names the client in logs and errors: "judge" (the default),
 	// "generator", ….
 	Name string
@@ -54,26 +56,23 @@ type ClientOptions struct {
 	// The limiters allow a burst of a tenth of a minute's budget.
 	RequestsPerMinute int
 	TokensPerMinute   int
-	// MaxRetries is the number of retries after the first attempt on
-	// transient failures (429, 408, 409, 5xx, timeouts, transport errors,
-	// unparseable or out-of-range verdicts, refusals). 0 takes the default;
-	// a negative value disables retries.
-	MaxRetries int
-	// BackoffBase and BackoffMax bound the jittered exponential backoff
-	// between retries. A server's Retry-After, when longer, is honoured.
-	BackoffBase time.Duration
-	BackoffMax  time.Duration
+	// Retry is the retry policy for transient failures (429, 408, 409,
+	// 5xx, timeouts, transport errors, unparseable or out-of-range
+	// verdicts, refusals); a server's Retry-After, when longer than the
+	// backoff, is honoured. The zero Policy means retry.Default; set
+	// BackoffBase with MaxRetries 0 for a single attempt.
+	Retry retry.Policy
 	// Timeout bounds each request attempt.
 	Timeout time.Duration
 	// MaxTokens is the completion token limit sent as max_completion_tokens.
 	MaxTokens int
 	// Temperature is the sampling temperature sent with every request
-	// unless a ChatRequest overrides it. It is always written into the
+	// unless a Request overrides it. It is always written into the
 	// request body, 0 included (go-openai would drop a zero). The judges
 	// want 0, the zero value.
 	Temperature float64
 	// CacheDir is the run directory holding judge-cache.jsonl; "" disables
-	// the cache. Only the judges use it: ChatClient.Chat never caches.
+	// the cache. Only the judges use it: Client.Chat never caches.
 	CacheDir string
 	// DisableStructuredOutput stops sending response_format json_schema,
 	// for endpoints that do not support it; replies are then parsed
@@ -83,10 +82,13 @@ type ClientOptions struct {
 	Logger *zap.Logger
 	// HTTPClient is the HTTP client; nil means a new http.Client.
 	HTTPClient *http.Client
+	// Sleep waits d or until ctx is done, between attempts; nil means a
+	// real timer (tests replace it).
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // withDefaults returns o with defaults applied.
-func (o ClientOptions) withDefaults() ClientOptions {
+func (o Options) withDefaults() Options {
 	if o.Name == "" {
 		o.Name = "judge"
 	}
@@ -96,21 +98,10 @@ func (o ClientOptions) withDefaults() ClientOptions {
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultConcurrency
 	}
-	switch {
-	case o.MaxRetries == 0:
-		o.MaxRetries = DefaultMaxRetries
-	case o.MaxRetries < 0:
-		o.MaxRetries = 0
+	if o.Retry == (retry.Policy{}) {
+		o.Retry = retry.Default
 	}
-	if o.BackoffBase <= 0 {
-		o.BackoffBase = DefaultBackoffBase
-	}
-	if o.BackoffMax <= 0 {
-		o.BackoffMax = DefaultBackoffMax
-	}
-	if o.BackoffMax < o.BackoffBase {
-		o.BackoffMax = o.BackoffBase
-	}
+	o.Retry = o.Retry.WithDefaults()
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
@@ -123,27 +114,30 @@ func (o ClientOptions) withDefaults() ClientOptions {
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{}
 	}
+	if o.Sleep == nil {
+		o.Sleep = sleepCtx
+	}
 	return o
 }
 
 // String describes the options without the API key.
-func (o ClientOptions) String() string {
+func (o Options) String() string {
 	key := "unset"
 	if o.APIKey != "" {
 		key = "set"
 	}
 	return fmt.Sprintf("{Name:%s BaseURL:%s Model:%s APIKey:%s Concurrency:%d RPM:%d TPM:%d MaxRetries:%d Timeout:%s Temperature:%g CacheDir:%s}",
-		o.Name, o.BaseURL, o.Model, key, o.Concurrency, o.RequestsPerMinute, o.TokensPerMinute, o.MaxRetries, o.Timeout, o.Temperature, o.CacheDir)
+		o.Name, o.BaseURL, o.Model, key, o.Concurrency, o.RequestsPerMinute, o.TokensPerMinute, o.Retry.MaxRetries, o.Timeout, o.Temperature, o.CacheDir)
 }
 
-// ChatClient is parley's one OpenAI-compatible chat client, behind every
+// Client is parley's one OpenAI-compatible chat client, behind every
 // LLM judge and the curriculum generator: bounded concurrency, request and
 // token rate limits, retries with jittered backoff that honour Retry-After,
 // the temperature always on the wire, API-key redaction in errors and, for
 // the judges, the persistent cache and de-duplication of identical
 // requests. Safe for concurrent use.
-type ChatClient struct {
-	opts   ClientOptions
+type Client struct {
+	opts   Options
 	client *openai.Client
 	sem    chan struct{}
 	rpm    *rate.Limiter // nil when unlimited
@@ -155,31 +149,31 @@ type ChatClient struct {
 	sleep func(ctx context.Context, d time.Duration) error
 }
 
-// NewChatClient returns a chat client; zero options take the defaults. With
+// New returns a chat client; zero options take the defaults. With
 // a CacheDir it opens the judge cache (used by the judges only); call Close
 // when done.
-func NewChatClient(opts ClientOptions) (*ChatClient, error) {
-	c, err := newChatClient(opts.withDefaults())
+func New(opts Options) (*Client, error) {
+	c, err := newClient(opts.withDefaults())
 	if err != nil {
-		return nil, fmt.Errorf("reward.NewChatClient: %w", err)
+		return nil, fmt.Errorf("reward.New: %w", err)
 	}
 	return c, nil
 }
 
-// newChatClient builds the client; opts must already have defaults.
-func newChatClient(opts ClientOptions) (*ChatClient, error) {
+// newClient builds the client; opts must already have defaults.
+func newClient(opts Options) (*Client, error) {
 	if opts.Model == "" {
 		return nil, errors.New("model is required")
 	}
 	cfg := openai.DefaultConfig(opts.APIKey)
 	cfg.BaseURL = opts.BaseURL
 	cfg.HTTPClient = &doer{client: opts.HTTPClient}
-	c := &ChatClient{
+	c := &Client{
 		opts:   opts,
 		client: openai.NewClientWithConfig(cfg),
 		sem:    make(chan struct{}, opts.Concurrency),
 		log:    opts.Logger,
-		sleep:  sleepCtx,
+		sleep:  opts.Sleep,
 	}
 	if opts.RequestsPerMinute > 0 {
 		c.rpm = rate.NewLimiter(rate.Limit(float64(opts.RequestsPerMinute)/60), max(1, opts.RequestsPerMinute/10))
@@ -201,30 +195,30 @@ func newChatClient(opts ClientOptions) (*ChatClient, error) {
 }
 
 // Model returns the model the client asks.
-func (c *ChatClient) Model() string { return c.opts.Model }
+func (c *Client) Model() string { return c.opts.Model }
 
 // Close releases the cache file, if any.
-func (c *ChatClient) Close() error { return c.close() }
+func (c *Client) Close() error { return c.close() }
 
 // close releases the cache file.
-func (c *ChatClient) close() error {
+func (c *Client) close() error {
 	if c.cache == nil {
 		return nil
 	}
 	return c.cache.close()
 }
 
-// ChatMessage is one message of a chat request.
-type ChatMessage struct {
+// Message is one message of a chat request.
+type Message struct {
 	// Role is system, user or assistant.
 	Role    string
 	Content string
 }
 
-// ChatRequest is one chat completion to ask for.
-type ChatRequest struct {
+// Request is one chat completion to ask for.
+type Request struct {
 	// Messages is the conversation, system message first if any.
-	Messages []ChatMessage
+	Messages []Message
 	// SchemaName and Schema, when SchemaName is set, ask for structured
 	// output (response_format json_schema, strict: the schema must list
 	// every property as required and forbid additional ones). They are
@@ -243,8 +237,8 @@ type ChatRequest struct {
 	Validate func(content string) error
 }
 
-// ChatResponse is the reply to a ChatRequest.
-type ChatResponse struct {
+// Response is the reply to a Request.
+type Response struct {
 	// Content is the assistant message's text.
 	Content string
 	// FinishReason is the server's finish_reason (stop, length, …).
@@ -256,7 +250,7 @@ type ChatResponse struct {
 }
 
 // ErrInvalidReply is matched (errors.Is) by a Chat failure whose last
-// reply was empty, a refusal, or rejected by ChatRequest.Validate.
+// reply was empty, a refusal, or rejected by Request.Validate.
 var ErrInvalidReply = errors.New("invalid chat reply")
 
 // invalidReplyError is a reply Chat could not use; it is retried.
@@ -269,7 +263,7 @@ func (e *invalidReplyError) Is(target error) bool { return target == ErrInvalidR
 // Chat sends one chat completion with retries, under the client's
 // concurrency bound and rate limits, and returns the reply. It never uses
 // the judge cache. The API key never appears in the error.
-func (c *ChatClient) Chat(ctx context.Context, req ChatRequest) (ChatResponse, error) {
+func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 	msgs := make([]openai.ChatCompletionMessage, len(req.Messages))
 	chars := 0
 	for i, m := range req.Messages {
@@ -296,7 +290,7 @@ func (c *ChatClient) Chat(ctx context.Context, req ChatRequest) (ChatResponse, e
 		req:         oreq,
 		temperature: temperature,
 		tokens:      chars/4 + maxTokens,
-		parse: func(reply chatReply) (any, error) {
+		parse: func(reply Reply) (any, error) {
 			if strings.TrimSpace(reply.Content) == "" {
 				if reply.Refusal != "" {
 					return nil, &invalidReplyError{fmt.Errorf("refusal: %s", reply.Refusal)}
@@ -308,18 +302,18 @@ func (c *ChatClient) Chat(ctx context.Context, req ChatRequest) (ChatResponse, e
 					return nil, &invalidReplyError{fmt.Errorf("reply rejected (finish reason %q): %w", reply.FinishReason, err)}
 				}
 			}
-			return ChatResponse{
+			return Response{
 				Content:          reply.Content,
 				FinishReason:     reply.FinishReason,
-				PromptTokens:     reply.Usage.PromptTokens,
-				CompletionTokens: reply.Usage.CompletionTokens,
+				PromptTokens:     reply.PromptTokens,
+				CompletionTokens: reply.CompletionTokens,
 			}, nil
 		},
 	})
 	if err != nil {
-		return ChatResponse{}, fmt.Errorf("reward.ChatClient.Chat: %w", err)
+		return Response{}, fmt.Errorf("reward.Client.Chat: %w", err)
 	}
-	return v.(ChatResponse), nil
+	return v.(Response), nil
 }
 
 // jsonSchemaFormat is a strict json_schema response format.
@@ -334,33 +328,40 @@ func jsonSchemaFormat(name string, schema json.RawMessage) *openai.ChatCompletio
 	}
 }
 
-// chatCall is one judge question.
-type chatCall struct {
+// Call is one cached question (a judge's): a system and a user message,
+// answered at the client's temperature and parsed into a verdict that is
+// cached under the model and the whole prompt.
+type Call struct {
 	System, User string
 	// Version names the prompt version; it is part of the cache key.
 	Version string
 	// SchemaName and Schema describe the structured output.
 	SchemaName string
 	Schema     json.RawMessage
-	// Parse turns a reply into the verdict to cache; a parse error is
-	// retried like a transient failure.
-	Parse func(reply chatReply) (any, error)
+	// Parse turns a reply into the verdict to cache; an error made by
+	// NoVerdict is retried like a transient failure, any other ends the
+	// call.
+	Parse func(reply Reply) (any, error)
 }
 
-// chatReply is what the API returned for one attempt.
-type chatReply struct {
+// Reply is what the API returned for one attempt.
+type Reply struct {
 	Content, Refusal, FinishReason string
-	Usage                          openai.Usage
+	// PromptTokens and CompletionTokens are the usage the API reported.
+	PromptTokens, CompletionTokens int
 }
 
-// chatOutcome is a verdict and where it came from.
-type chatOutcome struct {
-	Value  json.RawMessage
+// Outcome is a verdict and where it came from.
+type Outcome struct {
+	// Value is the verdict Parse returned, JSON-encoded.
+	Value json.RawMessage
+	// Cached reports that the verdict came from the cache or from an
+	// identical request in flight, and cost nothing this time.
 	Cached bool
 }
 
 // prompt renders the full prompt hashed into the cache key.
-func (call chatCall) prompt(structured bool) string {
+func (call Call) prompt(structured bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "version=%s\x00schema=%s\x00structured=%t\x00", call.Version, call.SchemaName, structured)
 	b.WriteString(call.System)
@@ -369,13 +370,15 @@ func (call chatCall) prompt(structured bool) string {
 	return b.String()
 }
 
-// do asks the judge, from the cache when it can.
-func (c *ChatClient) do(ctx context.Context, call chatCall) (chatOutcome, error) {
+// Ask answers call, from the cache when it can: identical calls in flight
+// are sent once, and a verdict is cached (when the client has a CacheDir)
+// once parsed.
+func (c *Client) Ask(ctx context.Context, call Call) (Outcome, error) {
 	structured := !c.opts.DisableStructuredOutput
 	key := cacheKey(c.opts.Model, call.prompt(structured))
 	if c.cache != nil {
 		if v, ok := c.cache.get(key); ok {
-			return chatOutcome{Value: v, Cached: true}, nil
+			return Outcome{Value: v, Cached: true}, nil
 		}
 	}
 	ran := false // set only when this caller's function runs (the leader)
@@ -394,18 +397,18 @@ func (c *ChatClient) do(ctx context.Context, call chatCall) (chatOutcome, error)
 	})
 	select {
 	case <-ctx.Done():
-		return chatOutcome{}, ctx.Err()
+		return Outcome{}, ctx.Err()
 	case res := <-ch:
 		if res.Err != nil {
-			return chatOutcome{}, res.Err
+			return Outcome{}, res.Err
 		}
 		// Followers of an identical in-flight request paid nothing.
-		return chatOutcome{Value: res.Val.(json.RawMessage), Cached: !ran}, nil
+		return Outcome{Value: res.Val.(json.RawMessage), Cached: !ran}, nil
 	}
 }
 
 // ask sends a judge question and encodes its verdict for the cache.
-func (c *ChatClient) ask(ctx context.Context, call chatCall, structured bool) (json.RawMessage, error) {
+func (c *Client) ask(ctx context.Context, call Call, structured bool) (json.RawMessage, error) {
 	req := openai.ChatCompletionRequest{
 		Model: c.opts.Model,
 		Messages: []openai.ChatCompletionMessage{
@@ -442,14 +445,14 @@ type exchange struct {
 	tokens int
 	// parse turns a reply into the result; its error is retried when
 	// retryable (verdictError, invalidReplyError).
-	parse func(chatReply) (any, error)
+	parse func(Reply) (any, error)
 }
 
 // send runs the attempts of one request: the retry loop shared by every
 // caller.
-func (c *ChatClient) send(ctx context.Context, ex exchange) (any, error) {
+func (c *Client) send(ctx context.Context, ex exchange) (any, error) {
 	var lastErr error
-	for attempt := 0; attempt <= c.opts.MaxRetries; attempt++ {
+	for attempt := 0; attempt < c.opts.Retry.Attempts(); attempt++ {
 		if attempt > 0 {
 			wait := c.backoff(attempt, lastErr)
 			c.log.Warn(c.opts.Name+" request failed, retrying",
@@ -473,12 +476,12 @@ func (c *ChatClient) send(ctx context.Context, ex exchange) (any, error) {
 			return nil, c.redact(fmt.Errorf("%s %s: %w", c.opts.Name, c.opts.Model, err))
 		}
 	}
-	return nil, c.redact(fmt.Errorf("%s %s: giving up after %d attempts: %w", c.opts.Name, c.opts.Model, c.opts.MaxRetries+1, lastErr))
+	return nil, c.redact(fmt.Errorf("%s %s: giving up after %d attempts: %w", c.opts.Name, c.opts.Model, c.opts.Retry.Attempts(), lastErr))
 }
 
 // attempt makes one request under the concurrency bound, the rate limits
 // and the per-request timeout, and parses the reply.
-func (c *ChatClient) attempt(ctx context.Context, ex exchange) (any, error) {
+func (c *Client) attempt(ctx context.Context, ex exchange) (any, error) {
 	select {
 	case c.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -512,26 +515,26 @@ func (c *ChatClient) attempt(ctx context.Context, ex exchange) (any, error) {
 		return nil, &verdictError{msg: "reply has no choices"}
 	}
 	ch := resp.Choices[0]
-	return ex.parse(chatReply{
-		Content:      ch.Message.Content,
-		Refusal:      ch.Message.Refusal,
-		FinishReason: string(ch.FinishReason),
-		Usage:        resp.Usage,
+	return ex.parse(Reply{
+		Content:          ch.Message.Content,
+		Refusal:          ch.Message.Refusal,
+		FinishReason:     string(ch.FinishReason),
+		PromptTokens:     resp.Usage.PromptTokens,
+		CompletionTokens: resp.Usage.CompletionTokens,
 	})
 }
 
-// backoff is the wait before retry number attempt (1-based): full-jitter
-// exponential backoff (retry.Backoff, uniform in [0, min(BackoffMax,
-// BackoffBase*2^(attempt-1))]), or the server's Retry-After when that is
-// longer, capped at maxRetryAfter. The jitter draws from math/rand/v2's
-// global source, which is safe for concurrent use.
-func (c *ChatClient) backoff(attempt int, lastErr error) time.Duration {
-	d := retry.Backoff(attempt, c.opts.BackoffBase, c.opts.BackoffMax, nil)
+// backoff is the wait before retry number attempt (1-based): the retry
+// policy's jittered backoff, or the server's Retry-After when that is
+// longer (retry.Policy.Wait). The jitter draws from math/rand/v2's global
+// source, which is safe for concurrent use.
+func (c *Client) backoff(attempt int, lastErr error) time.Duration {
+	var after time.Duration
 	var ra *retryAfterError
-	if errors.As(lastErr, &ra) && ra.wait > d {
-		d = min(ra.wait, maxRetryAfter)
+	if errors.As(lastErr, &ra) {
+		after = ra.wait
 	}
-	return d
+	return c.opts.Retry.Wait(attempt, after, nil)
 }
 
 // maxErrorLen bounds an error message (an HTML error page can be long); the
@@ -540,7 +543,7 @@ const maxErrorLen = 1000
 
 // redact removes the API key from err's message and shortens it to
 // maxErrorLen bytes.
-func (c *ChatClient) redact(err error) error {
+func (c *Client) redact(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -597,6 +600,13 @@ type verdictError struct {
 }
 
 func (e *verdictError) Error() string { return e.msg }
+
+// NoVerdict returns the error a Call's Parse gives for a reply that holds
+// no valid verdict (unparseable, out of range, a refusal, truncated): it is
+// retried, and matches ErrNoVerdict.
+func NoVerdict(format string, args ...any) error {
+	return &verdictError{msg: fmt.Sprintf(format, args...)}
+}
 
 // ErrNoVerdict is matched (errors.Is) by every failure to read a valid
 // verdict from a judge reply.

@@ -1,4 +1,4 @@
-package reward
+package chat_test
 
 import (
 	"context"
@@ -7,19 +7,36 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/retry"
+	"github.com/parleyhq/parley/llm/chat"
+	"github.com/parleyhq/parley/llm/chat/chattest"
 )
 
 // newTestChat returns a chat client over srv that does not really sleep.
-func newTestChat(t *testing.T, opts ClientOptions) (*ChatClient, *noSleep) {
+func newTestChat(t *testing.T, opts chat.Options) (*chat.Client, *chattest.NoSleep) {
 	t.Helper()
-	c, err := NewChatClient(opts)
+	ns := &chattest.NoSleep{}
+	opts.Sleep = ns.Sleep
+	c, err := chat.New(opts)
 	if err != nil {
-		t.Fatalf("NewChatClient: %v", err)
+		t.Fatalf("chat.New: %v", err)
 	}
 	t.Cleanup(func() { c.Close() })
-	ns := &noSleep{}
-	c.sleep = ns.sleep
 	return c, ns
+}
+
+// testClientOptions are fast options against srv.
+func testClientOptions(srv *chattest.FakeAPI) chat.Options {
+	return chat.Options{
+		BaseURL:     srv.URL + "/v1",
+		Model:       "judge-test",
+		APIKey:      "test-key",
+		Concurrency: 4,
+		Retry:       retry.Policy{MaxRetries: 3, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond},
+		Timeout:     10 * time.Second,
+	}
 }
 
 // chatExtras are request fields the judge tests do not read.
@@ -28,8 +45,8 @@ type chatExtras struct {
 }
 
 func TestChatSendsTemperatureSeedAndSchema(t *testing.T) {
-	srv := newFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) {
-		writeReply(w, `{"items":[]}`)
+	srv := chattest.NewFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chattest.Body) {
+		chattest.WriteReply(w, `{"items":[]}`)
 	})
 	opts := testClientOptions(srv)
 	opts.Temperature = 0.7
@@ -38,18 +55,18 @@ func TestChatSendsTemperatureSeedAndSchema(t *testing.T) {
 	seed := int64(12345)
 	tests := []struct {
 		name            string
-		req             ChatRequest
+		req             chat.Request
 		wantTemperature float64
 		wantSeed        *int64
 		wantSchema      string
 		wantMaxTokens   int
 	}{
-		{"client temperature, no seed, no schema", ChatRequest{}, 0.7, nil, "", DefaultMaxTokens},
-		{"temperature 0 override", ChatRequest{Temperature: &zero}, 0, nil, "", DefaultMaxTokens},
-		{"seed, schema and max tokens", ChatRequest{Seed: &seed, SchemaName: "dilemmas", Schema: json.RawMessage(`{"type":"object"}`), MaxTokens: 77}, 0.7, &seed, "dilemmas", 77},
+		{"client temperature, no seed, no schema", chat.Request{}, 0.7, nil, "", chat.DefaultMaxTokens},
+		{"temperature 0 override", chat.Request{Temperature: &zero}, 0, nil, "", chat.DefaultMaxTokens},
+		{"seed, schema and max tokens", chat.Request{Seed: &seed, SchemaName: "dilemmas", Schema: json.RawMessage(`{"type":"object"}`), MaxTokens: 77}, 0.7, &seed, "dilemmas", 77},
 	}
 	for i, tt := range tests {
-		tt.req.Messages = []ChatMessage{{Role: "system", Content: "sys"}, {Role: "user", Content: "hello"}}
+		tt.req.Messages = []chat.Message{{Role: "system", Content: "sys"}, {Role: "user", Content: "hello"}}
 		resp, err := c.Chat(context.Background(), tt.req)
 		if err != nil {
 			t.Fatalf("%s: Chat = %v", tt.name, err)
@@ -58,7 +75,7 @@ func TestChatSendsTemperatureSeedAndSchema(t *testing.T) {
 			t.Errorf("%s: Chat = %+v", tt.name, resp)
 		}
 		raw := srv.Body(i)
-		var body chatBody
+		var body chattest.Body
 		var extra chatExtras
 		json.Unmarshal(raw, &body)
 		json.Unmarshal(raw, &extra)
@@ -88,19 +105,19 @@ func TestChatSendsTemperatureSeedAndSchema(t *testing.T) {
 }
 
 func TestChatRetriesRejectedReplies(t *testing.T) {
-	srv := newFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) {
+	srv := chattest.NewFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chattest.Body) {
 		switch n {
 		case 0:
-			writeReply(w, "not json")
+			chattest.WriteReply(w, "not json")
 		case 1:
-			writeError(w, http.StatusServiceUnavailable, "busy")
+			chattest.WriteError(w, http.StatusServiceUnavailable, "busy")
 		default:
-			writeReply(w, `{"ok":true}`)
+			chattest.WriteReply(w, `{"ok":true}`)
 		}
 	})
 	c, ns := newTestChat(t, testClientOptions(srv))
-	resp, err := c.Chat(context.Background(), ChatRequest{
-		Messages: []ChatMessage{{Role: "user", Content: "x"}},
+	resp, err := c.Chat(context.Background(), chat.Request{
+		Messages: []chat.Message{{Role: "user", Content: "x"}},
 		Validate: func(s string) error {
 			if !json.Valid([]byte(s)) {
 				return errors.New("not JSON")
@@ -122,27 +139,27 @@ func TestChatInvalidReplies(t *testing.T) {
 		reply func(w http.ResponseWriter)
 		want  string
 	}{
-		{"rejected", func(w http.ResponseWriter) { writeReply(w, "prose") }, "reply rejected"},
+		{"rejected", func(w http.ResponseWriter) { chattest.WriteReply(w, "prose") }, "reply rejected"},
 		{"refusal", func(w http.ResponseWriter) {
-			writeMessage(w, map[string]any{"role": "assistant", "content": "", "refusal": "I can't"}, "stop")
+			chattest.WriteMessage(w, map[string]any{"role": "assistant", "content": "", "refusal": "I can't"}, "stop")
 		}, "refusal: I can't"},
 		{"empty", func(w http.ResponseWriter) {
-			writeMessage(w, map[string]any{"role": "assistant", "content": " "}, "length")
+			chattest.WriteMessage(w, map[string]any{"role": "assistant", "content": " "}, "length")
 		}, "empty reply"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) { tt.reply(w) })
+			srv := chattest.NewFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chattest.Body) { tt.reply(w) })
 			opts := testClientOptions(srv)
 			opts.Name = "generator"
-			opts.MaxRetries = 2
+			opts.Retry.MaxRetries = 2
 			c, _ := newTestChat(t, opts)
-			_, err := c.Chat(context.Background(), ChatRequest{
-				Messages: []ChatMessage{{Role: "user", Content: "x"}},
+			_, err := c.Chat(context.Background(), chat.Request{
+				Messages: []chat.Message{{Role: "user", Content: "x"}},
 				Validate: func(s string) error { return errors.New("never good") },
 			})
-			if !errors.Is(err, ErrInvalidReply) || errors.Is(err, ErrNoVerdict) {
-				t.Fatalf("Chat = %v, want ErrInvalidReply (and not ErrNoVerdict)", err)
+			if !errors.Is(err, chat.ErrInvalidReply) || errors.Is(err, chat.ErrNoVerdict) {
+				t.Fatalf("Chat = %v, want chat.ErrInvalidReply (and not chat.ErrNoVerdict)", err)
 			}
 			msg := err.Error()
 			if !strings.Contains(msg, tt.want) || !strings.Contains(msg, "generator judge-test: giving up after 3 attempts") {
@@ -156,17 +173,17 @@ func TestChatInvalidReplies(t *testing.T) {
 }
 
 func TestChatWithoutStructuredOutput(t *testing.T) {
-	srv := newFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chatBody) {
+	srv := chattest.NewFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chattest.Body) {
 		if req.ResponseFormat != nil {
 			t.Errorf("response_format sent with structured output disabled")
 		}
-		writeReply(w, "ok")
+		chattest.WriteReply(w, "ok")
 	})
 	opts := testClientOptions(srv)
 	opts.DisableStructuredOutput = true
 	c, _ := newTestChat(t, opts)
-	if _, err := c.Chat(context.Background(), ChatRequest{
-		Messages:   []ChatMessage{{Role: "user", Content: "x"}},
+	if _, err := c.Chat(context.Background(), chat.Request{
+		Messages:   []chat.Message{{Role: "user", Content: "x"}},
 		SchemaName: "dilemmas", Schema: json.RawMessage(`{}`),
 	}); err != nil {
 		t.Fatal(err)
@@ -174,7 +191,7 @@ func TestChatWithoutStructuredOutput(t *testing.T) {
 }
 
 func TestNewChatClientNeedsModel(t *testing.T) {
-	if _, err := NewChatClient(ClientOptions{}); err == nil || !strings.Contains(err.Error(), "model") {
-		t.Errorf("NewChatClient(no model) = %v, want a model error", err)
+	if _, err := chat.New(chat.Options{}); err == nil || !strings.Contains(err.Error(), "model") {
+		t.Errorf("chat.New(no model) = %v, want a model error", err)
 	}
 }

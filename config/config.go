@@ -15,6 +15,8 @@ type Config struct {
 	Game       Game       `yaml:"game"`
 	Curriculum Curriculum `yaml:"curriculum"`
 	Rollout    Rollout    `yaml:"rollout"`
+	// Roles maps a game role to what plays it when not the trained policy.
+	Roles map[string]RoleModel `yaml:"roles"`
 	Judge      Judge      `yaml:"judge"`
 	Generator  Generator  `yaml:"generator"`
 	GRPO       GRPO       `yaml:"grpo"`
@@ -64,16 +66,6 @@ type Sampling struct {
 	FinalMaxTokens int `yaml:"final_max_tokens"`
 }
 
-// Game selects the environment and its rules.
-type Game struct {
-	// Env is the game: deliberation (seed 000) or single (the single-agent baseline).
-	Env string `yaml:"env"`
-	// MaxRounds bounds the negotiation; a round is one turn of each agent.
-	MaxRounds int `yaml:"max_rounds"`
-	// AgreementMarker is the text a turn carries to accept the standing proposal.
-	AgreementMarker string `yaml:"agreement_marker"`
-}
-
 // Curriculum is where prompt rows come from and how they are mixed.
 type Curriculum struct {
 	// Path is a JSONL or parquet file of prompts, or builtin:dilemmas / builtin:open-ended.
@@ -84,6 +76,28 @@ type Curriculum struct {
 	Mix map[string]float64 `yaml:"mix"`
 	// Split keeps only rows of this split ("" = all).
 	Split string `yaml:"split"`
+}
+
+// RoleModel names what plays one role of the game (roles.<role>): the
+// trained policy (the default for every role not listed), the frozen base
+// model or a fixed adapter on policy.endpoints, another vLLM server, or an
+// external OpenAI-compatible chat model. Only the trained policy's roles go
+// into training batches.
+type RoleModel struct {
+	// Policy is trained, base, adapter, endpoint or external.
+	Policy string `yaml:"policy"`
+	// Model is the adapter (adapter), the served model (endpoint) or the
+	// external model name (external).
+	Model string `yaml:"model"`
+	// AdapterPath is where an adapter is loaded from, as the inference
+	// server sees it; empty when the adapter is already loaded.
+	AdapterPath string `yaml:"adapter_path"`
+	// Endpoints are the other server's base URLs (endpoint).
+	Endpoints []string `yaml:"endpoints"`
+	// BaseURL is the external model's OpenAI-compatible API (external).
+	BaseURL string `yaml:"base_url"`
+	// APIKeyEnv names the environment variable holding that server's key.
+	APIKeyEnv string `yaml:"api_key_env"`
 }
 
 // Rollout sizes the sampling of groups.
@@ -162,12 +176,16 @@ type Generator struct {
 // Rule configures a rule scorer.
 type Rule struct {
 	// Kind is keywords (the share of Keywords present), keyword_share (the
-	// share of the final's words that are keywords), length or agreement.
+	// share of the final's words that are keywords), length, agreement or
+	// target_word.
 	Kind string `yaml:"kind"`
 	// Keywords are counted in the final completion (keywords kind).
 	Keywords []string `yaml:"keywords"`
 	// TargetLength is the target length in words (length kind).
 	TargetLength int `yaml:"target_length"`
+	// TargetWord is the word whose share of the final's words is the
+	// score (target_word kind).
+	TargetWord string `yaml:"target_word"`
 }
 
 // GRPO sets the advantage and mask modes.
@@ -260,7 +278,7 @@ func Default() Config {
 			MaxRetries:               8,
 		},
 		Sampling: Sampling{Temperature: 1.0, TopP: 1.0, MaxTokens: 256, FinalMaxTokens: 512},
-		Game:     Game{Env: "deliberation", MaxRounds: 5, AgreementMarker: "[AGREE]"},
+		Game:     defaultGame("deliberation"),
 		Curriculum: Curriculum{
 			Path: "builtin:dilemmas",
 		},

@@ -7,8 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/rollout/deliberation"
+	_ "github.com/parleyhq/parley/rollout/games"
 	"github.com/spf13/pflag"
 )
+
+// rounds is the deliberation game's max_rounds in cfg.
+func rounds(cfg Config) int { return cfg.Game.Section("deliberation").(*deliberation.Config).MaxRounds }
 
 func writeFile(t *testing.T, body string) string {
 	t.Helper()
@@ -24,7 +29,7 @@ func TestLoadValid(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load(valid) = %v", err)
 	}
-	if cfg.Run.Seed != 7 || cfg.Game.MaxRounds != 4 || len(cfg.Policy.Endpoints) != 2 || cfg.Rollout.GroupSize != 4 {
+	if cfg.Run.Seed != 7 || rounds(cfg) != 4 || len(cfg.Policy.Endpoints) != 2 || cfg.Rollout.GroupSize != 4 {
 		t.Errorf("Load(valid) = %+v", cfg)
 	}
 	// defaults survive where the file is silent
@@ -41,16 +46,23 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown top key", "bogus: 1\n", []string{"line 1", `unknown key "bogus"`}},
 		{"unknown nested key", "run:\n  name: x\n  sed: 3\n", []string{"line 3", `unknown key "run.sed"`, "seed"}},
 		{"unknown deep key", "judge:\n  rule:\n    kinds: x\n", []string{`unknown key "judge.rule.kinds"`}},
-		{"wrong type int", "game:\n  max_rounds: many\n", []string{"line 2", "many"}},
+		{"wrong type int", "game:\n  deliberation:\n    max_rounds: many\n", []string{"line 3", "many"}},
+		{"moved game key", "game:\n  max_rounds: 3\n", []string{"line 2", `"game.max_rounds" moved to game.deliberation.max_rounds`}},
+		{"unknown game section", "game:\n  chess:\n    depth: 3\n", []string{"line 2", `unknown key "game.chess"`, "deliberation", "single"}},
+		{"unknown game key", "game:\n  deliberation:\n    rounds: 3\n", []string{"line 3", `unknown key "game.deliberation.rounds"`, "max_rounds"}},
+		{"bad role policy", "roles:\n  B:\n    policy: frozen\n", []string{"key roles.B.policy", "frozen", "base"}},
+		{"unknown role key", "roles:\n  B:\n    polcy: base\n", []string{"line 3", `unknown key "roles.B.polcy"`}},
+		{"external role without url", "roles:\n  B:\n    policy: external\n    model: m\n", []string{"key roles.B.base_url"}},
+		{"target_word rule", "judge:\n  kind: rule\n  rule:\n    kind: target_word\n", []string{"key judge.rule.target_word"}},
 		{"wrong type list", "policy:\n  endpoints: 5\n", []string{"line 2"}},
 		{"bad yaml", "run: [\n", []string{"invalid YAML"}},
-		{"out of range rounds", "game:\n  max_rounds: 0\n", []string{"key game.max_rounds", "[1, 100]"}},
+		{"out of range rounds", "game:\n  deliberation:\n    max_rounds: 0\n", []string{"key game.deliberation.max_rounds", "[1, 100]"}},
 		{"out of range temperature", "sampling:\n  temperature: -1\n", []string{"key sampling.temperature"}},
 		{"bad enum env", "game:\n  env: chess\n", []string{"key game.env", "chess", "deliberation"}},
 		{"bad enum mask", "grpo:\n  mask: all\n", []string{"key grpo.mask"}},
 		{"bad endpoint", "policy:\n  endpoints: [\"localhost:8000\"]\n", []string{"key policy.endpoints[0]"}},
 		{"secret in env field", "judge:\n  api_key_env: sk-abc123-secret\n", []string{"key judge.api_key_env", "environment"}},
-		{"single with dialogue mask", "game:\n  env: single\ngrpo:\n  mask: dialogue\n", []string{"key grpo.mask", "single-agent"}},
+		{"single with dialogue mask", "game:\n  env: single\ngrpo:\n  mask: dialogue\n", []string{"key grpo.mask", "single game records only final"}},
 		{"staleness 2", "train:\n  max_staleness: 2\n", []string{"key train.max_staleness"}},
 		{"bad mix category", "curriculum:\n  mix:\n    sports: 1\n", []string{"curriculum.mix.sports"}},
 		{"negative group", "rollout:\n  group_size: -2\n", []string{"key rollout.group_size"}},
@@ -89,7 +101,7 @@ func TestOverrides(t *testing.T) {
 	t.Setenv("PARLEY_POLICY_REQUEST_TIMEOUT", "3s")
 	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	RegisterFlags(fs)
-	if err := fs.Parse([]string{"--game.max_rounds=9", "--run.seed=5"}); err != nil {
+	if err := fs.Parse([]string{"--game.deliberation.max_rounds=9", "--run.seed=5"}); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := Load("testdata/valid.yaml", fs)
@@ -99,8 +111,8 @@ func TestOverrides(t *testing.T) {
 	if cfg.Run.Seed != 5 {
 		t.Errorf("run.seed = %d, want 5 (flag beats env and file)", cfg.Run.Seed)
 	}
-	if cfg.Game.MaxRounds != 9 {
-		t.Errorf("game.max_rounds = %d, want 9", cfg.Game.MaxRounds)
+	if rounds(cfg) != 9 {
+		t.Errorf("game.deliberation.max_rounds = %d, want 9", rounds(cfg))
 	}
 	if len(cfg.Policy.Endpoints) != 2 || cfg.Policy.Endpoints[1] != "http://b:2" {
 		t.Errorf("policy.endpoints = %v", cfg.Policy.Endpoints)
@@ -111,9 +123,9 @@ func TestOverrides(t *testing.T) {
 }
 
 func TestOverrideBadValue(t *testing.T) {
-	t.Setenv("PARLEY_GAME_MAX_ROUNDS", "lots")
+	t.Setenv("PARLEY_GAME_DELIBERATION_MAX_ROUNDS", "lots")
 	_, err := Load("testdata/valid.yaml", nil)
-	if err == nil || !strings.Contains(err.Error(), "PARLEY_GAME_MAX_ROUNDS") || !strings.Contains(err.Error(), "game.max_rounds") {
+	if err == nil || !strings.Contains(err.Error(), "PARLEY_GAME_DELIBERATION_MAX_ROUNDS") || !strings.Contains(err.Error(), "game.deliberation.max_rounds") {
 		t.Fatalf("Load with bad env = %v, want an error naming the variable and key", err)
 	}
 }

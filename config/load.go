@@ -89,8 +89,19 @@ func decodeStrict(data []byte, cfg *Config) error {
 // checkKeys walks a mapping node against a struct type and reports the
 // first unknown key with its full path, line and the keys that are known.
 func checkKeys(n *yaml.Node, t reflect.Type, prefix string) error {
+	if t.Kind() == reflect.Map && t.Elem().Kind() == reflect.Struct && n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if err := checkKeys(n.Content[i+1], t.Elem(), prefix+"."+n.Content[i].Value); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if t.Kind() != reflect.Struct || n.Kind != yaml.MappingNode {
 		return nil
+	}
+	if t == reflect.TypeOf(Game{}) {
+		return gameKeys(n, Default().Game)
 	}
 	fields := map[string]reflect.Type{}
 	for i := 0; i < t.NumField(); i++ {
@@ -150,6 +161,11 @@ func leaves(v reflect.Value, prefix string, out []leaf) []leaf {
 			key = prefix + "." + name
 		}
 		fv := v.Field(i)
+		if g, ok := fv.Interface().(Game); ok {
+			out = append(out, leaf{key: key + ".env", v: fv.FieldByName("Env")})
+			out = gameLeaves(g, out)
+			continue
+		}
 		if fv.Kind() == reflect.Struct && fv.Type() != reflect.TypeOf(time.Duration(0)) {
 			out = leaves(fv, key, out)
 			continue

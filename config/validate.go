@@ -6,275 +6,373 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/grpo"
+	"github.com/parleyhq/parley/reward"
+	"github.com/parleyhq/parley/rollout"
 	"gopkg.in/yaml.v3"
 )
+
+// Enumerations this package owns (the others come from the packages that
+// own them: rollout's games, grpo's advantage and mask modes, reward's
+// rules, dataset's categories).
+var (
+	// JudgeKinds are judge.kind's values: the Collective Agency LLM judge,
+	// or a rule scorer.
+	JudgeKinds = []string{"ca", "rule"}
+	// HandshakeKinds are train.handshake's values.
+	HandshakeKinds = []string{"file", "http"}
+	// Aggregations are trainer.aggregation's values (the trainer's loss
+	// aggregations).
+	Aggregations = []string{"token_mean", "seq_mean_token_mean", "dr_grpo"}
+	// LogLevels and LogFormats are log.level's and log.format's values.
+	LogLevels  = []string{"debug", "info", "warn", "error"}
+	LogFormats = []string{"auto", "console", "json"}
+)
+
+// checker collects validation problems, each naming its key path.
+type checker struct{ errs []error }
+
+func (c *checker) bad(key, format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf("key %s: %s", key, fmt.Sprintf(format, args...)))
+}
+
+func (c *checker) oneOf(key, v string, allowed []string) {
+	if !slices.Contains(allowed, v) {
+		c.bad(key, "%q is not one of %s", v, strings.Join(allowed, ", "))
+	}
+}
+
+func (c *checker) positive(key string, v int) {
+	if v <= 0 {
+		c.bad(key, "must be positive, got %d", v)
+	}
+}
+
+func (c *checker) nonNegative(key string, v int) {
+	if v < 0 {
+		c.bad(key, "must be zero or more, got %d", v)
+	}
+}
+
+func (c *checker) inRange(key string, v, lo, hi float64, loOpen, hiOpen bool) {
+	if (loOpen && v <= lo) || v < lo || (hiOpen && v >= hi) || v > hi {
+		l, h := "[", "]"
+		if loOpen {
+			l = "("
+		}
+		if hiOpen {
+			h = ")"
+		}
+		c.bad(key, "must be in %s%g, %g%s, got %g", l, lo, hi, h, v)
+	}
+}
+
+// envName checks a config value that names an environment variable.
+func (c *checker) envName(key, v string, required bool) {
+	if v == "" {
+		if required {
+			c.bad(key, "must name an environment variable")
+		}
+		return
+	}
+	for _, r := range v {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			c.bad(key, "%q is not an environment variable name (put the secret in the environment, never in the config)", v)
+			return
+		}
+	}
+}
+
+// httpURL checks a base URL: http(s), a host, no credentials.
+func (c *checker) httpURL(key, v, keyEnv string) {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		c.bad(key, "%q is not an http(s) URL", redactURL(v))
+	} else if u.User != nil {
+		c.bad(key, "credentials in the URL: name an environment variable in %s instead", keyEnv)
+	}
+}
+
+// mix checks category weights against the known categories.
+func (c *checker) mix(key string, m map[string]float64, known []string) {
+	var sum float64
+	for k, w := range m {
+		if !slices.Contains(known, k) {
+			c.bad(key+"."+k, "unknown category (%s)", strings.Join(known, ", "))
+		}
+		if w < 0 {
+			c.bad(key+"."+k, "weight must be zero or more, got %g", w)
+		}
+		sum += w
+	}
+	if len(m) > 0 && sum <= 0 {
+		c.bad(key, "weights must not all be zero")
+	}
+}
 
 // Validate checks every value, returning all problems joined; each names
 // its key path.
 func (c Config) Validate() error {
-	var errs []error
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("key %s: %s", key, fmt.Sprintf(format, args...)))
-	}
-	oneOf := func(key, v string, allowed ...string) {
-		for _, a := range allowed {
-			if v == a {
-				return
-			}
-		}
-		bad(key, "%q is not one of %s", v, strings.Join(allowed, ", "))
-	}
-	positive := func(key string, v int) {
-		if v <= 0 {
-			bad(key, "must be positive, got %d", v)
-		}
-	}
-	nonNegative := func(key string, v int) {
-		if v < 0 {
-			bad(key, "must be zero or more, got %d", v)
-		}
-	}
-	envName := func(key, v string, required bool) {
-		if v == "" {
-			if required {
-				bad(key, "must name an environment variable")
-			}
-			return
-		}
-		for _, r := range v {
-			if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
-				bad(key, "%q is not an environment variable name (put the secret in the environment, never in the config)", v)
-				return
-			}
-		}
-	}
+	var k checker
+	c.validateRun(&k)
+	c.validatePolicy(&k)
+	c.validateSampling(&k)
+	c.validateGame(&k)
+	c.validateCurriculum(&k)
+	c.validateRoles(&k)
+	c.validateJudge(&k)
+	c.validateGenerator(&k)
+	c.validateGRPO(&k)
+	c.validateTrain(&k)
+	c.validateTrainer(&k)
+	k.oneOf("log.level", c.Log.Level, LogLevels)
+	k.oneOf("log.format", c.Log.Format, LogFormats)
+	return errors.Join(k.errs...)
+}
 
+func (c Config) validateRun(k *checker) {
 	if c.Run.Name == "" || strings.ContainsAny(c.Run.Name, `/\`) || c.Run.Name == "." || c.Run.Name == ".." {
-		bad("run.name", "must be a plain directory name, got %q", c.Run.Name)
+		k.bad("run.name", "must be a plain directory name, got %q", c.Run.Name)
 	}
 	if c.Run.Dir == "" {
-		bad("run.dir", "must not be empty")
+		k.bad("run.dir", "must not be empty")
 	}
+}
 
+func (c Config) validatePolicy(k *checker) {
 	if len(c.Policy.Endpoints) == 0 {
-		bad("policy.endpoints", "must list at least one base URL")
+		k.bad("policy.endpoints", "must list at least one base URL")
 	}
 	for i, e := range c.Policy.Endpoints {
-		u, err := url.Parse(e)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad(fmt.Sprintf("policy.endpoints[%d]", i), "%q is not an http(s) base URL", redactURL(e))
-		} else if u.User != nil {
-			bad(fmt.Sprintf("policy.endpoints[%d]", i), "credentials in the URL: name an environment variable in policy.api_key_env instead")
-		}
-	}
-	for key, args := range map[string][]string{"train.trainer_command": c.Train.TrainerCommand, "train.server_command": c.Train.ServerCommand, "trainer.extra_args": c.Trainer.ExtraArgs} {
-		if r := redactArgs(args); fmt.Sprint(r) != fmt.Sprint(args) {
-			bad(key, "holds a secret on the command line (%v): pass it through the environment (vLLM reads VLLM_API_KEY)", r)
-		}
+		k.httpURL(fmt.Sprintf("policy.endpoints[%d]", i), e, "policy.api_key_env")
 	}
 	if c.Policy.Model == "" {
-		bad("policy.model", "must not be empty")
+		k.bad("policy.model", "must not be empty")
 	}
-	envName("policy.api_key_env", c.Policy.APIKeyEnv, false)
-	positive("policy.max_concurrent_per_endpoint", c.Policy.MaxConcurrentPerEndpoint)
+	k.envName("policy.api_key_env", c.Policy.APIKeyEnv, false)
+	k.positive("policy.max_concurrent_per_endpoint", c.Policy.MaxConcurrentPerEndpoint)
 	if c.Policy.RequestTimeout <= 0 {
-		bad("policy.request_timeout", "must be positive, got %s", c.Policy.RequestTimeout)
+		k.bad("policy.request_timeout", "must be positive, got %s", c.Policy.RequestTimeout)
 	}
-	nonNegative("policy.max_retries", c.Policy.MaxRetries)
+	k.nonNegative("policy.max_retries", c.Policy.MaxRetries)
+}
 
-	if c.Sampling.Temperature < 0 || c.Sampling.Temperature > 5 {
-		bad("sampling.temperature", "must be in [0, 5], got %g", c.Sampling.Temperature)
-	}
-	if c.Sampling.TopP <= 0 || c.Sampling.TopP > 1 {
-		bad("sampling.top_p", "must be in (0, 1], got %g", c.Sampling.TopP)
-	}
-	nonNegative("sampling.top_k", c.Sampling.TopK)
-	positive("sampling.max_tokens", c.Sampling.MaxTokens)
-	positive("sampling.final_max_tokens", c.Sampling.FinalMaxTokens)
+func (c Config) validateSampling(k *checker) {
+	k.inRange("sampling.temperature", c.Sampling.Temperature, 0, 5, false, false)
+	k.inRange("sampling.top_p", c.Sampling.TopP, 0, 1, true, false)
+	k.nonNegative("sampling.top_k", c.Sampling.TopK)
+	k.positive("sampling.max_tokens", c.Sampling.MaxTokens)
+	k.positive("sampling.final_max_tokens", c.Sampling.FinalMaxTokens)
+}
 
-	oneOf("game.env", c.Game.Env, "deliberation", "single")
-	if c.Game.MaxRounds < 1 || c.Game.MaxRounds > 100 {
-		bad("game.max_rounds", "must be in [1, 100], got %d", c.Game.MaxRounds)
+// validateGame checks game.env against the registry and the configured
+// game's own section with its Validate method.
+func (c Config) validateGame(k *checker) {
+	if _, ok := rollout.Lookup(c.Game.Env); !ok {
+		k.bad("game.env", "%q is not one of %s", c.Game.Env, strings.Join(rollout.GameNames(), ", "))
+		return
 	}
-	if strings.TrimSpace(c.Game.AgreementMarker) == "" {
-		bad("game.agreement_marker", "must not be empty")
+	if v, ok := c.Game.Active().(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			for _, e := range splitJoined(err) {
+				msg := e.Error()
+				if rest, ok := strings.CutPrefix(msg, "key "); ok {
+					msg = "key game." + c.Game.Env + "." + rest
+				} else {
+					msg = "key game." + c.Game.Env + ": " + msg
+				}
+				k.errs = append(k.errs, errors.New(msg))
+			}
+		}
 	}
+}
 
+// splitJoined returns the errors an errors.Join made, or err alone.
+func splitJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+func (c Config) validateCurriculum(k *checker) {
 	if c.Curriculum.Path == "" {
-		bad("curriculum.path", "must name a prompts file or builtin:dilemmas / builtin:open-ended")
+		k.bad("curriculum.path", "must name a prompts file or builtin:dilemmas / builtin:open-ended")
 	}
-	var mixSum float64
-	for k, w := range c.Curriculum.Mix {
-		switch k {
-		case "professional", "interpersonal", "micro_ethics", "open_ended":
-		default:
-			bad("curriculum.mix."+k, "unknown category (professional, interpersonal, micro_ethics, open_ended)")
-		}
-		if w < 0 {
-			bad("curriculum.mix."+k, "weight must be zero or more, got %g", w)
-		}
-		mixSum += w
-	}
-	if len(c.Curriculum.Mix) > 0 && mixSum <= 0 {
-		bad("curriculum.mix", "weights must not all be zero")
-	}
+	k.mix("curriculum.mix", c.Curriculum.Mix, dataset.Categories)
 	if c.Curriculum.Split != "" {
-		oneOf("curriculum.split", c.Curriculum.Split, "train", "eval")
+		k.oneOf("curriculum.split", c.Curriculum.Split, []string{"train", "eval"})
 	}
+	k.positive("rollout.group_size", c.Rollout.GroupSize)
+	k.positive("rollout.prompts_per_step", c.Rollout.PromptsPerStep)
+	k.positive("rollout.concurrency", c.Rollout.Concurrency)
+}
 
-	positive("rollout.group_size", c.Rollout.GroupSize)
-	positive("rollout.prompts_per_step", c.Rollout.PromptsPerStep)
-	positive("rollout.concurrency", c.Rollout.Concurrency)
+// RolePolicies are roles.<role>.policy's values.
+var RolePolicies = []string{dataset.PolicyTrained, dataset.PolicyBase, dataset.PolicyAdapter, dataset.PolicyEndpoint, dataset.PolicyExternal}
 
-	oneOf("judge.kind", c.Judge.Kind, "ca", "rule")
+func (c Config) validateRoles(k *checker) {
+	for role, r := range c.Roles {
+		key := "roles." + role
+		k.oneOf(key+".policy", r.Policy, RolePolicies)
+		switch r.Policy {
+		case dataset.PolicyAdapter:
+			if r.Model == "" {
+				k.bad(key+".model", "must name the adapter (as loaded, or to load from adapter_path)")
+			}
+		case dataset.PolicyEndpoint:
+			if len(r.Endpoints) == 0 {
+				k.bad(key+".endpoints", "must list the other server's base URLs")
+			}
+			for i, e := range r.Endpoints {
+				k.httpURL(fmt.Sprintf("%s.endpoints[%d]", key, i), e, key+".api_key_env")
+			}
+			if r.Model == "" {
+				k.bad(key+".model", "must name the model the other server serves")
+			}
+		case dataset.PolicyExternal:
+			k.httpURL(key+".base_url", r.BaseURL, key+".api_key_env")
+			if r.Model == "" {
+				k.bad(key+".model", "must name the external model")
+			}
+		}
+		k.envName(key+".api_key_env", r.APIKeyEnv, false)
+	}
+}
+
+func (c Config) validateJudge(k *checker) {
+	k.oneOf("judge.kind", c.Judge.Kind, JudgeKinds)
 	if c.Judge.Kind == "ca" {
-		if u, err := url.Parse(c.Judge.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("judge.base_url", "%q is not an http(s) URL", redactURL(c.Judge.BaseURL))
-		} else if u.User != nil {
-			bad("judge.base_url", "credentials in the URL: name an environment variable in judge.api_key_env instead")
-		}
+		k.httpURL("judge.base_url", c.Judge.BaseURL, "judge.api_key_env")
 		if c.Judge.Model == "" {
-			bad("judge.model", "must not be empty")
+			k.bad("judge.model", "must not be empty")
 		}
-		envName("judge.api_key_env", c.Judge.APIKeyEnv, false)
-		positive("judge.concurrency", c.Judge.Concurrency)
+		k.envName("judge.api_key_env", c.Judge.APIKeyEnv, false)
+		k.positive("judge.concurrency", c.Judge.Concurrency)
 		if c.Judge.Timeout <= 0 {
-			bad("judge.timeout", "must be positive, got %s", c.Judge.Timeout)
+			k.bad("judge.timeout", "must be positive, got %s", c.Judge.Timeout)
 		}
 	}
-	nonNegative("judge.requests_per_minute", c.Judge.RequestsPerMinute)
-	nonNegative("judge.tokens_per_minute", c.Judge.TokensPerMinute)
-	nonNegative("judge.max_retries", c.Judge.MaxRetries)
+	k.nonNegative("judge.requests_per_minute", c.Judge.RequestsPerMinute)
+	k.nonNegative("judge.tokens_per_minute", c.Judge.TokensPerMinute)
+	k.nonNegative("judge.max_retries", c.Judge.MaxRetries)
 	if c.Judge.Kind == "rule" {
-		oneOf("judge.rule.kind", c.Judge.Rule.Kind, "keywords", "keyword_share", "length", "agreement")
-		if (c.Judge.Rule.Kind == "keywords" || c.Judge.Rule.Kind == "keyword_share") && len(c.Judge.Rule.Keywords) == 0 {
-			bad("judge.rule.keywords", "must list at least one keyword for the keywords rule")
+		r := c.Judge.Rule
+		k.oneOf("judge.rule.kind", r.Kind, reward.RuleKinds)
+		if (r.Kind == reward.RuleKeywords || r.Kind == reward.RuleKeywordShare) && len(r.Keywords) == 0 {
+			k.bad("judge.rule.keywords", "must list at least one keyword for the %s rule", r.Kind)
 		}
-		if c.Judge.Rule.Kind == "length" && c.Judge.Rule.TargetLength <= 0 {
-			bad("judge.rule.target_length", "must be positive for the length rule")
+		if r.Kind == reward.RuleLength && r.TargetLength <= 0 {
+			k.bad("judge.rule.target_length", "must be positive for the length rule")
+		}
+		if r.Kind == reward.RuleTargetWord && strings.TrimSpace(r.TargetWord) == "" {
+			k.bad("judge.rule.target_word", "must name the word for the target_word rule")
 		}
 	}
+}
 
-	if u, err := url.Parse(c.Generator.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		bad("generator.base_url", "%q is not an http(s) URL", redactURL(c.Generator.BaseURL))
+func (c Config) validateGenerator(k *checker) {
+	g := c.Generator
+	k.httpURL("generator.base_url", g.BaseURL, "generator.api_key_env")
+	if g.Model == "" {
+		k.bad("generator.model", "must not be empty")
 	}
-	if c.Generator.Model == "" {
-		bad("generator.model", "must not be empty")
+	k.envName("generator.api_key_env", g.APIKeyEnv, false)
+	k.positive("generator.concurrency", g.Concurrency)
+	k.nonNegative("generator.requests_per_minute", g.RequestsPerMinute)
+	k.nonNegative("generator.tokens_per_minute", g.TokensPerMinute)
+	k.nonNegative("generator.max_retries", g.MaxRetries)
+	if g.Timeout <= 0 {
+		k.bad("generator.timeout", "must be positive, got %s", g.Timeout)
 	}
-	envName("generator.api_key_env", c.Generator.APIKeyEnv, false)
-	positive("generator.concurrency", c.Generator.Concurrency)
-	nonNegative("generator.requests_per_minute", c.Generator.RequestsPerMinute)
-	nonNegative("generator.tokens_per_minute", c.Generator.TokensPerMinute)
-	nonNegative("generator.max_retries", c.Generator.MaxRetries)
-	if c.Generator.Timeout <= 0 {
-		bad("generator.timeout", "must be positive, got %s", c.Generator.Timeout)
+	k.inRange("generator.temperature", g.Temperature, 0, 2, false, false)
+	k.positive("generator.max_tokens", g.MaxTokens)
+	if g.BatchSize < 1 || g.BatchSize > 50 {
+		k.bad("generator.batch_size", "must be in [1, 50], got %d", g.BatchSize)
 	}
-	if c.Generator.Temperature < 0 || c.Generator.Temperature > 2 {
-		bad("generator.temperature", "must be in [0, 2], got %g", c.Generator.Temperature)
+	k.positive("generator.min_words", g.MinWords)
+	if g.MaxWords < g.MinWords {
+		k.bad("generator.max_words", "must be at least generator.min_words (%d), got %d", g.MinWords, g.MaxWords)
 	}
-	positive("generator.max_tokens", c.Generator.MaxTokens)
-	if c.Generator.BatchSize < 1 || c.Generator.BatchSize > 50 {
-		bad("generator.batch_size", "must be in [1, 50], got %d", c.Generator.BatchSize)
-	}
-	positive("generator.min_words", c.Generator.MinWords)
-	if c.Generator.MaxWords < c.Generator.MinWords {
-		bad("generator.max_words", "must be at least generator.min_words (%d), got %d", c.Generator.MinWords, c.Generator.MaxWords)
-	}
-	if c.Generator.NearDupThreshold <= 0 || c.Generator.NearDupThreshold > 1 {
-		bad("generator.near_dup_threshold", "must be in (0, 1], got %g", c.Generator.NearDupThreshold)
-	}
-	if c.Generator.EvalFraction < 0 || c.Generator.EvalFraction >= 1 {
-		bad("generator.eval_fraction", "must be in [0, 1), got %g", c.Generator.EvalFraction)
-	}
-	var genMixSum float64
-	for k, w := range c.Generator.Mix {
-		switch k {
-		case "professional", "interpersonal", "micro_ethics":
-		default:
-			bad("generator.mix."+k, "unknown dilemma category (professional, interpersonal, micro_ethics)")
+	k.inRange("generator.near_dup_threshold", g.NearDupThreshold, 0, 1, true, false)
+	k.inRange("generator.eval_fraction", g.EvalFraction, 0, 1, false, true)
+	k.mix("generator.mix", g.Mix, dataset.DilemmaCategories)
+}
+
+func (c Config) validateGRPO(k *checker) {
+	k.oneOf("grpo.advantage", c.GRPO.Advantage, grpo.AdvantageModes)
+	k.inRange("grpo.epsilon", c.GRPO.Epsilon, 0, 1, true, false)
+	k.inRange("grpo.baseline_momentum", c.GRPO.BaselineMomentum, 0, 1, false, true)
+	k.oneOf("grpo.mask", c.GRPO.Mask, grpo.MaskModes)
+	if spec, ok := rollout.Lookup(c.Game.Env); ok && len(spec.Kinds) > 0 {
+		m, err := grpo.ParseMaskMode(c.GRPO.Mask)
+		if err == nil && !slices.ContainsFunc(spec.Kinds, m.Trains) {
+			k.bad("grpo.mask", "the %s game records only %s sequences, which mask %s never trains: use one that does", c.Game.Env, strings.Join(spec.Kinds, " and "), c.GRPO.Mask)
 		}
-		if w < 0 {
-			bad("generator.mix."+k, "weight must be zero or more, got %g", w)
+	}
+}
+
+func (c Config) validateTrain(k *checker) {
+	t := c.Train
+	k.positive("train.steps", t.Steps)
+	if t.MaxStaleness != 0 && t.MaxStaleness != 1 {
+		k.bad("train.max_staleness", "must be 0 or 1, got %d", t.MaxStaleness)
+	}
+	k.oneOf("train.handshake", t.Handshake, HandshakeKinds)
+	if _, _, err := net.SplitHostPort(t.HTTPAddr); err != nil {
+		k.bad("train.http_addr", "%q is not host:port", t.HTTPAddr)
+	}
+	k.envName("train.token_env", t.TokenEnv, t.Handshake == "http")
+	if t.TrainerTimeout <= 0 {
+		k.bad("train.trainer_timeout", "must be positive, got %s", t.TrainerTimeout)
+	}
+	if t.AdapterPrefix == "" || strings.ContainsAny(t.AdapterPrefix, `/\ `) {
+		k.bad("train.adapter_prefix", "must be a plain name, got %q", t.AdapterPrefix)
+	}
+	if t.EvalEvery != 0 {
+		k.bad("train.eval_every", "evaluation passes inside the loop are not implemented yet: set 0 and use parley eval pairwise on checkpoints")
+	}
+	k.inRange("train.max_failed_fraction", t.MaxFailedFraction, 0, 1, true, false)
+	if t.ServerStartTimeout <= 0 {
+		k.bad("train.server_start_timeout", "must be positive, got %s", t.ServerStartTimeout)
+	}
+	for key, args := range map[string][]string{"train.trainer_command": t.TrainerCommand, "train.server_command": t.ServerCommand, "trainer.extra_args": c.Trainer.ExtraArgs} {
+		if r := redactArgs(args); fmt.Sprint(r) != fmt.Sprint(args) {
+			k.bad(key, "holds a secret on the command line (%v): pass it through the environment (vLLM reads VLLM_API_KEY)", r)
 		}
-		genMixSum += w
 	}
-	if len(c.Generator.Mix) > 0 && genMixSum <= 0 {
-		bad("generator.mix", "weights must not all be zero")
+	if len(t.TrainerCommand) > 0 && strings.TrimSpace(c.Trainer.Model) == "" {
+		k.bad("trainer.model", "must name the base model folder the trainer loads (train.trainer_command is set)")
 	}
+}
 
-	oneOf("grpo.advantage", c.GRPO.Advantage, "group", "group_mean", "role_baseline")
-	if c.GRPO.Epsilon <= 0 || c.GRPO.Epsilon > 1 {
-		bad("grpo.epsilon", "must be in (0, 1], got %g", c.GRPO.Epsilon)
+func (c Config) validateTrainer(k *checker) {
+	t := c.Trainer
+	if t.FullFinetune {
+		k.bad("trainer.full_finetune", "full fine-tuning cannot be hot-loaded into vLLM (only LoRA adapters can): use LoRA")
 	}
-	if c.GRPO.BaselineMomentum < 0 || c.GRPO.BaselineMomentum >= 1 {
-		bad("grpo.baseline_momentum", "must be in [0, 1), got %g", c.GRPO.BaselineMomentum)
+	k.inRange("trainer.lr", t.LR, 0, 1, true, false)
+	k.inRange("trainer.epsilon_low", t.EpsilonLow, 0, 1, true, true)
+	if t.EpsilonHigh <= 0 {
+		k.bad("trainer.epsilon_high", "must be positive, got %g", t.EpsilonHigh)
 	}
-	oneOf("grpo.mask", c.GRPO.Mask, "dialogue", "dialogue+final", "final")
-	if c.Game.Env == "single" && c.GRPO.Mask == "dialogue" {
-		bad("grpo.mask", "the single-agent game has no dialogue tokens: use final or dialogue+final")
+	if t.KLBeta < 0 {
+		k.bad("trainer.kl_beta", "must be zero or more, got %g", t.KLBeta)
 	}
-
-	positive("train.steps", c.Train.Steps)
-	if c.Train.MaxStaleness != 0 && c.Train.MaxStaleness != 1 {
-		bad("train.max_staleness", "must be 0 or 1, got %d", c.Train.MaxStaleness)
+	k.oneOf("trainer.aggregation", t.Aggregation, Aggregations)
+	if !t.FullFinetune {
+		k.positive("trainer.lora_r", t.LoRAR)
+		k.positive("trainer.lora_alpha", t.LoRAAlpha)
 	}
-	oneOf("train.handshake", c.Train.Handshake, "file", "http")
-	if _, _, err := net.SplitHostPort(c.Train.HTTPAddr); err != nil {
-		bad("train.http_addr", "%q is not host:port", c.Train.HTTPAddr)
+	k.inRange("trainer.lora_dropout", t.LoRADropout, 0, 1, false, true)
+	k.positive("trainer.micro_batch_tokens", t.MicroBatchTokens)
+	if t.MaxGradNorm <= 0 {
+		k.bad("trainer.max_grad_norm", "must be positive, got %g", t.MaxGradNorm)
 	}
-	envName("train.token_env", c.Train.TokenEnv, c.Train.Handshake == "http")
-	if c.Train.TrainerTimeout <= 0 {
-		bad("train.trainer_timeout", "must be positive, got %s", c.Train.TrainerTimeout)
-	}
-	if c.Train.AdapterPrefix == "" || strings.ContainsAny(c.Train.AdapterPrefix, `/\ `) {
-		bad("train.adapter_prefix", "must be a plain name, got %q", c.Train.AdapterPrefix)
-	}
-	if c.Train.EvalEvery != 0 {
-		bad("train.eval_every", "evaluation passes inside the loop are not implemented yet: set 0 and use parley eval pairwise on checkpoints")
-	}
-	if c.Train.MaxFailedFraction <= 0 || c.Train.MaxFailedFraction > 1 {
-		bad("train.max_failed_fraction", "must be in (0, 1], got %g", c.Train.MaxFailedFraction)
-	}
-	if c.Train.ServerStartTimeout <= 0 {
-		bad("train.server_start_timeout", "must be positive, got %s", c.Train.ServerStartTimeout)
-	}
-	if len(c.Train.TrainerCommand) > 0 && strings.TrimSpace(c.Trainer.Model) == "" {
-		bad("trainer.model", "must name the base model folder the trainer loads (train.trainer_command is set)")
-	}
-	if c.Trainer.FullFinetune {
-		bad("trainer.full_finetune", "full fine-tuning cannot be hot-loaded into vLLM (only LoRA adapters can): use LoRA")
-	}
-
-	if c.Trainer.LR <= 0 || c.Trainer.LR > 1 {
-		bad("trainer.lr", "must be in (0, 1], got %g", c.Trainer.LR)
-	}
-	if c.Trainer.EpsilonLow <= 0 || c.Trainer.EpsilonLow >= 1 {
-		bad("trainer.epsilon_low", "must be in (0, 1), got %g", c.Trainer.EpsilonLow)
-	}
-	if c.Trainer.EpsilonHigh <= 0 {
-		bad("trainer.epsilon_high", "must be positive, got %g", c.Trainer.EpsilonHigh)
-	}
-	if c.Trainer.KLBeta < 0 {
-		bad("trainer.kl_beta", "must be zero or more, got %g", c.Trainer.KLBeta)
-	}
-	oneOf("trainer.aggregation", c.Trainer.Aggregation, "token_mean", "seq_mean_token_mean", "dr_grpo")
-	if !c.Trainer.FullFinetune {
-		positive("trainer.lora_r", c.Trainer.LoRAR)
-		positive("trainer.lora_alpha", c.Trainer.LoRAAlpha)
-	}
-	if c.Trainer.LoRADropout < 0 || c.Trainer.LoRADropout >= 1 {
-		bad("trainer.lora_dropout", "must be in [0, 1), got %g", c.Trainer.LoRADropout)
-	}
-	positive("trainer.micro_batch_tokens", c.Trainer.MicroBatchTokens)
-	if c.Trainer.MaxGradNorm <= 0 {
-		bad("trainer.max_grad_norm", "must be positive, got %g", c.Trainer.MaxGradNorm)
-	}
-
-	oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
-	oneOf("log.format", c.Log.Format, "auto", "console", "json")
-	return errors.Join(errs...)
 }
 
 // RunDir is the run's directory, Dir/Name.
@@ -304,6 +402,18 @@ func (c Config) Redacted() Config {
 	out.Train.ServerCommand = redactArgs(c.Train.ServerCommand)
 	out.Trainer.ExtraArgs = redactArgs(c.Trainer.ExtraArgs)
 	out.Generator.BaseURL = redactURL(c.Generator.BaseURL)
+	if c.Roles != nil {
+		out.Roles = map[string]RoleModel{}
+		for role, r := range c.Roles {
+			r.BaseURL = redactURL(r.BaseURL)
+			eps := make([]string, len(r.Endpoints))
+			for i, e := range r.Endpoints {
+				eps[i] = redactURL(e)
+			}
+			r.Endpoints = eps
+			out.Roles[role] = r
+		}
+	}
 	return out
 }
 

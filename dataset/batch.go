@@ -10,19 +10,12 @@ import (
 	"hash"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/parleyhq/parley/internal/fsutil"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
 	"go.uber.org/zap"
-)
-
-// Directory names inside a run directory.
-const (
-	BatchesDir  = "batches"
-	RolloutsDir = "rollouts"
 )
 
 // SchemaVersionKey is the parquet key-value metadata key that holds the
@@ -38,23 +31,6 @@ const DefaultBatchRowGroup = 512
 // within 1% of the size (BenchmarkWriteBatch).
 var batchCodec = &zstd.Codec{Level: zstd.SpeedFastest}
 
-// BatchPath returns dir/step-%06d.parquet, the batch file of a step in a
-// batches directory.
-func BatchPath(dir string, step int) string {
-	return filepath.Join(dir, fmt.Sprintf("step-%06d.parquet", step))
-}
-
-// ReadyPath returns dir/step-%06d.ready, the marker of a step's batch.
-func ReadyPath(dir string, step int) string {
-	return filepath.Join(dir, fmt.Sprintf("step-%06d.ready", step))
-}
-
-// RolloutsPath returns dir/step-%06d.parquet, the rollouts file of a step
-// in a rollouts directory.
-func RolloutsPath(dir string, step int) string {
-	return filepath.Join(dir, fmt.Sprintf("step-%06d.parquet", step))
-}
-
 // BatchWriterOptions configures a BatchWriter.
 type BatchWriterOptions struct {
 	// RowGroupRows is the number of sequences per row group; zero means
@@ -64,13 +40,13 @@ type BatchWriterOptions struct {
 	Logger *zap.Logger
 }
 
-// BatchWriter streams the training sequences of one step to
-// dir/step-N.parquet (schema version 1, zstd, bounded row groups), hashing
+// BatchWriter streams the training sequences of one step to a batch file
+// (RunDir.BatchPath; schema version 2, zstd, bounded row groups), hashing
 // the bytes as they are written. Close makes the file durable, renames it
 // into place and then writes the .ready marker the same atomic way. It is
 // not safe for concurrent use.
 type BatchWriter struct {
-	dir           string
+	path          string
 	step          int
 	policyVersion int
 	file          *fsutil.File
@@ -85,8 +61,9 @@ type BatchWriter struct {
 	log           *zap.Logger
 }
 
-// NewBatchWriter starts the batch file of step in dir (created if needed).
-func NewBatchWriter(dir string, step, policyVersion int, opts BatchWriterOptions) (*BatchWriter, error) {
+// NewBatchWriter starts the batch file of step at path (its directory is
+// created if needed); its marker goes to ReadyPathOf(path).
+func NewBatchWriter(path string, step, policyVersion int, opts BatchWriterOptions) (*BatchWriter, error) {
 	if opts.RowGroupRows <= 0 {
 		opts.RowGroupRows = DefaultBatchRowGroup
 	}
@@ -97,7 +74,7 @@ func NewBatchWriter(dir string, step, policyVersion int, opts BatchWriterOptions
 	if step < 0 {
 		return nil, fmt.Errorf("dataset.NewBatchWriter: negative step %d", step)
 	}
-	f, err := fsutil.Create(BatchPath(dir, step), 0o644)
+	f, err := fsutil.MkdirCreate(path, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("dataset.NewBatchWriter: %w", err)
 	}
@@ -107,7 +84,7 @@ func NewBatchWriter(dir string, step, policyVersion int, opts BatchWriterOptions
 		parquet.KeyValueMetadata(SchemaVersionKey, strconv.Itoa(SchemaVersion)),
 	)
 	return &BatchWriter{
-		dir: dir, step: step, policyVersion: policyVersion,
+		path: path, step: step, policyVersion: policyVersion,
 		file: f, hash: h, pw: pw, groupN: opts.RowGroupRows, log: log,
 	}, nil
 }
@@ -186,7 +163,7 @@ func (w *BatchWriter) Close() (Ready, error) {
 	if err != nil {
 		return Ready{}, fmt.Errorf("dataset.BatchWriter.Close: %w", err)
 	}
-	if err := fsutil.WriteFileAtomic(ReadyPath(w.dir, w.step), append(data, '\n'), 0o644); err != nil {
+	if err := fsutil.WriteFileAtomic(ReadyPathOf(w.path), append(data, '\n'), 0o644); err != nil {
 		return Ready{}, fmt.Errorf("dataset.BatchWriter.Close: step %d: ready marker: %w", w.step, err)
 	}
 	w.log.Debug("batch written", zap.Int("step", w.step), zap.Int("rows", w.rows), zap.Int64("tokens", w.tokens))
@@ -203,12 +180,12 @@ func (w *BatchWriter) Abort() {
 	w.file.Abort()
 }
 
-// WriteBatch writes the batch of one step: dir/step-N.parquet, then
-// dir/step-N.ready, each to a .tmp name, fsynced and renamed. The marker
+// WriteBatch writes the batch of one step to path, then its .ready marker
+// (ReadyPathOf), each to a temporary name, fsynced and renamed. The marker
 // holds the file's sha256, its rows and its tokens (the sum of the
 // input_ids lengths).
-func WriteBatch(dir string, step int, policyVersion int, rows []BatchRow) (Ready, error) {
-	w, err := NewBatchWriter(dir, step, policyVersion, BatchWriterOptions{})
+func WriteBatch(path string, step int, policyVersion int, rows []BatchRow) (Ready, error) {
+	w, err := NewBatchWriter(path, step, policyVersion, BatchWriterOptions{})
 	if err != nil {
 		return Ready{}, err
 	}
@@ -242,7 +219,8 @@ func checkBatchRow(r *BatchRow) error {
 	return nil
 }
 
-// batchColumns is the batch contract, schema version 1.
+// batchColumns is the batch contract, schema version 2: version 1's
+// columns plus kind and advantage (optional, so version-1 files pass).
 var batchColumns = []columnSpec{
 	{name: "run_id", types: []string{"string"}},
 	{name: "sample_id", types: []string{"string"}},
@@ -253,13 +231,18 @@ var batchColumns = []columnSpec{
 	{name: "policy_version", types: []string{"int32"}},
 	{name: "env", types: []string{"string"}},
 	{name: "role", types: []string{"string"}},
+	{name: "kind", types: []string{"string"}, optional: true},
 	{name: "input_ids", types: []string{"list<int32>"}},
 	{name: "loss_mask", types: []string{"list<int8>", "list<bool>"}},
 	{name: "inference_logprobs", types: []string{"list<float32>"}},
 	{name: "advantages", types: []string{"list<float32>"}},
 	{name: "reward", types: []string{"float32"}},
+	{name: "advantage", types: []string{"float32"}, optional: true},
 	{name: "temperature", types: []string{"float32"}},
 }
+
+// batchV2Columns are required from schema version 2 on.
+var batchV2Columns = []string{"kind", "advantage"}
 
 // checkBatchSchema checks an open batch file against the contract: the
 // schema_version metadata and every required column with its type.
@@ -267,10 +250,18 @@ var batchColumns = []columnSpec{
 func checkBatchSchema(path string, pf *parquet.File) error {
 	v, ok := pf.Lookup(SchemaVersionKey)
 	if !ok {
-		return fmt.Errorf("%s: no %q key-value metadata (want %d)", path, SchemaVersionKey, SchemaVersion)
+		return fmt.Errorf("%s: no %q key-value metadata (want %d to %d)", path, SchemaVersionKey, MinSchemaVersion, SchemaVersion)
 	}
-	if v != strconv.Itoa(SchemaVersion) {
-		return fmt.Errorf("%s: schema_version %q, want %d", path, v, SchemaVersion)
+	n, err := strconv.Atoi(v)
+	if err != nil || n < MinSchemaVersion || n > SchemaVersion {
+		return fmt.Errorf("%s: schema_version %q, want %d to %d", path, v, MinSchemaVersion, SchemaVersion)
+	}
+	if n >= 2 {
+		for _, name := range batchV2Columns {
+			if _, ok := pf.Schema().Lookup(name); !ok {
+				return fmt.Errorf("%s: missing column %q (schema_version %d)", path, name, n)
+			}
+		}
 	}
 	return checkColumns(path, pf.Schema(), batchColumns, false)
 }
@@ -331,23 +322,22 @@ func ReadReady(path string) (Ready, error) {
 	if err := dec.Decode(&r); err != nil {
 		return Ready{}, fmt.Errorf("dataset.ReadReady: %s: %w", path, err)
 	}
-	if r.SchemaVersion != SchemaVersion {
-		return Ready{}, fmt.Errorf("dataset.ReadReady: %s: schema_version %d, want %d", path, r.SchemaVersion, SchemaVersion)
+	if r.SchemaVersion < MinSchemaVersion || r.SchemaVersion > SchemaVersion {
+		return Ready{}, fmt.Errorf("dataset.ReadReady: %s: schema_version %d, want %d to %d", path, r.SchemaVersion, MinSchemaVersion, SchemaVersion)
 	}
 	return r, nil
 }
 
-// VerifyBatch checks a step's batch in dir against its .ready marker: the
-// marker's step, the file's sha256, its schema (as ReadBatch) and its row
-// count. It does not decode the rows.
-func VerifyBatch(dir string, step int) (Ready, error) {
-	ready, err := ReadReady(ReadyPath(dir, step))
+// VerifyBatch checks step's batch file at path against its .ready marker:
+// the marker's step, the file's sha256, its schema (as ReadBatch) and its
+// row count. It does not decode the rows.
+func VerifyBatch(path string, step int) (Ready, error) {
+	ready, err := ReadReady(ReadyPathOf(path))
 	if err != nil {
 		return Ready{}, fmt.Errorf("dataset.VerifyBatch: %w", err)
 	}
-	path := BatchPath(dir, step)
 	if ready.Step != step {
-		return Ready{}, fmt.Errorf("dataset.VerifyBatch: %s: marker step %d, want %d", ReadyPath(dir, step), ready.Step, step)
+		return Ready{}, fmt.Errorf("dataset.VerifyBatch: %s: marker step %d, want %d", ReadyPathOf(path), ready.Step, step)
 	}
 	sum, err := fileSHA256(path)
 	if err != nil {

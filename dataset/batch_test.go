@@ -15,20 +15,19 @@ import (
 )
 
 func TestPaths(t *testing.T) {
+	d := RunDir("r")
 	tests := []struct {
-		fn   func(string, int) string
-		name string
-		step int
-		want string
+		got, want string
 	}{
-		{BatchPath, "BatchPath", 42, filepath.Join("b", "step-000042.parquet")},
-		{ReadyPath, "ReadyPath", 42, filepath.Join("b", "step-000042.ready")},
-		{RolloutsPath, "RolloutsPath", 0, filepath.Join("b", "step-000000.parquet")},
-		{BatchPath, "BatchPath", 1234567, filepath.Join("b", "step-1234567.parquet")},
+		{d.BatchPath(42), filepath.Join("r", "batches", "step-000042.parquet")},
+		{d.ReadyPath(42), filepath.Join("r", "batches", "step-000042.ready")},
+		{ReadyPathOf(d.BatchPath(42)), filepath.Join("r", "batches", "step-000042.ready")},
+		{d.RolloutsPath(0), filepath.Join("r", "rollouts", "step-000000.parquet")},
+		{d.BatchPath(1234567), filepath.Join("r", "batches", "step-1234567.parquet")},
 	}
 	for _, tt := range tests {
-		if got := tt.fn("b", tt.step); got != tt.want {
-			t.Errorf("%s(%q, %d) = %q, want %q", tt.name, "b", tt.step, got, tt.want)
+		if tt.got != tt.want {
+			t.Errorf("path = %q, want %q", tt.got, tt.want)
 		}
 	}
 }
@@ -37,41 +36,41 @@ func TestWriteBatchRoundTrip(t *testing.T) {
 	for _, n := range []int{0, 1, 511, 512, 1300} {
 		dir := filepath.Join(t.TempDir(), "batches")
 		rows := testBatchRows(42, n)
-		ready, err := WriteBatch(dir, 42, 41, rows)
+		ready, err := WriteBatch(batchPath(dir, 42), 42, 41, rows)
 		mustNoErr(t, err)
 		var tokens int64
 		for _, r := range rows {
 			tokens += int64(len(r.InputIDs))
 		}
-		data, err := os.ReadFile(BatchPath(dir, 42))
+		data, err := os.ReadFile(batchPath(dir, 42))
 		mustNoErr(t, err)
 		sum := sha256.Sum256(data)
-		want := Ready{SchemaVersion: 1, Step: 42, PolicyVersion: 41, Rows: n, Tokens: tokens, SHA256: hex.EncodeToString(sum[:])}
+		want := Ready{SchemaVersion: SchemaVersion, Step: 42, PolicyVersion: 41, Rows: n, Tokens: tokens, SHA256: hex.EncodeToString(sum[:])}
 		if ready != want {
 			t.Errorf("WriteBatch(%d rows) = %+v, want %+v", n, ready, want)
 		}
-		onDisk, err := ReadReady(ReadyPath(dir, 42))
+		onDisk, err := ReadReady(readyPath(dir, 42))
 		if err != nil || onDisk != want {
 			t.Errorf("ReadReady = %+v, %v; want %+v", onDisk, err, want)
 		}
 		var raw map[string]any
-		mustNoErr(t, json.Unmarshal(mustRead(t, ReadyPath(dir, 42)), &raw))
+		mustNoErr(t, json.Unmarshal(mustRead(t, readyPath(dir, 42)), &raw))
 		for _, k := range []string{"schema_version", "step", "policy_version", "rows", "tokens", "sha256"} {
 			if _, ok := raw[k]; !ok {
 				t.Errorf("ready marker lacks %q: %v", k, raw)
 			}
 		}
-		if v, err := VerifyBatch(dir, 42); err != nil || v != want {
+		if v, err := VerifyBatch(batchPath(dir, 42), 42); err != nil || v != want {
 			t.Errorf("VerifyBatch = %+v, %v; want %+v", v, err, want)
 		}
-		got, err := ReadBatch(BatchPath(dir, 42))
+		got, err := ReadBatch(batchPath(dir, 42))
 		mustNoErr(t, err)
 		if len(got) != n || (n > 0 && !reflect.DeepEqual(got, rows)) {
 			t.Errorf("ReadBatch(%d rows) differs from what was written", n)
 		}
-		_, pf, closeF := openT(t, BatchPath(dir, 42))
-		if v, _ := pf.Lookup("schema_version"); v != "1" {
-			t.Errorf("schema_version metadata = %q, want 1", v)
+		_, pf, closeF := openT(t, batchPath(dir, 42))
+		if v, _ := pf.Lookup("schema_version"); v != "2" {
+			t.Errorf("schema_version metadata = %q, want 2", v)
 		}
 		wantRGs := (n + DefaultBatchRowGroup - 1) / DefaultBatchRowGroup
 		if len(pf.RowGroups()) != wantRGs {
@@ -117,14 +116,14 @@ func TestWriteBatchRejectsBadRows(t *testing.T) {
 			rows := testBatchRows(3, 4)
 			tt.mutate(rows)
 			dir := t.TempDir()
-			_, err := WriteBatch(dir, 3, 2, rows)
+			_, err := WriteBatch(batchPath(dir, 3), 3, 2, rows)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("WriteBatch(%s) = %v, want an error containing %q", tt.name, err, tt.want)
 			}
 			if left := tempFiles(t, dir); len(left) > 0 {
 				t.Errorf("after a rejected batch, temporary files left: %v", left)
 			}
-			for _, p := range []string{BatchPath(dir, 3), ReadyPath(dir, 3)} {
+			for _, p := range []string{batchPath(dir, 3), readyPath(dir, 3)} {
 				if _, err := os.Stat(p); !os.IsNotExist(err) {
 					t.Errorf("after a rejected batch, Stat(%q) = %v, want not exist", p, err)
 				}
@@ -135,13 +134,13 @@ func TestWriteBatchRejectsBadRows(t *testing.T) {
 
 func TestBatchWriterStreaming(t *testing.T) {
 	dir := t.TempDir()
-	w, err := NewBatchWriter(dir, 7, 6, BatchWriterOptions{RowGroupRows: 10})
+	w, err := NewBatchWriter(batchPath(dir, 7), 7, 6, BatchWriterOptions{RowGroupRows: 10})
 	mustNoErr(t, err)
 	rows := testBatchRows(7, 35)
 	for i := 0; i < len(rows); i += 4 {
 		mustNoErr(t, w.Write(rows[i:min(i+4, len(rows))]...))
 	}
-	if _, err := os.Stat(ReadyPath(dir, 7)); !os.IsNotExist(err) {
+	if _, err := os.Stat(readyPath(dir, 7)); !os.IsNotExist(err) {
 		t.Errorf("ready marker exists before Close: %v", err)
 	}
 	ready, err := w.Close()
@@ -152,13 +151,13 @@ func TestBatchWriterStreaming(t *testing.T) {
 	if _, err := w.Close(); err == nil {
 		t.Error("second Close = nil error, want one")
 	}
-	_, pf, closeF := openT(t, BatchPath(dir, 7))
+	_, pf, closeF := openT(t, batchPath(dir, 7))
 	if len(pf.RowGroups()) != 4 {
 		t.Errorf("row groups = %d, want 4", len(pf.RowGroups()))
 	}
 	closeF()
 	seen := 0
-	mustNoErr(t, ReadBatchFunc(BatchPath(dir, 7), func(r BatchRow) error {
+	mustNoErr(t, ReadBatchFunc(batchPath(dir, 7), func(r BatchRow) error {
 		if !reflect.DeepEqual(r, rows[seen]) {
 			t.Errorf("row %d differs", seen)
 		}
@@ -169,14 +168,14 @@ func TestBatchWriterStreaming(t *testing.T) {
 		t.Errorf("ReadBatchFunc saw %d rows, want 35", seen)
 	}
 	// Abort leaves nothing.
-	w, err = NewBatchWriter(dir, 8, 7, BatchWriterOptions{})
+	w, err = NewBatchWriter(batchPath(dir, 8), 8, 7, BatchWriterOptions{})
 	mustNoErr(t, err)
 	mustNoErr(t, w.Write(testBatchRows(8, 3)...))
 	w.Abort()
 	if left := tempFiles(t, dir); len(left) > 0 {
 		t.Errorf("after Abort, temporary files left: %v", left)
 	}
-	for _, p := range []string{BatchPath(dir, 8), ReadyPath(dir, 8)} {
+	for _, p := range []string{batchPath(dir, 8), readyPath(dir, 8)} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("after Abort, Stat(%q) = %v, want not exist", p, err)
 		}
@@ -311,7 +310,8 @@ func TestReadBatchRejects(t *testing.T) {
 	rows := testBatchRows(1, 3)
 	p := func(name string) string { return filepath.Join(dir, name) }
 
-	writeRaw(t, p("v2.parquet"), rows, "2")
+	writeRaw(t, p("v3.parquet"), rows, "3")
+	writeRaw(t, p("v2nokind.parquet"), []batchBoolMask{{Step: 1, InputIDs: []int32{1}, LossMask: []bool{true}, InferenceLogprobs: []float32{0}, Advantages: []float32{0}}}, "2")
 	writeRaw(t, p("nometa.parquet"), rows, "")
 	writeRaw(t, p("noadv.parquet"), []batchNoAdvantages{{Step: 1, InputIDs: []int32{1}, LossMask: []int8{1}, InferenceLogprobs: []float32{0}}}, "1")
 	writeRaw(t, p("int64ids.parquet"), []batchInt64IDs{{Step: 1, InputIDs: []int64{1, 2}}}, "1")
@@ -330,7 +330,8 @@ func TestReadBatchRejects(t *testing.T) {
 		file string
 		want []string
 	}{
-		{"v2.parquet", []string{p("v2.parquet"), `schema_version "2", want 1`}},
+		{"v3.parquet", []string{p("v3.parquet"), `schema_version "3", want 1 to 2`}},
+		{"v2nokind.parquet", []string{p("v2nokind.parquet"), `missing column "kind" (schema_version 2)`}},
 		{"nometa.parquet", []string{p("nometa.parquet"), `no "schema_version" key-value metadata`}},
 		{"noadv.parquet", []string{p("noadv.parquet"), `missing column "advantages" (want list<float32>)`}},
 		{"int64ids.parquet", []string{p("int64ids.parquet"), `column "input_ids" has type list<int64>, want list<int32>`}},
@@ -379,18 +380,18 @@ func TestVerifyBatch(t *testing.T) {
 	}{
 		{"ok", func(*testing.T, string) {}, ""},
 		{"flipped byte", func(t *testing.T, dir string) {
-			b := mustRead(t, BatchPath(dir, 5))
+			b := mustRead(t, batchPath(dir, 5))
 			b[len(b)/2] ^= 0xff
-			mustNoErr(t, os.WriteFile(BatchPath(dir, 5), b, 0o644))
+			mustNoErr(t, os.WriteFile(batchPath(dir, 5), b, 0o644))
 		}, "sha256"},
-		{"no marker", func(t *testing.T, dir string) { mustNoErr(t, os.Remove(ReadyPath(dir, 5))) }, "no such file"},
-		{"no batch", func(t *testing.T, dir string) { mustNoErr(t, os.Remove(BatchPath(dir, 5))) }, "no such file"},
+		{"no marker", func(t *testing.T, dir string) { mustNoErr(t, os.Remove(readyPath(dir, 5))) }, "no such file"},
+		{"no batch", func(t *testing.T, dir string) { mustNoErr(t, os.Remove(batchPath(dir, 5))) }, "no such file"},
 		{"marker of another step", func(t *testing.T, dir string) {
 			editReady(t, dir, func(r map[string]any) { r["step"] = 6 })
 		}, "marker step 6, want 5"},
 		{"marker version 2", func(t *testing.T, dir string) {
-			editReady(t, dir, func(r map[string]any) { r["schema_version"] = 2 })
-		}, "schema_version 2, want 1"},
+			editReady(t, dir, func(r map[string]any) { r["schema_version"] = 3 })
+		}, "schema_version 3, want 1 to 2"},
 		{"marker unknown field", func(t *testing.T, dir string) {
 			editReady(t, dir, func(r map[string]any) { r["extra"] = true })
 		}, `unknown field "extra"`},
@@ -401,10 +402,10 @@ func TestVerifyBatch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			_, err := WriteBatch(dir, 5, 4, testBatchRows(5, 10))
+			_, err := WriteBatch(batchPath(dir, 5), 5, 4, testBatchRows(5, 10))
 			mustNoErr(t, err)
 			tt.tamper(t, dir)
-			_, err = VerifyBatch(dir, 5)
+			_, err = VerifyBatch(batchPath(dir, 5), 5)
 			if tt.want == "" {
 				if err != nil {
 					t.Errorf("VerifyBatch = %v, want nil", err)
@@ -421,9 +422,9 @@ func TestVerifyBatch(t *testing.T) {
 func editReady(t *testing.T, dir string, edit func(map[string]any)) {
 	t.Helper()
 	var r map[string]any
-	mustNoErr(t, json.Unmarshal(mustRead(t, ReadyPath(dir, 5)), &r))
+	mustNoErr(t, json.Unmarshal(mustRead(t, readyPath(dir, 5)), &r))
 	edit(r)
 	b, err := json.Marshal(r)
 	mustNoErr(t, err)
-	mustNoErr(t, os.WriteFile(ReadyPath(dir, 5), b, 0o644))
+	mustNoErr(t, os.WriteFile(readyPath(dir, 5), b, 0o644))
 }

@@ -50,10 +50,10 @@ func BenchmarkWriteBatch(b *testing.B) {
 	cpu0 := cpuSeconds()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := WriteBatch(dir, 1, 0, rows); err != nil {
+		if _, err := WriteBatch(batchPath(dir, 1), 1, 0, rows); err != nil {
 			b.Fatal(err)
 		}
-		st, err := os.Stat(BatchPath(dir, 1))
+		st, err := os.Stat(batchPath(dir, 1))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -88,7 +88,7 @@ for _ in range(int(sys.argv[3])):
     best = d if best is None or d < best else best
 print(best)
 `
-	out, err := exec.Command(py, "-c", script, BatchPath(dir, 1), filepath.Join(dir, "pyarrow.parquet"), fmt.Sprint(max(b.N, 1))).Output()
+	out, err := exec.Command(py, "-c", script, batchPath(dir, 1), filepath.Join(dir, "pyarrow.parquet"), fmt.Sprint(max(b.N, 1))).Output()
 	if err != nil {
 		b.Fatalf("pyarrow: %v", err)
 	}
@@ -124,7 +124,7 @@ func BenchmarkExport(b *testing.B) {
 	}
 	setup := time.Now()
 	for f := 1; f <= files; f++ {
-		w, err := NewRolloutWriter(RolloutsPath(filepath.Join(run, RolloutsDir), f), RolloutWriterOptions{})
+		w, err := NewRolloutWriter(RunDir(run).RolloutsPath(f), RolloutWriterOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -155,7 +155,7 @@ func BenchmarkExport(b *testing.B) {
 		}
 	}
 	var inBytes int64
-	paths, _ := filepath.Glob(filepath.Join(run, RolloutsDir, "*.parquet"))
+	paths, _ := filepath.Glob(filepath.Join(RunDir(run).RolloutsDir(), "*.parquet"))
 	for _, p := range paths {
 		st, _ := os.Stat(p)
 		inBytes += st.Size()

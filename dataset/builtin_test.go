@@ -97,8 +97,8 @@ func TestSampleCurricula(t *testing.T) {
 				}
 				if tt.personas {
 					pair := lib[i%len(lib)]
-					if p.PersonaPairID != pair.ID || p.PersonaA != pair.A || p.PersonaB != pair.B {
-						t.Errorf("dilemma %s personas = %q (%q / %q), want %q resolved", p.ID, p.PersonaPairID, p.PersonaA, p.PersonaB, pair.ID)
+					if p.PersonaPairID != pair.ID || p.Persona("A") != pair.A || p.Persona("B") != pair.B {
+						t.Errorf("dilemma %s personas = %q (%q / %q), want %q resolved", p.ID, p.PersonaPairID, p.Persona("A"), p.Persona("B"), pair.ID)
 					}
 				}
 			}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -114,23 +113,28 @@ type ExportRecord struct {
 // exportSource is the projection of Rollout that Export reads: the token
 // sequences are never decoded.
 type exportSource struct {
-	RolloutID string  `parquet:"rollout_id"`
-	Step      int32   `parquet:"step"`
-	Env       string  `parquet:"env"`
-	PromptID  string  `parquet:"prompt_id"`
-	GroupID   string  `parquet:"group_id"`
-	Category  string  `parquet:"category"`
-	Task      string  `parquet:"task"`
-	PersonaA  string  `parquet:"persona_a"`
-	PersonaB  string  `parquet:"persona_b"`
-	Turns     []Turn  `parquet:"turns,list"`
-	Agreed    bool    `parquet:"agreed"`
-	Rounds    int32   `parquet:"rounds"`
-	Final     string  `parquet:"final"`
-	Failed    bool    `parquet:"failed"`
-	Error     string  `parquet:"error"`
-	Score     float32 `parquet:"score"`
-	Reward    float32 `parquet:"reward"`
+	RolloutID string        `parquet:"rollout_id"`
+	Step      int32         `parquet:"step"`
+	Env       string        `parquet:"env"`
+	PromptID  string        `parquet:"prompt_id"`
+	GroupID   string        `parquet:"group_id"`
+	Category  string        `parquet:"category"`
+	Task      string        `parquet:"task"`
+	Personas  []Persona     `parquet:"personas,list"`
+	Roles     []RoleOutcome `parquet:"roles,list"`
+	Turns     []Turn        `parquet:"turns,list"`
+	Agreed    bool          `parquet:"agreed"`
+	Rounds    int32         `parquet:"rounds"`
+	Final     string        `parquet:"final"`
+	Failed    bool          `parquet:"failed"`
+	Error     string        `parquet:"error"`
+	Score     float32       `parquet:"score"`
+	Judged    bool          `parquet:"judged"`
+
+	// Schema version 1 columns.
+	PersonaA     string  `parquet:"persona_a"`
+	PersonaB     string  `parquet:"persona_b"`
+	LegacyReward float32 `parquet:"reward"`
 }
 
 // NewExportRecord turns a rollout into its export record.
@@ -138,9 +142,9 @@ func NewExportRecord(r Rollout) ExportRecord {
 	return exportSource{
 		RolloutID: r.RolloutID, Step: r.Step, Env: r.Env, PromptID: r.PromptID,
 		GroupID: r.GroupID, Category: r.Category, Task: r.Task,
-		PersonaA: r.PersonaA, PersonaB: r.PersonaB, Turns: r.Turns,
+		Personas: r.Personas, Roles: r.Roles, Turns: r.Turns,
 		Agreed: r.Agreed, Rounds: r.Rounds, Final: r.Final, Failed: r.Failed,
-		Error: r.Error, Score: r.Score, Reward: r.Reward,
+		Error: r.Error, Score: r.Score, Judged: r.Judged,
 	}.record()
 }
 
@@ -150,11 +154,22 @@ func (s exportSource) record() ExportRecord {
 	for _, t := range s.Turns {
 		msgs = append(msgs, ChatMessage{Role: "assistant", Name: t.Agent, Content: t.Text})
 	}
+	a, b := PersonaOf(s.Personas, "A"), PersonaOf(s.Personas, "B")
+	if a == "" && b == "" {
+		a, b = s.PersonaA, s.PersonaB
+	}
+	reward := s.LegacyReward
+	for _, ro := range s.Roles {
+		if ro.Trained && ro.Scored {
+			reward = ro.Reward
+			break
+		}
+	}
 	return ExportRecord{
 		ID: s.RolloutID, Step: s.Step, Env: s.Env, PromptID: s.PromptID,
 		GroupID: s.GroupID, Category: s.Category, Task: s.Task,
-		Personas: ExportPersonas{A: s.PersonaA, B: s.PersonaB},
-		Messages: msgs, Final: s.Final, Reward: s.Reward, Score: s.Score,
+		Personas: ExportPersonas{A: a, B: b},
+		Messages: msgs, Final: s.Final, Reward: reward, Score: s.Score,
 		Agreed: s.Agreed, Rounds: s.Rounds, Failed: s.Failed, Error: s.Error,
 	}
 }
@@ -188,12 +203,12 @@ func export(ctx context.Context, opts ExportOptions) (ExportStats, error) {
 	if opts.Out == "" {
 		return stats, errors.New("no output path")
 	}
-	files, err := RolloutFiles(filepath.Join(opts.From, RolloutsDir), opts.MinStep, opts.MaxStep)
+	files, err := RolloutFiles(RunDir(opts.From).RolloutsDir(), opts.MinStep, opts.MaxStep)
 	if err != nil {
 		return stats, err
 	}
 	if len(files) == 0 {
-		return stats, fmt.Errorf("%s: no rollout files in steps [%d, %s]", filepath.Join(opts.From, RolloutsDir), opts.MinStep, maxStepString(opts.MaxStep))
+		return stats, fmt.Errorf("%s: no rollout files in steps [%d, %s]", RunDir(opts.From).RolloutsDir(), opts.MinStep, maxStepString(opts.MaxStep))
 	}
 	var sink exportSink
 	switch opts.Format {
@@ -219,11 +234,11 @@ func export(ctx context.Context, opts ExportOptions) (ExportStats, error) {
 				stats.SkippedFailed++
 				return nil
 			}
-			if (opts.AgreedOnly && !s.Agreed) || (opts.MinReward != nil && float64(s.Reward) < *opts.MinReward) {
+			rec := s.record()
+			if (opts.AgreedOnly && !s.Agreed) || (opts.MinReward != nil && float64(rec.Reward) < *opts.MinReward) {
 				stats.SkippedFilters++
 				return nil
 			}
-			rec := s.record()
 			if err := sink.write(&rec); err != nil {
 				return err
 			}
@@ -265,8 +280,6 @@ type StepFile struct {
 	Path string
 }
 
-var stepFileRE = regexp.MustCompile(`^step-(\d+)\.parquet$`)
-
 // RolloutFiles lists dir/step-N.parquet files with minStep <= N and
 // (maxStep == 0 or N <= maxStep), in step order.
 func RolloutFiles(dir string, minStep, maxStep int) ([]StepFile, error) {
@@ -276,12 +289,9 @@ func RolloutFiles(dir string, minStep, maxStep int) ([]StepFile, error) {
 	}
 	var out []StepFile
 	for _, e := range entries {
-		m := stepFileRE.FindStringSubmatch(e.Name())
-		if m == nil || e.IsDir() {
-			continue
-		}
-		step, err := strconv.Atoi(m[1])
-		if err != nil || step < minStep || (maxStep != 0 && step > maxStep) {
+		name, isParquet := strings.CutSuffix(e.Name(), ParquetExt)
+		step, ok := ParseStepName(name)
+		if !isParquet || !ok || e.IsDir() || step < minStep || (maxStep != 0 && step > maxStep) {
 			continue
 		}
 		out = append(out, StepFile{Step: step, Path: filepath.Join(dir, e.Name())})
@@ -302,7 +312,7 @@ func newJSONLSink(out string) (*jsonlSink, error) {
 	if !strings.HasSuffix(strings.ToLower(out), ".jsonl") {
 		path = filepath.Join(out, exportJSONLFileName)
 	}
-	f, err := fsutil.Create(path, 0o644)
+	f, err := fsutil.MkdirCreate(path, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -355,7 +365,7 @@ func newHFSink(opts ExportOptions, files []StepFile) (*hfSink, error) {
 }
 
 func (s *hfSink) openShard() error {
-	f, err := fsutil.Create(filepath.Join(s.dataDir, fmt.Sprintf(".shard-%05d.parquet", len(s.shards))), 0o644)
+	f, err := fsutil.MkdirCreate(filepath.Join(s.dataDir, fmt.Sprintf(".shard-%05d.parquet", len(s.shards))), 0o644)
 	if err != nil {
 		return err
 	}

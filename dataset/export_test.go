@@ -21,7 +21,7 @@ func makeRun(t testing.TB, steps, n int) (string, []Rollout) {
 	run := filepath.Join(t.TempDir(), "myrun")
 	var all []Rollout
 	for s := 1; s <= steps; s++ {
-		w, err := NewRolloutWriter(RolloutsPath(filepath.Join(run, RolloutsDir), s), RolloutWriterOptions{RowGroupRows: 4})
+		w, err := NewRolloutWriter(RunDir(run).RolloutsPath(s), RolloutWriterOptions{RowGroupRows: 4})
 		mustNoErr(t, err)
 		for i := 0; i < n; i++ {
 			r := testRollout(s, i)
@@ -31,7 +31,7 @@ func makeRun(t testing.TB, steps, n int) (string, []Rollout) {
 		mustNoErr(t, w.Close())
 	}
 	// Files that are not step files are ignored.
-	mustNoErr(t, os.WriteFile(filepath.Join(run, RolloutsDir, "notes.txt"), []byte("x"), 0o644))
+	mustNoErr(t, os.WriteFile(filepath.Join(RunDir(run).RolloutsDir(), "notes.txt"), []byte("x"), 0o644))
 	return run, all
 }
 
@@ -84,10 +84,10 @@ func TestExportFilters(t *testing.T) {
 		{"min step", ExportOptions{MinStep: 2}, func(r Rollout) bool { return !r.Failed && r.Step >= 2 }},
 		{"max step", ExportOptions{MaxStep: 2}, func(r Rollout) bool { return !r.Failed && r.Step <= 2 }},
 		{"one step", ExportOptions{MinStep: 2, MaxStep: 2, IncludeFailed: true}, func(r Rollout) bool { return r.Step == 2 }},
-		{"min reward", ExportOptions{MinReward: f64(0.6)}, func(r Rollout) bool { return !r.Failed && r.Reward >= 0.6 }},
+		{"min reward", ExportOptions{MinReward: f64(0.6)}, func(r Rollout) bool { return !r.Failed && rewardOf(r) >= 0.6 }},
 		{"agreed only", ExportOptions{AgreedOnly: true}, func(r Rollout) bool { return !r.Failed && r.Agreed }},
 		{"all filters", ExportOptions{AgreedOnly: true, MinReward: f64(0.5), MinStep: 3, IncludeFailed: true},
-			func(r Rollout) bool { return r.Agreed && r.Reward >= 0.5 && r.Step >= 3 }},
+			func(r Rollout) bool { return r.Agreed && rewardOf(r) >= 0.5 && r.Step >= 3 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -156,7 +156,7 @@ func TestExportRecordMessages(t *testing.T) {
 	if !reflect.DeepEqual(got.Messages, want) {
 		t.Errorf("NewExportRecord(...).Messages = %+v, want %+v", got.Messages, want)
 	}
-	if got.Personas != (ExportPersonas{A: r.PersonaA, B: r.PersonaB}) || got.ID != r.RolloutID || got.Final != r.Final {
+	if got.Personas != (ExportPersonas{A: r.Persona("A"), B: r.Persona("B")}) || got.ID != r.RolloutID || got.Final != r.Final {
 		t.Errorf("NewExportRecord(...) = %+v", got)
 	}
 	// The JSON line has exactly the documented keys.

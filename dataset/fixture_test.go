@@ -25,11 +25,11 @@ func TestWriteFixtures(t *testing.T) {
 		t.Skip("PARLEY_PARQUET_FIXTURE_DIR not set")
 	}
 	rows := testBatchRows(1, 40)
-	ready, err := WriteBatch(filepath.Join(dir, BatchesDir), 1, 0, rows)
+	ready, err := WriteBatch(RunDir(dir).BatchPath(1), 1, 0, rows)
 	mustNoErr(t, err)
 	var rollouts int
 	for step := 1; step <= 2; step++ {
-		w, err := NewRolloutWriter(RolloutsPath(filepath.Join(dir, RolloutsDir), step), RolloutWriterOptions{RowGroupRows: 4})
+		w, err := NewRolloutWriter(RunDir(dir).RolloutsPath(step), RolloutWriterOptions{RowGroupRows: 4})
 		mustNoErr(t, err)
 		for i := 0; i < 10; i++ {
 			mustNoErr(t, w.Write(testRollout(step, i)))
@@ -48,10 +48,10 @@ func TestWriteFixtures(t *testing.T) {
 
 	expected := map[string]any{
 		"batch": map[string]any{
-			"path": BatchPath(BatchesDir, 1), "ready": ready,
+			"path": RunDir("").BatchPath(1), "ready": ready,
 			"first_row": rows[0], "last_row": rows[len(rows)-1],
 		},
-		"rollouts":            map[string]any{"files": []string{RolloutsPath(RolloutsDir, 1), RolloutsPath(RolloutsDir, 2)}, "rows": rollouts, "first_row": testRollout(1, 0)},
+		"rollouts":            map[string]any{"files": []string{RunDir("").RolloutsPath(1), RunDir("").RolloutsPath(2)}, "rows": rollouts, "first_row": testRollout(1, 0)},
 		"curriculum_rows":     len(dilemmas),
 		"personas_rows":       len(PersonaLibrary()),
 		"export_jsonl_rows":   js.Written,

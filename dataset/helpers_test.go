@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -30,7 +31,7 @@ func testRollout(step, i int) Rollout {
 		PromptID: fmt.Sprintf("d%03d", i/4), GroupID: fmt.Sprintf("s%d-g%d", step, i/4),
 		RolloutID: fmt.Sprintf("s%d-r%d", step, i), Index: int32(i % 4),
 		Category: CategoryInterpersonal, Task: fmt.Sprintf("Task %d: what do you do?", i),
-		PersonaA: "Be loyal.", PersonaB: "Be honest.", Seed: int64(i) * 7, Temperature: 0.7,
+		Personas: PersonaPairOf("Be loyal.", "Be honest."), Seed: int64(i) * 7, Temperature: 0.7,
 		Turns: []Turn{
 			{Agent: "A", Text: fmt.Sprintf("A speaks %d", i), Tokens: 12, FinishReason: "stop"},
 			{Agent: "B", Text: fmt.Sprintf("B answers %d", i), Tokens: 9, FinishReason: "length", Agree: i%2 == 0},
@@ -39,13 +40,29 @@ func testRollout(step, i int) Rollout {
 		Sequences:    []Sequence{seq("A", 0), seq("B", 2), {Role: "final", Kind: KindFinal, InputIDs: []int32{}, LossMask: []int8{}, Logprobs: []float32{}}},
 		PrefixBreaks: int32(i % 2), PromptTokens: 40, SampledTokens: 21, Requests: 3,
 		Judged: true, JudgeModel: "judge", Score: float32(1 + i%5), JudgeRationale: "because",
-		Reward: float32(1+i%5) / 5, Advantage: float32(i%3) - 1,
 		StartedUnixMS: 1_700_000_000_000 + int64(i), RolloutMS: 1234, JudgeMS: 56,
 	}
+	for _, role := range []string{"A", "B", "final"} {
+		r.Roles = append(r.Roles, RoleOutcome{Role: role, Policy: PolicyTrained, Model: "m", Trained: true,
+			Scored: true, Score: r.Score, Reward: float32(1+i%5) / 5, Advantage: float32(i%3) - 1})
+	}
 	if i%7 == 3 {
-		r.Failed, r.Error, r.Judged, r.Score, r.Reward = true, "judge: timeout", false, 0, 0
+		r.Failed, r.Error, r.Judged, r.Score = true, "judge: timeout", false, 0
+		for k := range r.Roles {
+			r.Roles[k].Scored, r.Roles[k].Score, r.Roles[k].Reward, r.Roles[k].Advantage = false, 0, 0, 0
+		}
 	}
 	return r
+}
+
+// rewardOf is the reward of r's first trained, scored role (0 if none).
+func rewardOf(r Rollout) float32 {
+	for _, ro := range r.Roles {
+		if ro.Trained && ro.Scored {
+			return ro.Reward
+		}
+	}
+	return 0
 }
 
 // testBatchRows builds n rows of a step's batch with lengths varying by row.
@@ -96,3 +113,7 @@ func checkZstd(t testing.TB, pf *parquet.File) {
 		}
 	}
 }
+
+// batchPath and readyPath are a step's batch file and marker in dir.
+func batchPath(dir string, step int) string { return filepath.Join(dir, StepName(step)+ParquetExt) }
+func readyPath(dir string, step int) string { return ReadyPathOf(batchPath(dir, step)) }

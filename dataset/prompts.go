@@ -15,6 +15,61 @@ import (
 	"github.com/parquet-go/parquet-go"
 )
 
+// promptRecord is a Prompt as curriculum files hold it: the columns id,
+// category, task, persona_pair_id, persona_a, persona_b, split and
+// scenario, and a personas list for roles other than A and B.
+type promptRecord struct {
+	ID            string    `json:"id" parquet:"id"`
+	Category      string    `json:"category" parquet:"category"`
+	Task          string    `json:"task" parquet:"task"`
+	PersonaPairID string    `json:"persona_pair_id,omitempty" parquet:"persona_pair_id"`
+	PersonaA      string    `json:"persona_a,omitempty" parquet:"persona_a"`
+	PersonaB      string    `json:"persona_b,omitempty" parquet:"persona_b"`
+	Personas      []Persona `json:"personas,omitempty" parquet:"personas,list"`
+	Split         string    `json:"split,omitempty" parquet:"split"`
+	Scenario      string    `json:"scenario,omitempty" parquet:"scenario"`
+}
+
+func (r promptRecord) prompt() Prompt {
+	p := Prompt{ID: r.ID, Category: r.Category, Task: r.Task, PersonaPairID: r.PersonaPairID, Split: r.Split, Scenario: r.Scenario}
+	if r.PersonaA != "" || r.PersonaB != "" {
+		p.Personas = PersonaPairOf(r.PersonaA, r.PersonaB)
+	}
+	p.Personas = append(p.Personas, r.Personas...)
+	return p
+}
+
+func (p Prompt) record() promptRecord {
+	r := promptRecord{ID: p.ID, Category: p.Category, Task: p.Task, PersonaPairID: p.PersonaPairID, Split: p.Split, Scenario: p.Scenario}
+	for _, x := range p.Personas {
+		switch x.Role {
+		case "A":
+			r.PersonaA = x.Text
+		case "B":
+			r.PersonaB = x.Text
+		default:
+			r.Personas = append(r.Personas, x)
+		}
+	}
+	return r
+}
+
+// MarshalJSON writes the flat file form of a prompt (promptRecord).
+func (p Prompt) MarshalJSON() ([]byte, error) { return json.Marshal(p.record()) }
+
+// UnmarshalJSON reads the flat file form of a prompt, rejecting unknown
+// fields.
+func (p *Prompt) UnmarshalJSON(b []byte) error {
+	var r promptRecord
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return err
+	}
+	*p = r.prompt()
+	return nil
+}
+
 // LoadOptions says how a curriculum is validated.
 type LoadOptions struct {
 	// RequirePersonas is set for the deliberation game: every prompt must
@@ -49,7 +104,8 @@ func LoadPrompts(path string, opts LoadOptions) ([]Prompt, error) {
 func loadPrompts(path string, opts LoadOptions) ([]Prompt, error) {
 	v := newPromptValidator(opts)
 	var prompts []Prompt
-	err := readRecords(path, builtinCurriculum, promptColumns, func(loc string, p Prompt) error {
+	err := readRecords(path, builtinCurriculum, promptColumns, func(loc string, r promptRecord) error {
+		p := r.prompt()
 		if err := v.check(loc, &p); err != nil {
 			return fmt.Errorf("%s: %w", loc, err)
 		}
@@ -116,8 +172,8 @@ func (v *promptValidator) check(loc string, p *Prompt) error {
 	if !validCategory(p.Category) {
 		return fmt.Errorf("field category: unknown category %q (want one of %s)", p.Category, strings.Join(Categories, ", "))
 	}
-	if p.PersonaA != "" || p.PersonaB != "" {
-		if err := checkPersonas("persona_a", "persona_b", p.PersonaA, p.PersonaB); err != nil {
+	if a, b := p.Persona("A"), p.Persona("B"); a != "" || b != "" {
+		if err := checkPersonas("persona_a", "persona_b", a, b); err != nil {
 			return err
 		}
 	} else if p.PersonaPairID != "" {
@@ -128,7 +184,7 @@ func (v *promptValidator) check(loc string, p *Prompt) error {
 		if err := checkPersonas("persona_a", "persona_b", pair.A, pair.B); err != nil {
 			return fmt.Errorf("persona pair %q: %w", pair.ID, err)
 		}
-		p.PersonaA, p.PersonaB = pair.A, pair.B
+		p.Personas = append(PersonaPairOf(pair.A, pair.B), p.Personas...)
 	} else if v.opts.RequirePersonas {
 		return errors.New("fields persona_pair_id, persona_a, persona_b: no personas (the deliberation game needs persona_pair_id or persona_a and persona_b)")
 	}
@@ -286,7 +342,9 @@ var (
 		{name: "persona_pair_id", types: []string{"string"}, optional: true},
 		{name: "persona_a", types: []string{"string"}, optional: true},
 		{name: "persona_b", types: []string{"string"}, optional: true},
+		{name: "personas", types: []string{"list<struct<role:string,text:string>>"}, optional: true},
 		{name: "split", types: []string{"string"}, optional: true},
+		{name: "scenario", types: []string{"string"}, optional: true},
 	}
 	pairColumns = []columnSpec{
 		{name: "id", types: []string{"string"}},
@@ -336,7 +394,7 @@ func readParquetTable[T any](path string, cols []columnSpec, fn func(row int, v 
 
 // WritePromptsJSONL writes prompts as JSON lines, atomically.
 func WritePromptsJSONL(path string, prompts []Prompt) error {
-	if err := writeJSONL(path, prompts); err != nil {
+	if err := writeJSONL(path, records(prompts)); err != nil {
 		return fmt.Errorf("dataset.WritePromptsJSONL: %w", err)
 	}
 	return nil
@@ -345,10 +403,18 @@ func WritePromptsJSONL(path string, prompts []Prompt) error {
 // WritePromptsParquet writes prompts as a zstd parquet table with the
 // columns of the Prompt json tags, atomically.
 func WritePromptsParquet(path string, prompts []Prompt) error {
-	if err := writeParquetTable(path, prompts); err != nil {
+	if err := writeParquetTable(path, records(prompts)); err != nil {
 		return fmt.Errorf("dataset.WritePromptsParquet: %w", err)
 	}
 	return nil
+}
+
+func records(prompts []Prompt) []promptRecord {
+	out := make([]promptRecord, len(prompts))
+	for i, p := range prompts {
+		out[i] = p.record()
+	}
+	return out
 }
 
 // WritePersonaPairsJSONL writes a persona library as JSON lines, atomically.

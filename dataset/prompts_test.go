@@ -65,8 +65,8 @@ func TestLoadPromptsGood(t *testing.T) {
 	}
 	lib := PersonaLibrary()
 	want := []Prompt{
-		{ID: "g1", Category: CategoryProfessional, Task: "A hospital must choose which of two wards to close. Which one, and why?", PersonaPairID: "p05", PersonaA: lib[4].A, PersonaB: lib[4].B},
-		{ID: "g2", Category: CategoryInterpersonal, Task: "Your friend asks you to lie for them. Do you?", PersonaA: "Always protect your friends.", PersonaB: "Always tell the truth.", Split: "eval"},
+		{ID: "g1", Category: CategoryProfessional, Task: "A hospital must choose which of two wards to close. Which one, and why?", PersonaPairID: "p05", Personas: PersonaPairOf(lib[4].A, lib[4].B)},
+		{ID: "g2", Category: CategoryInterpersonal, Task: "Your friend asks you to lie for them. Do you?", Personas: PersonaPairOf("Always protect your friends.", "Always tell the truth."), Split: "eval"},
 		{ID: "g3", Category: CategoryOpenEnded, Task: "Imagine you plan a picnic for ten people. Plan it."},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -90,7 +90,7 @@ func TestLoadPromptsCustomLibrary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got[0].PersonaA != "Left." || got[0].PersonaB != "Right." {
+	if got[0].Persona("A") != "Left." || got[0].Persona("B") != "Right." {
 		t.Errorf("LoadPrompts with custom library = %+v, want personas Left./Right.", got[0])
 	}
 	if _, err := LoadPrompts(path, LoadOptions{}); err == nil || !strings.Contains(err.Error(), `unknown persona pair "mine"`) {
@@ -161,7 +161,7 @@ func TestLoadPromptsParquetBad(t *testing.T) {
 			err = writeParquetTable(path, r)
 		case []optional:
 			err = writeParquetTable(path, r)
-		case []Prompt:
+		case []promptRecord:
 			err = writeParquetTable(path, r)
 		}
 		if err != nil {
@@ -177,9 +177,9 @@ func TestLoadPromptsParquetBad(t *testing.T) {
 		{"unknown column", write("extra.parquet", []extra{{ID: "a", Category: "professional", Task: "t", Prompt: "x"}}), []string{"extra.parquet", `unknown column "prompt"`}},
 		{"missing column", write("notask.parquet", []noTask{{ID: "a", Category: "professional"}}), []string{"notask.parquet", `missing column "task"`}},
 		{"wrong type", write("inttask.parquet", []intTask{{ID: "a", Category: "professional", Task: 3}}), []string{"inttask.parquet", `column "task" has type int32, want string`}},
-		{"empty task row", write("emptytask.parquet", []Prompt{{ID: "a", Category: "professional", Task: "t"}, {ID: "b", Category: "professional"}}), []string{"emptytask.parquet: row 1", "field task: empty"}},
+		{"empty task row", write("emptytask.parquet", []promptRecord{{ID: "a", Category: "professional", Task: "t"}, {ID: "b", Category: "professional"}}), []string{"emptytask.parquet: row 1", "field task: empty"}},
 		{"null task row", write("nulltask.parquet", []optional{{ID: s("a"), Category: s("professional"), Task: s("t")}, {ID: s("b"), Category: s("professional")}}), []string{"nulltask.parquet: row 1", "field task: empty"}},
-		{"duplicate row", write("dup.parquet", []Prompt{{ID: "a", Category: "professional", Task: "t"}, {ID: "a", Category: "professional", Task: "u"}}), []string{"dup.parquet: row 1", `duplicate id "a" (first at ` + filepath.Join(dir, "dup.parquet") + ": row 0)"}},
+		{"duplicate row", write("dup.parquet", []promptRecord{{ID: "a", Category: "professional", Task: "t"}, {ID: "a", Category: "professional", Task: "u"}}), []string{"dup.parquet: row 1", `duplicate id "a" (first at ` + filepath.Join(dir, "dup.parquet") + ": row 0)"}},
 		{"not parquet", filepath.Join("testdata", "curricula", "good.jsonl.parquet"), []string{"good.jsonl.parquet", "no such file"}},
 	}
 	for _, tt := range tests {
@@ -223,7 +223,7 @@ func TestValidatePrompts(t *testing.T) {
 				if err != nil {
 					t.Fatalf("ValidatePrompts(%s) = %v, want nil", tt.name, err)
 				}
-				if tt.prompts[0].PersonaA == "" {
+				if tt.prompts[0].Persona("A") == "" {
 					t.Errorf("ValidatePrompts(%s) did not resolve persona_pair_id", tt.name)
 				}
 				return

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 
 	"github.com/parleyhq/parley/internal/fsutil"
 	"github.com/parquet-go/parquet-go"
@@ -53,12 +55,13 @@ func NewRolloutWriter(path string, opts RolloutWriterOptions) (*RolloutWriter, e
 	if log == nil {
 		log = zap.NewNop()
 	}
-	f, err := fsutil.Create(path, 0o644)
+	f, err := fsutil.MkdirCreate(path, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("dataset.NewRolloutWriter: %w", err)
 	}
 	wopts := []parquet.WriterOption{
 		parquet.Compression(&parquet.Zstd),
+		parquet.KeyValueMetadata(SchemaVersionKey, strconv.Itoa(SchemaVersion)),
 	}
 	for k, v := range opts.Metadata {
 		wopts = append(wopts, parquet.KeyValueMetadata(k, v))
@@ -141,12 +144,59 @@ func (w *RolloutWriter) Abort() {
 // readBatchRows is how many rows readers decode at a time.
 const readBatchRows = 64
 
+// rolloutCompat is a Rollout with the columns schema version 1 had and
+// version 2 replaced: the persona pair and the rollout-level reward and
+// advantage, now per role.
+type rolloutCompat struct {
+	Rollout
+	PersonaA        string  `parquet:"persona_a"`
+	PersonaB        string  `parquet:"persona_b"`
+	LegacyReward    float32 `parquet:"reward"`
+	LegacyAdvantage float32 `parquet:"advantage"`
+}
+
+// upgrade turns a version-1 row into a version-2 Rollout: the persona pair
+// becomes roles A and B, and every role that has a sequence (or "final"
+// for a rollout with none) gets the rollout's reward and advantage, as
+// version 1 trained every sequence on them.
+func (c rolloutCompat) upgrade() Rollout {
+	r := c.Rollout
+	if len(r.Personas) == 0 && (c.PersonaA != "" || c.PersonaB != "") {
+		r.Personas = PersonaPairOf(c.PersonaA, c.PersonaB)
+	}
+	if len(r.Roles) > 0 {
+		return r
+	}
+	var roles []string
+	for _, s := range r.Sequences {
+		if !slices.Contains(roles, s.Role) {
+			roles = append(roles, s.Role)
+		}
+	}
+	if len(roles) == 0 {
+		roles = []string{"final"}
+	}
+	for _, role := range roles {
+		r.Roles = append(r.Roles, RoleOutcome{
+			Role: role, Policy: PolicyTrained, Trained: true,
+			Scored: r.Judged, Score: r.Score, Reward: c.LegacyReward, Advantage: c.LegacyAdvantage,
+		})
+	}
+	return r
+}
+
 // ReadRollouts streams the rollouts of a parquet file to fn, decoding a
 // few rows at a time so memory stays bounded by the page size, not the
 // file size. fn may keep the Rollout it is given. An error from fn stops
-// the read and is returned as is.
+// the read and is returned as is. Files of schema version 1 (no
+// schema_version metadata) are upgraded row by row (see rolloutCompat).
 func ReadRollouts(path string, fn func(Rollout) error) error {
-	err := streamParquet(path, fn)
+	err := streamParquetMeta(path, func(version int, c rolloutCompat) error {
+		if version < 2 {
+			return fn(c.upgrade())
+		}
+		return fn(c.Rollout)
+	})
 	var stop fnError
 	if errors.As(err, &stop) {
 		return stop.err
@@ -178,11 +228,25 @@ func (e fnError) Error() string { return e.err.Error() }
 // on each. The file's columns are mapped by name onto T: columns T lacks
 // are skipped (not even read), columns the file lacks read as zero.
 func streamParquet[T any](path string, fn func(T) error) error {
+	return streamParquetMeta(path, func(_ int, v T) error { return fn(v) })
+}
+
+// streamParquetMeta is streamParquet that also passes the file's
+// schema_version (1 when the metadata is absent).
+func streamParquetMeta[T any](path string, fn func(version int, v T) error) error {
 	f, pf, err := openParquet(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	version := 1
+	if v, ok := pf.Lookup(SchemaVersionKey); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < MinSchemaVersion || n > SchemaVersion {
+			return fmt.Errorf("%s: schema_version %q: this parley reads versions %d to %d", path, v, MinSchemaVersion, SchemaVersion)
+		}
+		version = n
+	}
 	r, err := newReader[T](pf)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -193,7 +257,7 @@ func streamParquet[T any](path string, fn func(T) error) error {
 	for {
 		n, err := readRows(r, buf)
 		for i := 0; i < n; i++ {
-			if ferr := fn(buf[i]); ferr != nil {
+			if ferr := fn(version, buf[i]); ferr != nil {
 				return fnError{ferr}
 			}
 			buf[i] = *new(T) // drop references early

@@ -276,3 +276,56 @@ func tempFiles(t *testing.T, dir string) []string {
 	mustNoErr(t, err)
 	return m
 }
+
+// rolloutV1 is the layout of a schema-version-1 rollouts file (the columns
+// the upgrade reads; version 1 had no schema_version metadata).
+type rolloutV1 struct {
+	RolloutID string     `parquet:"rollout_id"`
+	GroupID   string     `parquet:"group_id"`
+	PersonaA  string     `parquet:"persona_a"`
+	PersonaB  string     `parquet:"persona_b"`
+	Sequences []Sequence `parquet:"sequences,list"`
+	Judged    bool       `parquet:"judged"`
+	Score     float32    `parquet:"score"`
+	Reward    float32    `parquet:"reward"`
+	Advantage float32    `parquet:"advantage"`
+}
+
+func TestReadRolloutsVersion1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v1.parquet")
+	seq := func(role, kind string) Sequence {
+		return Sequence{Role: role, Kind: kind, InputIDs: []int32{1, 2}, LossMask: []int8{0, 1}, Logprobs: []float32{0, -1}}
+	}
+	writeRaw(t, path, []rolloutV1{
+		{RolloutID: "r0", GroupID: "g", PersonaA: "Be loyal.", PersonaB: "Be honest.",
+			Sequences: []Sequence{seq("A", KindDialogue), seq("B", KindDialogue), seq("A", KindDialogue), seq("final", KindFinal)},
+			Judged:    true, Score: 4, Reward: 4, Advantage: 0.5},
+		{RolloutID: "r1", GroupID: "g", Judged: false},
+	}, "")
+	got, err := ReadAllRollouts(path)
+	mustNoErr(t, err)
+	if len(got) != 2 {
+		t.Fatalf("read %d rollouts, want 2", len(got))
+	}
+	r := got[0]
+	if r.Persona("A") != "Be loyal." || r.Persona("B") != "Be honest." {
+		t.Errorf("personas = %+v, want A and B from persona_a and persona_b", r.Personas)
+	}
+	want := []RoleOutcome{
+		{Role: "A", Policy: PolicyTrained, Trained: true, Scored: true, Score: 4, Reward: 4, Advantage: 0.5},
+		{Role: "B", Policy: PolicyTrained, Trained: true, Scored: true, Score: 4, Reward: 4, Advantage: 0.5},
+		{Role: "final", Policy: PolicyTrained, Trained: true, Scored: true, Score: 4, Reward: 4, Advantage: 0.5},
+	}
+	if !reflect.DeepEqual(r.Roles, want) {
+		t.Errorf("upgraded roles = %+v, want %+v", r.Roles, want)
+	}
+	if roles := got[1].Roles; len(roles) != 1 || roles[0].Role != "final" || roles[0].Scored {
+		t.Errorf("unjudged v1 rollout without sequences: roles %+v, want one unscored final role", roles)
+	}
+	// A file of a future version is refused by name.
+	future := filepath.Join(t.TempDir(), "v9.parquet")
+	writeRaw(t, future, []rolloutV1{{RolloutID: "x"}}, "9")
+	if _, err := ReadAllRollouts(future); err == nil || !strings.Contains(err.Error(), `schema_version "9"`) {
+		t.Errorf("ReadAllRollouts(version 9) = %v, want a schema_version error", err)
+	}
+}

@@ -1,6 +1,7 @@
 // Package dataset holds parley's data formats: curricula (dilemma prompts and
-// persona pairs), the per-rollout record, the training batch contract (schema
-// version 1), their parquet and JSONL I/O, and dataset export.
+// persona pairs, or a game's own scenarios), the per-rollout record with its
+// per-role outcomes, the training batch contract (schema version 2; version
+// 1 files are still read), their parquet and JSONL I/O, and dataset export.
 package dataset
 
 // Curriculum categories: the three dilemma categories of seed 000 (mixed
@@ -15,6 +16,9 @@ const (
 
 // Categories lists every valid category in a fixed order.
 var Categories = []string{CategoryProfessional, CategoryInterpersonal, CategoryMicroEthics, CategoryOpenEnded}
+
+// DilemmaCategories are the three dilemma categories of seed 000.
+var DilemmaCategories = []string{CategoryProfessional, CategoryInterpersonal, CategoryMicroEthics}
 
 // Sequence kinds: a dialogue sequence holds one agent's turns in a
 // negotiation; a final sequence holds the final completion (or the
@@ -31,16 +35,49 @@ type PersonaPair struct {
 	B  string `json:"b" parquet:"b"`
 }
 
-// Prompt is one curriculum row: a task, and for the deliberation game the
-// persona pair the two agents argue from.
+// Persona is the persona one role argues from.
+type Persona struct {
+	// Role is the game role ("A", "B", a party's name, …).
+	Role string `json:"role" parquet:"role"`
+	// Text is the persona as the agent is told it.
+	Text string `json:"text" parquet:"text"`
+}
+
+// Prompt is one curriculum row: a task, the personas its roles argue from
+// (the deliberation game's persona pair is roles A and B), and for games
+// whose rows are structured, the game's own scenario as JSON. In files
+// (JSONL and parquet) a row is flat: roles A and B are the columns
+// persona_a and persona_b, other roles go to a personas list (see
+// promptRecord).
 type Prompt struct {
-	ID            string `json:"id" parquet:"id"`
-	Category      string `json:"category" parquet:"category"`
-	Task          string `json:"task" parquet:"task"`
-	PersonaPairID string `json:"persona_pair_id,omitempty" parquet:"persona_pair_id"`
-	PersonaA      string `json:"persona_a,omitempty" parquet:"persona_a"`
-	PersonaB      string `json:"persona_b,omitempty" parquet:"persona_b"`
-	Split         string `json:"split,omitempty" parquet:"split"`
+	ID            string
+	Category      string
+	Task          string
+	PersonaPairID string
+	Personas      []Persona
+	Split         string
+	// Scenario is the game's own row (seed 001's endowment setting, seed
+	// 002's parties and score tables) as a JSON object; "" for text rows.
+	Scenario string
+}
+
+// Persona returns the persona of role, or "".
+func (p Prompt) Persona(role string) string { return PersonaOf(p.Personas, role) }
+
+// PersonaOf returns the persona of role in ps, or "".
+func PersonaOf(ps []Persona, role string) string {
+	for _, x := range ps {
+		if x.Role == role {
+			return x.Text
+		}
+	}
+	return ""
+}
+
+// PersonaPairOf returns the personas of roles A and B (the deliberation
+// game's pair).
+func PersonaPairOf(a, b string) []Persona {
+	return []Persona{{Role: "A", Text: a}, {Role: "B", Text: b}}
 }
 
 // Turn is one visible utterance of a rollout.
@@ -64,73 +101,154 @@ type Sequence struct {
 	Logprobs []float32 `json:"logprobs" parquet:"logprobs,list"`
 }
 
-// Rollout is the human-readable and token-level record of one rollout: one
-// row of rollouts/step-N.parquet. Judge and advantage fields are filled by
-// scoring; a failed rollout keeps its error and is never dropped.
-type Rollout struct {
-	RunID         string  `json:"run_id" parquet:"run_id"`
-	Step          int32   `json:"step" parquet:"step"`
-	PolicyVersion int32   `json:"policy_version" parquet:"policy_version"`
-	Env           string  `json:"env" parquet:"env"`
-	PromptID      string  `json:"prompt_id" parquet:"prompt_id"`
-	GroupID       string  `json:"group_id" parquet:"group_id"`
-	RolloutID     string  `json:"rollout_id" parquet:"rollout_id"`
-	Index         int32   `json:"index" parquet:"index"`
-	Category      string  `json:"category" parquet:"category"`
-	Task          string  `json:"task" parquet:"task"`
-	PersonaA      string  `json:"persona_a" parquet:"persona_a"`
-	PersonaB      string  `json:"persona_b" parquet:"persona_b"`
-	Seed          int64   `json:"seed" parquet:"seed"`
-	Temperature   float32 `json:"temperature" parquet:"temperature"`
+// Policy kinds of a role: what plays it.
+const (
+	// PolicyTrained is the policy being trained (the base model before the
+	// first adapter, then the newest adapter).
+	PolicyTrained = "trained"
+	// PolicyBase is the frozen base model on the policy endpoints.
+	PolicyBase = "base"
+	// PolicyAdapter is a fixed LoRA adapter on the policy endpoints.
+	PolicyAdapter = "adapter"
+	// PolicyEndpoint is another vLLM server (token level, not trained).
+	PolicyEndpoint = "endpoint"
+	// PolicyExternal is an external OpenAI-compatible chat model (text
+	// level: no token sequences are recorded).
+	PolicyExternal = "external"
+	// PolicyScripted is a scripted agent of the game itself (a simulator's
+	// party, a fixed opponent): no model at all.
+	PolicyScripted = "scripted"
+)
 
-	Turns         []Turn     `json:"turns" parquet:"turns,list"`
-	Agreed        bool       `json:"agreed" parquet:"agreed"`
-	Rounds        int32      `json:"rounds" parquet:"rounds"`
-	Final         string     `json:"final" parquet:"final"`
-	Sequences     []Sequence `json:"sequences" parquet:"sequences,list"`
-	PrefixBreaks  int32      `json:"prefix_breaks" parquet:"prefix_breaks"`
-	PromptTokens  int32      `json:"prompt_tokens" parquet:"prompt_tokens"`
-	SampledTokens int32      `json:"sampled_tokens" parquet:"sampled_tokens"`
-	Requests      int32      `json:"requests" parquet:"requests"`
+// RoleOutcome is what one role of a rollout did and earned.
+type RoleOutcome struct {
+	// Role is the game role (A, B, final, holder, requester, a party).
+	Role string `json:"role" parquet:"role"`
+	// Policy is what played the role (PolicyTrained, PolicyBase, …).
+	Policy string `json:"policy" parquet:"policy"`
+	// Model is the served model, adapter or external model name.
+	Model string `json:"model" parquet:"model"`
+	// Endpoint is the base URL when it is not the policy's endpoints.
+	Endpoint string `json:"endpoint,omitempty" parquet:"endpoint"`
+	// Trained reports that the role's sequences go into training batches.
+	Trained bool `json:"trained" parquet:"trained"`
+	// Scored reports that the role got a score (its judge or scorer
+	// answered); Score, Reward and Advantage are meaningful only then.
+	Scored    bool    `json:"scored" parquet:"scored"`
+	Score     float32 `json:"score" parquet:"score"`
+	Reward    float32 `json:"reward" parquet:"reward"`
+	Advantage float32 `json:"advantage" parquet:"advantage"`
+	// Outcome is the game's outcome for the role as JSON (a ledger, a vote,
+	// a utility), "" when the game records none.
+	Outcome string `json:"outcome,omitempty" parquet:"outcome"`
+}
+
+// Rollout is the human-readable and token-level record of one rollout: one
+// row of rollouts/step-N.parquet (schema version 2). Judge, reward and
+// advantage fields are filled by scoring, per role in Roles; a failed
+// rollout keeps its error and is never dropped.
+type Rollout struct {
+	RunID         string `json:"run_id" parquet:"run_id"`
+	Step          int32  `json:"step" parquet:"step"`
+	PolicyVersion int32  `json:"policy_version" parquet:"policy_version"`
+	Env           string `json:"env" parquet:"env"`
+	PromptID      string `json:"prompt_id" parquet:"prompt_id"`
+	GroupID       string `json:"group_id" parquet:"group_id"`
+	RolloutID     string `json:"rollout_id" parquet:"rollout_id"`
+	Index         int32  `json:"index" parquet:"index"`
+	Category      string `json:"category" parquet:"category"`
+	Split         string `json:"split" parquet:"split"`
+	Task          string `json:"task" parquet:"task"`
+	// PersonaPairID and Personas are the row's personas, by role.
+	PersonaPairID string    `json:"persona_pair_id" parquet:"persona_pair_id"`
+	Personas      []Persona `json:"personas" parquet:"personas,list"`
+	// Scenario is the row's game scenario (JSON), "" for text rows.
+	Scenario    string  `json:"scenario" parquet:"scenario"`
+	Seed        int64   `json:"seed" parquet:"seed"`
+	Temperature float32 `json:"temperature" parquet:"temperature"`
+	// Series and GameIndex place the rollout in a series of games whose
+	// state carries over (seed 002's repeated games); "" and 0 otherwise.
+	Series    string `json:"series" parquet:"series"`
+	GameIndex int32  `json:"game_index" parquet:"game_index"`
+
+	Turns  []Turn `json:"turns" parquet:"turns,list"`
+	Agreed bool   `json:"agreed" parquet:"agreed"`
+	Rounds int32  `json:"rounds" parquet:"rounds"`
+	Final  string `json:"final" parquet:"final"`
+	// Outcome is the game's outcome as JSON (a ledger, a deal and its
+	// votes), "" when the game records none beyond the fields above.
+	Outcome string `json:"outcome" parquet:"outcome"`
+	// Roles holds, per role, what played it and what it earned.
+	Roles         []RoleOutcome `json:"roles" parquet:"roles,list"`
+	Sequences     []Sequence    `json:"sequences" parquet:"sequences,list"`
+	PrefixBreaks  int32         `json:"prefix_breaks" parquet:"prefix_breaks"`
+	PromptTokens  int32         `json:"prompt_tokens" parquet:"prompt_tokens"`
+	SampledTokens int32         `json:"sampled_tokens" parquet:"sampled_tokens"`
+	Requests      int32         `json:"requests" parquet:"requests"`
 
 	Failed bool   `json:"failed" parquet:"failed"`
 	Error  string `json:"error" parquet:"error"`
 
+	// Judged, Score, JudgeModel and JudgeRationale are the judge's (or
+	// scorer's) verdict on the rollout as a whole: the headline score (the
+	// CA score of the final completion, the share transferred, …). The
+	// per-role scores are in Roles.
 	Judged         bool    `json:"judged" parquet:"judged"`
 	JudgeModel     string  `json:"judge_model" parquet:"judge_model"`
 	Score          float32 `json:"score" parquet:"score"`
 	JudgeRationale string  `json:"judge_rationale" parquet:"judge_rationale"`
 	JudgeError     string  `json:"judge_error" parquet:"judge_error"`
-	Reward         float32 `json:"reward" parquet:"reward"`
-	Advantage      float32 `json:"advantage" parquet:"advantage"`
 
 	StartedUnixMS int64 `json:"started_unix_ms" parquet:"started_unix_ms"`
 	RolloutMS     int64 `json:"rollout_ms" parquet:"rollout_ms"`
 	JudgeMS       int64 `json:"judge_ms" parquet:"judge_ms"`
 }
 
-// SchemaVersion is the version of the batch contract written in every batch
-// file's metadata and .ready marker.
-const SchemaVersion = 1
+// Role returns the outcome of role, or nil.
+func (r *Rollout) Role(role string) *RoleOutcome {
+	for i := range r.Roles {
+		if r.Roles[i].Role == role {
+			return &r.Roles[i]
+		}
+	}
+	return nil
+}
+
+// Persona returns the persona of role, or "".
+func (r *Rollout) Persona(role string) string { return PersonaOf(r.Personas, role) }
+
+// SchemaVersion is the version of the batch and rollout contracts written
+// in every file's metadata and .ready marker. Version 2 added per-role
+// outcomes to rollouts and the kind and advantage columns to batches;
+// readers accept MinSchemaVersion to SchemaVersion.
+const SchemaVersion = 2
+
+// MinSchemaVersion is the oldest version the readers accept.
+const MinSchemaVersion = 1
 
 // BatchRow is one training sequence of a step's batch: one row of
 // batches/step-N.parquet, the contract between parley and the trainer.
 type BatchRow struct {
-	RunID             string    `json:"run_id" parquet:"run_id"`
-	SampleID          string    `json:"sample_id" parquet:"sample_id"`
-	GroupID           string    `json:"group_id" parquet:"group_id"`
-	RolloutID         string    `json:"rollout_id" parquet:"rollout_id"`
-	PromptID          string    `json:"prompt_id" parquet:"prompt_id"`
-	Step              int32     `json:"step" parquet:"step"`
-	PolicyVersion     int32     `json:"policy_version" parquet:"policy_version"`
-	Env               string    `json:"env" parquet:"env"`
-	Role              string    `json:"role" parquet:"role"`
+	RunID         string `json:"run_id" parquet:"run_id"`
+	SampleID      string `json:"sample_id" parquet:"sample_id"`
+	GroupID       string `json:"group_id" parquet:"group_id"`
+	RolloutID     string `json:"rollout_id" parquet:"rollout_id"`
+	PromptID      string `json:"prompt_id" parquet:"prompt_id"`
+	Step          int32  `json:"step" parquet:"step"`
+	PolicyVersion int32  `json:"policy_version" parquet:"policy_version"`
+	Env           string `json:"env" parquet:"env"`
+	Role          string `json:"role" parquet:"role"`
+	// Kind is the sequence's kind (KindDialogue, KindFinal); version 2.
+	Kind              string    `json:"kind" parquet:"kind"`
 	InputIDs          []int32   `json:"input_ids" parquet:"input_ids,list"`
 	LossMask          []int8    `json:"loss_mask" parquet:"loss_mask,list"`
 	InferenceLogprobs []float32 `json:"inference_logprobs" parquet:"inference_logprobs,list"`
 	Advantages        []float32 `json:"advantages" parquet:"advantages,list"`
 	Reward            float32   `json:"reward" parquet:"reward"`
-	Temperature       float32   `json:"temperature" parquet:"temperature"`
+	// Advantage is the role's scalar advantage, the value on every mask-1
+	// token of Advantages; version 2.
+	Advantage   float32 `json:"advantage" parquet:"advantage"`
+	Temperature float32 `json:"temperature" parquet:"temperature"`
 }
 
 // Ready is the .ready marker written beside a batch once it is complete.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/parleyhq/parley/dataset"
 )
@@ -21,6 +20,9 @@ const (
 	// group mean says nothing.
 	ModeRoleBaseline = "role_baseline"
 )
+
+// AdvantageModes lists the advantage modes, for validation and help.
+var AdvantageModes = []string{ModeGroup, ModeGroupMean, ModeRoleBaseline}
 
 // Defaults of AdvantageOptions.
 const (
@@ -67,30 +69,6 @@ type AdvantageOptions struct {
 	// b ← m·b + (1 − m)·(mean reward of the role this step). 0 means
 	// DefaultBaselineMomentum; it must lie in [0, 1).
 	BaselineMomentum float64
-
-	// RoleKey names the baseline a rollout is compared with in
-	// ModeRoleBaseline. Nil means DefaultRoleKey.
-	RoleKey func(dataset.Rollout) string
-}
-
-// DefaultRoleKey is the baseline key of a rollout in ModeRoleBaseline: the
-// distinct roles of its sequences, sorted and joined by "+" (so "holder",
-// "requester", or "A+B" for a self-play rollout that trains both sides on one
-// reward), or "_" when it has none. A zero-sum game that trains both sides
-// records one rollout per side, each with that side's reward and sequences,
-// sharing the GroupID.
-func DefaultRoleKey(r dataset.Rollout) string {
-	var roles []string
-	for _, s := range r.Sequences {
-		if !slices.Contains(roles, s.Role) {
-			roles = append(roles, s.Role)
-		}
-	}
-	if len(roles) == 0 {
-		return "_"
-	}
-	slices.Sort(roles)
-	return strings.Join(roles, "+")
 }
 
 // AdvantageStats describes one step's advantage computation.
@@ -122,13 +100,26 @@ type AdvantageStats struct {
 	ScoreMin  float64 `json:"score_min"`
 	ScoreMean float64 `json:"score_mean"`
 	ScoreMax  float64 `json:"score_max"`
+	// Roles holds the statistics of each trained role, by role name.
+	Roles map[string]RoleStats `json:"roles,omitempty"`
 }
 
-// Scored reports whether a rollout's reward may enter an advantage: it did
-// not fail, it was judged (programmatic scorers set Judged too), and its
-// reward is finite.
-func Scored(r dataset.Rollout) bool {
-	return !r.Failed && r.Judged && !math.IsNaN(float64(r.Reward)) && !math.IsInf(float64(r.Reward), 0)
+// RoleStats describes one trained role's rewards in a step.
+type RoleStats struct {
+	// Scored counts the role's scored outcomes; Kept those that got an
+	// advantage.
+	Scored int `json:"scored"`
+	Kept   int `json:"kept"`
+	// RewardMean and RewardStd (population) are over the scored outcomes.
+	RewardMean float64 `json:"reward_mean"`
+	RewardStd  float64 `json:"reward_std"`
+}
+
+// Scored reports whether a role's reward in rollout r may enter an
+// advantage: the rollout did not fail, the role is trained, it was scored
+// (its judge or scorer answered) and its reward is finite.
+func Scored(r *dataset.Rollout, ro *dataset.RoleOutcome) bool {
+	return !r.Failed && ro.Trained && ro.Scored && !math.IsNaN(float64(ro.Reward)) && !math.IsInf(float64(ro.Reward), 0)
 }
 
 func (o AdvantageOptions) withDefaults() (AdvantageOptions, error) {
@@ -154,26 +145,39 @@ func (o AdvantageOptions) withDefaults() (AdvantageOptions, error) {
 	if !(o.BaselineMomentum >= 0 && o.BaselineMomentum < 1) {
 		return o, fmt.Errorf("baseline momentum %v must lie in [0, 1)", o.BaselineMomentum)
 	}
-	if o.RoleKey == nil {
-		o.RoleKey = DefaultRoleKey
-	}
 	return o, nil
 }
 
-// ComputeAdvantages fills the Advantage of every rollout in place and returns
-// copies of the kept rollouts (input order), the ones BuildBatch trains on.
+// ComputeAdvantages fills the Advantage of every role of every rollout in
+// place and returns copies of the kept rollouts (input order), the ones
+// BuildBatch trains on.
 //
-// Rollouts are grouped by GroupID (the G rollouts of one prompt row). A
-// rollout that is not Scored is excluded from its group and counted. In
-// ModeGroup and ModeGroupMean a group whose scored rewards are all equal
-// (a group of one included) has advantage 0 and is dropped unless
-// opts.KeepZeroVariance. Excluded and dropped rollouts get Advantage 0.
+// Advantages are computed per (group, role): a group is the G rollouts of
+// one prompt row (GroupID), and each trained role is compared only with the
+// same role in its group. For games whose roles share one reward (the
+// deliberation game: A, B and the final completion all get the judge's
+// score) this is the group-relative advantage of the rollout; for a
+// zero-sum game (holder 1 − share, requester share) each side is compared
+// only with the same side, so the two advantages are exact opposites; a
+// role that is not trained (a frozen opponent, a covert adversary) gets no
+// advantage and no rows. A role that is not Scored is excluded from its
+// (group, role) and gets Advantage 0; a rollout with no scored trained role
+// counts as excluded.
 //
-// ModeRoleBaseline needs baseline, the state carried across steps (persist it
-// in state.json); it reads the baselines as they were before this step, then
-// updates them with this step's mean reward per role. A role seen for the
-// first time starts from this step's mean. ComputeAdvantages does not touch
-// baseline in other modes, and baseline may be nil there.
+// In ModeGroup and ModeGroupMean a (group, role) whose scored rewards are
+// all equal (a single rollout included) has advantage 0 and is dropped
+// unless opts.KeepZeroVariance; a group counts as zero-variance when all its
+// roles are. A rollout is kept when any of its roles is.
+//
+// ModeRoleBaseline needs baseline, the state carried across steps (persist
+// it in state.json), keyed by role; it reads the baselines as they were
+// before this step, then updates them with this step's mean reward per
+// role. A role seen for the first time starts from this step's mean.
+// ComputeAdvantages does not touch baseline in other modes, and baseline
+// may be nil there.
+//
+// The step statistics are taken over (rollout, trained role) outcomes, so a
+// game whose roles share one reward has the statistics of its rollouts.
 func ComputeAdvantages(rollouts []dataset.Rollout, opts AdvantageOptions, baseline *RoleBaseline) ([]dataset.Rollout, AdvantageStats, error) {
 	var st AdvantageStats
 	opts, err := opts.withDefaults()
@@ -184,7 +188,12 @@ func ComputeAdvantages(rollouts []dataset.Rollout, opts AdvantageOptions, baseli
 		return nil, st, fmt.Errorf("grpo.ComputeAdvantages: mode %q needs a RoleBaseline", ModeRoleBaseline)
 	}
 
-	type group struct{ scored []int }
+	// unit is one (rollout, role) outcome.
+	type unit struct{ r, k int }
+	type group struct {
+		roles []string
+		units map[string][]unit // role → its scored outcomes
+	}
 	var order []string
 	groups := map[string]*group{}
 	for i := range rollouts {
@@ -194,74 +203,101 @@ func ComputeAdvantages(rollouts []dataset.Rollout, opts AdvantageOptions, baseli
 		}
 		g, ok := groups[r.GroupID]
 		if !ok {
-			g = &group{}
+			g = &group{units: map[string][]unit{}}
 			groups[r.GroupID] = g
 			order = append(order, r.GroupID)
 		}
-		r.Advantage = 0
-		if !Scored(*r) {
-			st.Excluded++
-			continue
+		any := false
+		for k := range r.Roles {
+			ro := &r.Roles[k]
+			ro.Advantage = 0
+			if !Scored(r, ro) {
+				continue
+			}
+			if _, ok := g.units[ro.Role]; !ok {
+				g.roles = append(g.roles, ro.Role)
+			}
+			g.units[ro.Role] = append(g.units[ro.Role], unit{i, k})
+			any = true
 		}
-		g.scored = append(g.scored, i)
+		if any {
+			st.Scored++
+		} else {
+			st.Excluded++
+		}
 	}
 	st.Groups = len(order)
 
+	reward := func(u unit) float64 { return float64(rollouts[u.r].Roles[u.k].Reward) }
+	setAdv := func(u unit, a float64) { rollouts[u.r].Roles[u.k].Advantage = float32(a) }
 	kept := make([]bool, len(rollouts))
+	keptUnits := map[unit]bool{}
 	var all []float64
+	byRole := map[string][]float64{}
 	var scoreGroups int
 	for _, id := range order {
 		g := groups[id]
-		if len(g.scored) == 0 {
+		if len(g.roles) == 0 {
 			st.EmptyGroups++
 			continue
 		}
-		rs := make([]float64, len(g.scored))
-		for k, i := range g.scored {
-			rs[k] = float64(rollouts[i].Reward)
+		var rs []float64
+		allZeroVar, anyKept := true, false
+		for _, role := range g.roles {
+			us := g.units[role]
+			xs := make([]float64, len(us))
+			for k, u := range us {
+				xs[k] = reward(u)
+			}
+			rs = append(rs, xs...)
+			byRole[role] = append(byRole[role], xs...)
+			mean, std := meanStd(xs, 0)
+			zeroVar := slices.Max(xs)-slices.Min(xs) <= ZeroVarianceTolerance
+			allZeroVar = allZeroVar && zeroVar
+			if opts.Mode == ModeRoleBaseline {
+				for _, u := range us {
+					keptUnits[u] = true
+				}
+				anyKept = true
+				continue
+			}
+			if zeroVar && !opts.KeepZeroVariance {
+				continue
+			}
+			if opts.StdDDOF == 1 && !zeroVar {
+				_, std = meanStd(xs, 1)
+			}
+			for k, u := range us {
+				var a float64
+				switch {
+				case zeroVar:
+					// 0 exactly, not a rounding residue scaled by 1/ε.
+				case opts.Mode == ModeGroup:
+					a = (xs[k] - mean) / (std + opts.Epsilon)
+				default:
+					a = xs[k] - mean
+				}
+				setAdv(u, a)
+				keptUnits[u] = true
+			}
+			anyKept = true
 		}
 		all = append(all, rs...)
-		mean, std := meanStd(rs, 0)
-		lo, hi := slices.Min(rs), slices.Max(rs)
-		st.ScoreMin += lo
+		mean, _ := meanStd(rs, 0)
+		st.ScoreMin += slices.Min(rs)
 		st.ScoreMean += mean
-		st.ScoreMax += hi
+		st.ScoreMax += slices.Max(rs)
 		scoreGroups++
-
-		zeroVar := hi-lo <= ZeroVarianceTolerance
-		if zeroVar {
+		if allZeroVar {
 			st.ZeroVarianceGroups++
-		}
-		if opts.Mode == ModeRoleBaseline {
-			for _, i := range g.scored {
-				kept[i] = true
+			if !anyKept {
+				st.DroppedZeroVariance++
 			}
+		}
+		if anyKept {
 			st.KeptGroups++
-			continue
 		}
-		if zeroVar && !opts.KeepZeroVariance {
-			st.DroppedZeroVariance++
-			continue
-		}
-		if opts.StdDDOF == 1 && !zeroVar {
-			_, std = meanStd(rs, 1)
-		}
-		for k, i := range g.scored {
-			kept[i] = true
-			var a float64
-			switch {
-			case zeroVar:
-				// 0 exactly, not a rounding residue scaled by 1/ε.
-			case opts.Mode == ModeGroup:
-				a = (rs[k] - mean) / (std + opts.Epsilon)
-			default:
-				a = rs[k] - mean
-			}
-			rollouts[i].Advantage = float32(a)
-		}
-		st.KeptGroups++
 	}
-	st.Scored = len(all)
 	if len(all) > 0 {
 		st.RewardMean, st.RewardStd = meanStd(all, 0)
 	}
@@ -271,63 +307,84 @@ func ComputeAdvantages(rollouts []dataset.Rollout, opts AdvantageOptions, baseli
 		st.ScoreMean /= n
 		st.ScoreMax /= n
 	}
+	if len(byRole) > 0 {
+		st.Roles = map[string]RoleStats{}
+		for role, xs := range byRole {
+			m, sd := meanStd(xs, 0)
+			st.Roles[role] = RoleStats{Scored: len(xs), RewardMean: m, RewardStd: sd}
+		}
+	}
+	for u := range keptUnits {
+		kept[u.r] = true
+		rs := st.Roles[rollouts[u.r].Roles[u.k].Role]
+		rs.Kept++
+		st.Roles[rollouts[u.r].Roles[u.k].Role] = rs
+	}
 
 	if opts.Mode == ModeRoleBaseline {
-		roleBaselineAdvantages(rollouts, kept, opts, baseline)
+		roleBaselineAdvantages(rollouts, keptUnits, opts, baseline)
 	}
 
 	var out []dataset.Rollout
 	for i, k := range kept {
 		if k {
-			out = append(out, rollouts[i])
+			c := rollouts[i]
+			c.Roles = slices.Clone(c.Roles)
+			out = append(out, c)
 		}
 	}
 	st.Kept = len(out)
 	return out, st, nil
 }
 
-// roleBaselineAdvantages sets r − b(role) on the kept rollouts, b read
-// before this step's update, then folds this step's role means into baseline.
-func roleBaselineAdvantages(rollouts []dataset.Rollout, kept []bool, opts AdvantageOptions, baseline *RoleBaseline) {
+// roleBaselineAdvantages sets r − b(role) on the kept outcomes, b read
+// before this step's update, then folds this step's role means into
+// baseline. Roles are visited in first-seen order (rollout order), so the
+// result does not depend on map order.
+func roleBaselineAdvantages[U comparable](rollouts []dataset.Rollout, keptUnits map[U]bool, opts AdvantageOptions, baseline *RoleBaseline) {
 	type acc struct {
 		sum float64
 		n   int
 	}
-	keys := make([]string, len(rollouts))
 	var roles []string
 	sums := map[string]*acc{}
-	for i, k := range kept {
-		if !k {
-			continue
+	for i := range rollouts {
+		r := &rollouts[i]
+		for k := range r.Roles {
+			ro := &r.Roles[k]
+			if !Scored(r, ro) {
+				continue
+			}
+			a, ok := sums[ro.Role]
+			if !ok {
+				a = &acc{}
+				sums[ro.Role] = a
+				roles = append(roles, ro.Role)
+			}
+			a.sum += float64(ro.Reward)
+			a.n++
 		}
-		key := opts.RoleKey(rollouts[i])
-		keys[i] = key
-		a, ok := sums[key]
-		if !ok {
-			a = &acc{}
-			sums[key] = a
-			roles = append(roles, key)
-		}
-		a.sum += float64(rollouts[i].Reward)
-		a.n++
 	}
-	means := make(map[string]float64, len(roles))
 	before := make(map[string]float64, len(roles))
-	for _, key := range roles {
-		means[key] = sums[key].sum / float64(sums[key].n)
-		b, ok := baseline.Value(key)
+	means := make(map[string]float64, len(roles))
+	for _, role := range roles {
+		means[role] = sums[role].sum / float64(sums[role].n)
+		b, ok := baseline.Value(role)
 		if !ok {
-			b = means[key]
+			b = means[role]
 		}
-		before[key] = b
+		before[role] = b
 	}
-	for i, k := range kept {
-		if k {
-			rollouts[i].Advantage = float32(float64(rollouts[i].Reward) - before[keys[i]])
+	for i := range rollouts {
+		r := &rollouts[i]
+		for k := range r.Roles {
+			if ro := &r.Roles[k]; Scored(r, ro) {
+				ro.Advantage = float32(float64(ro.Reward) - before[ro.Role])
+			}
 		}
 	}
-	for _, key := range roles {
-		baseline.Update(key, means[key], opts.BaselineMomentum)
+	for _, role := range roles {
+		baseline.Update(role, means[role], opts.BaselineMomentum)
 	}
 }
 

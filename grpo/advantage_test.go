@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,16 +42,52 @@ type fixtureCase struct {
 	Steps []fixtureStep `json:"steps"`
 }
 
+// rollout is the fixture row as a rollout whose listed roles all earn its
+// reward (the case of the deliberation game) and are trained.
 func (f fixtureRollout) rollout() dataset.Rollout {
-	r := dataset.Rollout{
-		RolloutID: f.ID, GroupID: f.Group, Reward: float32(f.Reward),
-		Failed: f.Failed, Judged: f.Judged, Advantage: 99, // must be reset
+	r := roll(f.Group, f.ID, f.Judged, float32(f.Reward), f.Roles...)
+	r.Failed = f.Failed
+	return r
+}
+
+// roll is a rollout of group whose roles (default "A") are trained and,
+// when judged, scored with reward; advantages start at 99 (must be reset).
+func roll(group, id string, judged bool, reward float32, roles ...string) dataset.Rollout {
+	r := dataset.Rollout{RolloutID: id, GroupID: group, Judged: judged}
+	if len(roles) == 0 {
+		roles = []string{"A"}
 	}
-	for _, role := range f.Roles {
+	for _, role := range roles {
 		r.Sequences = append(r.Sequences, dataset.Sequence{Role: role, Kind: dataset.KindDialogue})
+		r.Roles = append(r.Roles, dataset.RoleOutcome{Role: role, Trained: true, Scored: judged, Score: reward, Reward: reward, Advantage: 99})
 	}
 	return r
 }
+
+// adv is a rollout's advantage: its first role's, after checking that all
+// its scored roles share it (they share one reward here).
+func adv(t *testing.T, r dataset.Rollout) float32 {
+	t.Helper()
+	if len(r.Roles) == 0 {
+		return 0
+	}
+	for _, ro := range r.Roles[1:] {
+		if ro.Advantage != r.Roles[0].Advantage {
+			t.Fatalf("rollout %s: roles with one reward got advantages %v and %v", r.RolloutID, r.Roles[0].Advantage, ro.Advantage)
+		}
+	}
+	return r.Roles[0].Advantage
+}
+
+// setReward gives every role of r the reward x.
+func setReward(r *dataset.Rollout, x float32) {
+	for k := range r.Roles {
+		r.Roles[k].Reward, r.Roles[k].Score = x, x
+	}
+}
+
+// rewardOf is r's first role's reward.
+func rewardOf(r dataset.Rollout) float32 { return r.Roles[0].Reward }
 
 const tol = 1e-6
 
@@ -88,18 +125,18 @@ func TestComputeAdvantagesFixtures(t *testing.T) {
 				}
 				keptIDs := map[string]float32{}
 				for _, k := range kept {
-					keptIDs[k.RolloutID] = k.Advantage
+					keptIDs[k.RolloutID] = adv(t, k)
 				}
 				for i, f := range step.Rollouts {
-					if got := float64(rs[i].Advantage); !near(got, f.Advantage) {
+					if got := float64(adv(t, rs[i])); !near(got, f.Advantage) {
 						t.Errorf("step %d: advantage(%q) = %.9f, want %.9f", si, f.ID, got, f.Advantage)
 					}
 					a, ok := keptIDs[f.ID]
 					if ok != f.Kept {
 						t.Errorf("step %d: kept(%q) = %v, want %v", si, f.ID, ok, f.Kept)
 					}
-					if ok && a != rs[i].Advantage {
-						t.Errorf("step %d: kept copy of %q has advantage %v, in place %v", si, f.ID, a, rs[i].Advantage)
+					if ok && a != adv(t, rs[i]) {
+						t.Errorf("step %d: kept copy of %q has advantage %v, in place %v", si, f.ID, a, adv(t, rs[i]))
 					}
 				}
 				if step.Stats != nil {
@@ -161,17 +198,14 @@ func randomRollouts(rng *rand.Rand, nGroups int) []dataset.Rollout {
 		constant := rng.IntN(6) == 0
 		c := float32(math.Round(rng.Float64()*10-5) / 4)
 		for i := range size {
-			r := dataset.Rollout{
-				GroupID:   fmt.Sprintf("g%d", g),
-				RolloutID: fmt.Sprintf("g%d-%d", g, i),
-				Judged:    rng.IntN(10) != 0,
-				Failed:    rng.IntN(12) == 0,
-				Reward:    float32(rng.Float64()*10 - 5),
-				Sequences: []dataset.Sequence{{Role: []string{"A", "B"}[rng.IntN(2)], Kind: dataset.KindDialogue}},
-			}
+			judged := rng.IntN(10) != 0
+			failed := rng.IntN(12) == 0
+			reward := float32(rng.Float64()*10 - 5)
 			if constant {
-				r.Reward = c
+				reward = c
 			}
+			r := roll(fmt.Sprintf("g%d", g), fmt.Sprintf("g%d-%d", g, i), judged, reward, "A", "B")
+			r.Failed = failed
 			rs = append(rs, r)
 		}
 	}
@@ -179,7 +213,11 @@ func randomRollouts(rng *rand.Rand, nGroups int) []dataset.Rollout {
 }
 
 func cloneRollouts(rs []dataset.Rollout) []dataset.Rollout {
-	return append([]dataset.Rollout(nil), rs...)
+	out := append([]dataset.Rollout(nil), rs...)
+	for i := range out {
+		out[i].Roles = slices.Clone(out[i].Roles)
+	}
+	return out
 }
 
 func TestAdvantageProperties(t *testing.T) {
@@ -199,7 +237,7 @@ func TestAdvantageProperties(t *testing.T) {
 				// Advantages sum to ~0 in each kept group; all finite.
 				sums := map[string]float64{}
 				for _, r := range kept {
-					a := float64(r.Advantage)
+					a := float64(adv(t, r))
 					if math.IsNaN(a) || math.IsInf(a, 0) {
 						t.Fatalf("%s: advantage(%q) = %v", name, r.RolloutID, a)
 					}
@@ -232,7 +270,7 @@ func TestAdvantageProperties(t *testing.T) {
 					}
 					moved := cloneRollouts(rs)
 					for i := range moved {
-						moved[i].Reward = tr.f(moved[i].Reward)
+						setReward(&moved[i], tr.f(rewardOf(moved[i])))
 					}
 					kept2, _, err := ComputeAdvantages(moved, opts, nil)
 					if err != nil {
@@ -243,7 +281,7 @@ func TestAdvantageProperties(t *testing.T) {
 						continue
 					}
 					for i := range moved {
-						a, b := float64(base[i].Advantage), float64(moved[i].Advantage)
+						a, b := float64(adv(t, base[i])), float64(adv(t, moved[i]))
 						// float32 rewards: allow their rounding, relative to
 						// the group's spread.
 						if math.Abs(a-b) > 2e-3*math.Max(1, math.Abs(a)) {
@@ -260,7 +298,7 @@ func TestZeroVarianceAndSingletons(t *testing.T) {
 	mk := func(group string, rewards ...float32) []dataset.Rollout {
 		var rs []dataset.Rollout
 		for i, r := range rewards {
-			rs = append(rs, dataset.Rollout{GroupID: group, RolloutID: fmt.Sprintf("%s-%d", group, i), Judged: true, Reward: r})
+			rs = append(rs, roll(group, fmt.Sprintf("%s-%d", group, i), true, r))
 		}
 		return rs
 	}
@@ -290,8 +328,8 @@ func TestZeroVarianceAndSingletons(t *testing.T) {
 				tt.name, len(kept), st.ZeroVarianceGroups, st.DroppedZeroVariance, tt.wantKept, tt.wantZeroVar, tt.wantDropped)
 		}
 		for _, r := range kept {
-			if r.Advantage != 0 {
-				t.Errorf("%s: advantage(%q) = %v, want 0", tt.name, r.RolloutID, r.Advantage)
+			if a := adv(t, r); a != 0 {
+				t.Errorf("%s: advantage(%q) = %v, want 0", tt.name, r.RolloutID, a)
 			}
 		}
 	}
@@ -300,12 +338,13 @@ func TestZeroVarianceAndSingletons(t *testing.T) {
 func TestExcludedNeverScoredZero(t *testing.T) {
 	// A failed rollout with reward 0 must not pull the mean down.
 	rs := []dataset.Rollout{
-		{GroupID: "g", RolloutID: "a", Judged: true, Reward: 4},
-		{GroupID: "g", RolloutID: "b", Judged: true, Reward: 2},
-		{GroupID: "g", RolloutID: "c", Failed: true},
-		{GroupID: "g", RolloutID: "d", Judged: false},
-		{GroupID: "g", RolloutID: "e", Judged: true, Reward: float32(math.NaN())},
+		roll("g", "a", true, 4),
+		roll("g", "b", true, 2),
+		roll("g", "c", true, 0),
+		roll("g", "d", false, 0),
+		roll("g", "e", true, float32(math.NaN())),
 	}
+	rs[2].Failed = true
 	kept, st, err := ComputeAdvantages(rs, AdvantageOptions{Mode: ModeGroupMean}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -313,13 +352,18 @@ func TestExcludedNeverScoredZero(t *testing.T) {
 	if len(kept) != 2 || st.Excluded != 3 || st.RewardMean != 3 {
 		t.Fatalf("kept %d, excluded %d, reward mean %v; want 2, 3, 3", len(kept), st.Excluded, st.RewardMean)
 	}
-	if rs[0].Advantage != 1 || rs[1].Advantage != -1 {
-		t.Errorf("advantages = %v, %v; want 1, -1", rs[0].Advantage, rs[1].Advantage)
+	if adv(t, rs[0]) != 1 || adv(t, rs[1]) != -1 {
+		t.Errorf("advantages = %v, %v; want 1, -1", adv(t, rs[0]), adv(t, rs[1]))
+	}
+	for _, r := range rs[2:] {
+		if a := r.Roles[0].Advantage; a != 0 {
+			t.Errorf("excluded rollout %s: advantage %v, want 0", r.RolloutID, a)
+		}
 	}
 }
 
 func TestAdvantageOptionErrors(t *testing.T) {
-	rs := []dataset.Rollout{{GroupID: "g", RolloutID: "a", Judged: true}}
+	rs := []dataset.Rollout{roll("g", "a", true, 1)}
 	tests := []struct {
 		name     string
 		opts     AdvantageOptions
@@ -346,8 +390,8 @@ func TestAdvantageOptionErrors(t *testing.T) {
 func TestRoleBaselineJSONRoundTrip(t *testing.T) {
 	b := NewRoleBaseline()
 	rs := []dataset.Rollout{
-		{GroupID: "g", RolloutID: "q", Judged: true, Reward: 0.25, Sequences: []dataset.Sequence{{Role: "requester"}}},
-		{GroupID: "g", RolloutID: "h", Judged: true, Reward: 0.75, Sequences: []dataset.Sequence{{Role: "holder"}}},
+		roll("g", "q", true, 0.25, "requester"),
+		roll("g", "h", true, 0.75, "holder"),
 	}
 	opts := AdvantageOptions{Mode: ModeRoleBaseline, BaselineMomentum: 0.9}
 	if _, _, err := ComputeAdvantages(cloneRollouts(rs), opts, b); err != nil {
@@ -363,7 +407,8 @@ func TestRoleBaselineJSONRoundTrip(t *testing.T) {
 	}
 	// The restored baseline must give the same next step as the original.
 	next := cloneRollouts(rs)
-	next[0].Reward, next[1].Reward = 0.5, 0.5
+	setReward(&next[0], 0.5)
+	setReward(&next[1], 0.5)
 	a1, a2 := cloneRollouts(next), cloneRollouts(next)
 	if _, _, err := ComputeAdvantages(a1, opts, b); err != nil {
 		t.Fatal(err)
@@ -372,36 +417,16 @@ func TestRoleBaselineJSONRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range a1 {
-		if a1[i].Advantage != a2[i].Advantage {
-			t.Errorf("advantage(%q) after JSON round trip = %v, want %v", a1[i].RolloutID, a2[i].Advantage, a1[i].Advantage)
+		if adv(t, a1[i]) != adv(t, a2[i]) {
+			t.Errorf("advantage(%q) after JSON round trip = %v, want %v", a1[i].RolloutID, adv(t, a2[i]), adv(t, a1[i]))
 		}
 	}
 	// The requester's baseline was 0.25 and the holder's 0.75.
-	if a1[0].Advantage != 0.25 || a1[1].Advantage != -0.25 {
-		t.Errorf("advantages = %v, %v; want 0.25, -0.25", a1[0].Advantage, a1[1].Advantage)
+	if adv(t, a1[0]) != 0.25 || adv(t, a1[1]) != -0.25 {
+		t.Errorf("advantages = %v, %v; want 0.25, -0.25", adv(t, a1[0]), adv(t, a1[1]))
 	}
 	if got, _ := b.Value("requester"); !near(got, 0.9*0.25+0.1*0.5) {
 		t.Errorf("baseline(requester) = %v, want %v", got, 0.9*0.25+0.1*0.5)
-	}
-}
-
-func TestDefaultRoleKey(t *testing.T) {
-	tests := []struct {
-		roles []string
-		want  string
-	}{
-		{nil, "_"},
-		{[]string{"holder"}, "holder"},
-		{[]string{"B", "A", "B", "A"}, "A+B"},
-	}
-	for _, tt := range tests {
-		var r dataset.Rollout
-		for _, role := range tt.roles {
-			r.Sequences = append(r.Sequences, dataset.Sequence{Role: role})
-		}
-		if got := DefaultRoleKey(r); got != tt.want {
-			t.Errorf("DefaultRoleKey(%q) = %q, want %q", tt.roles, got, tt.want)
-		}
 	}
 }
 
@@ -422,5 +447,115 @@ func TestRoleBaselineClone(t *testing.T) {
 	}
 	if (*RoleBaseline)(nil).Clone() != nil {
 		t.Error("nil.Clone() != nil")
+	}
+}
+
+// TestComputeAdvantagesPerRole checks per-(group, role) advantages against
+// hand-computed fixtures: a zero-sum two-role group, a five-role group and
+// a group with one untrained role.
+func TestComputeAdvantagesPerRole(t *testing.T) {
+	b, err := os.ReadFile("testdata/advantages_roles.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fx struct {
+		Cases []struct {
+			Name    string `json:"name"`
+			Options struct {
+				Mode string `json:"mode"`
+			} `json:"options"`
+			Rollouts []struct {
+				ID     string                `json:"id"`
+				Group  string                `json:"group"`
+				Failed bool                  `json:"failed"`
+				Roles  []dataset.RoleOutcome `json:"roles"`
+			} `json:"rollouts"`
+			Stats struct {
+				Groups     int      `json:"groups"`
+				KeptGroups int      `json:"kept_groups"`
+				Kept       int      `json:"kept"`
+				Scored     int      `json:"scored"`
+				Excluded   int      `json:"excluded"`
+				RewardMean *float64 `json:"reward_mean"`
+			} `json:"stats"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(b, &fx); err != nil {
+		t.Fatal(err)
+	}
+	if len(fx.Cases) != 3 {
+		t.Fatalf("%d cases, want 3", len(fx.Cases))
+	}
+	for _, c := range fx.Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			var rs []dataset.Rollout
+			for _, f := range c.Rollouts {
+				r := dataset.Rollout{RolloutID: f.ID, GroupID: f.Group, Failed: f.Failed, Judged: true}
+				for _, ro := range f.Roles {
+					ro.Advantage = 99 // must be reset
+					r.Roles = append(r.Roles, ro)
+				}
+				rs = append(rs, r)
+			}
+			kept, st, err := ComputeAdvantages(rs, AdvantageOptions{Mode: c.Options.Mode}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, f := range c.Rollouts {
+				for k, want := range f.Roles {
+					if got := float64(rs[i].Roles[k].Advantage); !near(got, float64(want.Advantage)) {
+						t.Errorf("advantage(%s, %s) = %.9f, want %.9f", f.ID, want.Role, got, want.Advantage)
+					}
+				}
+			}
+			if st.Groups != c.Stats.Groups || st.KeptGroups != c.Stats.KeptGroups || st.Kept != c.Stats.Kept ||
+				st.Scored != c.Stats.Scored || st.Excluded != c.Stats.Excluded || len(kept) != c.Stats.Kept {
+				t.Errorf("stats = %+v (kept %d), want %+v", st, len(kept), c.Stats)
+			}
+			if c.Stats.RewardMean != nil && !near(st.RewardMean, *c.Stats.RewardMean) {
+				t.Errorf("reward mean = %v, want %v (untrained roles must not count)", st.RewardMean, *c.Stats.RewardMean)
+			}
+		})
+	}
+	// Zero-sum: the two sides' advantages are exact opposites.
+	var rs []dataset.Rollout
+	for i, s := range []float32{0.2, 0.6, 0.7} {
+		rs = append(rs, dataset.Rollout{RolloutID: fmt.Sprint(i), GroupID: "g", Judged: true, Roles: []dataset.RoleOutcome{
+			{Role: "holder", Trained: true, Scored: true, Reward: 1 - s}, {Role: "requester", Trained: true, Scored: true, Reward: s}}})
+	}
+	if _, _, err := ComputeAdvantages(rs, AdvantageOptions{Mode: ModeGroupMean}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if h, q := r.Roles[0].Advantage, r.Roles[1].Advantage; math.Abs(float64(h+q)) > 1e-6 {
+			t.Errorf("rollout %s: holder %v + requester %v != 0", r.RolloutID, h, q)
+		}
+	}
+}
+
+// TestBuildBatchSkipsUntrainedRoles checks that only trained roles'
+// sequences become rows, each with its own role's reward and advantage.
+func TestBuildBatchSkipsUntrainedRoles(t *testing.T) {
+	seq := func(role string) dataset.Sequence {
+		return dataset.Sequence{Role: role, Kind: dataset.KindDialogue, InputIDs: []int32{1, 2}, LossMask: []int8{0, 1}, Logprobs: []float32{0, -1}}
+	}
+	r := dataset.Rollout{RolloutID: "r", GroupID: "g", Judged: true, PolicyVersion: 1,
+		Roles: []dataset.RoleOutcome{
+			{Role: "holder", Trained: true, Scored: true, Reward: 0.8, Advantage: 0.3},
+			{Role: "requester", Trained: false, Scored: true, Reward: 0.2, Advantage: 0},
+		},
+		Sequences: []dataset.Sequence{seq("holder"), seq("requester"), seq("holder")},
+	}
+	rows, st, err := BuildBatch([]dataset.Rollout{r}, BatchOptions{PolicyVersion: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || st.NotTrainedRole != 1 {
+		t.Fatalf("rows %d, not trained %d; want 2 holder rows and 1 skipped requester sequence", len(rows), st.NotTrainedRole)
+	}
+	for _, row := range rows {
+		if row.Role != "holder" || row.Reward != 0.8 || row.Advantage != 0.3 || row.Advantages[1] != 0.3 {
+			t.Errorf("row %s: role %s reward %v advantage %v, want holder 0.8 0.3", row.SampleID, row.Role, row.Reward, row.Advantage)
+		}
 	}
 }

@@ -24,6 +24,9 @@ const (
 	MaskFinal MaskMode = "final"
 )
 
+// MaskModes lists the mask modes, for validation and help.
+var MaskModes = []string{string(MaskDialogue), string(MaskDialogueFinal), string(MaskFinal)}
+
 // ParseMaskMode validates a mask mode name.
 func ParseMaskMode(s string) (MaskMode, error) {
 	switch m := MaskMode(s); m {
@@ -73,6 +76,9 @@ type BatchStats struct {
 	TrainedTokens int64 `json:"trained_tokens"`
 	// NotTrainedKind counts sequences the mask mode does not train.
 	NotTrainedKind int `json:"not_trained_kind"`
+	// NotTrainedRole counts sequences of roles that are not trained (a
+	// frozen opponent, a covert adversary) or got no advantage.
+	NotTrainedRole int `json:"not_trained_role"`
 	// EmptyMask counts sequences the mask mode trains but whose loss mask
 	// has no 1: they are skipped.
 	EmptyMask int `json:"empty_mask"`
@@ -83,10 +89,13 @@ type BatchStats struct {
 
 // BuildBatch assembles the training batch of one step from the kept rollouts
 // of ComputeAdvantages: one row per trained sequence of every rollout, in
-// input order. A row's SampleID is the rollout ID, "/", and the sequence's
-// index in Rollout.Sequences. Its advantages are the rollout's Advantage on
-// mask-1 tokens and 0 elsewhere; its inference logprobs are the sampling
-// logprobs on mask-1 tokens and 0 elsewhere. Token slices are copied.
+// input order. A sequence is trained when the mask mode trains its kind and
+// its role is trained and scored (Scored); each row carries its own role's
+// reward and advantage. A row's SampleID is the rollout ID, "/", and the
+// sequence's index in Rollout.Sequences. Its advantages are the role's
+// Advantage on mask-1 tokens and 0 elsewhere; its inference logprobs are
+// the sampling logprobs on mask-1 tokens and 0 elsewhere. Token slices are
+// copied.
 //
 // A sequence whose input_ids, loss_mask and logprobs differ in length, whose
 // mask holds anything but 0 and 1, whose kind is unknown, or whose mask-1
@@ -116,17 +125,24 @@ func BuildBatch(rollouts []dataset.Rollout, opts BatchOptions) ([]dataset.BatchR
 		if r.RolloutID == "" {
 			return nil, st, fmt.Errorf("grpo.BuildBatch: rollout %d (group %q) has no rollout_id", ri, r.GroupID)
 		}
-		if !Scored(*r) {
+		scored := false
+		for k := range r.Roles {
+			ro := &r.Roles[k]
+			if !Scored(r, ro) {
+				continue
+			}
+			scored = true
+			if a := float64(ro.Advantage); math.IsNaN(a) || math.IsInf(a, 0) {
+				return nil, st, fmt.Errorf("grpo.BuildBatch: rollout %q role %s has advantage %v", r.RolloutID, ro.Role, a)
+			}
+		}
+		if !scored {
 			st.SkippedUnscored++
 			continue
 		}
 		if int(r.PolicyVersion) != opts.PolicyVersion {
 			return nil, st, fmt.Errorf("grpo.BuildBatch: rollout %q was sampled by policy version %d, batch is for %d",
 				r.RolloutID, r.PolicyVersion, opts.PolicyVersion)
-		}
-		adv := r.Advantage
-		if math.IsNaN(float64(adv)) || math.IsInf(float64(adv), 0) {
-			return nil, st, fmt.Errorf("grpo.BuildBatch: rollout %q has advantage %v", r.RolloutID, adv)
 		}
 		runID := opts.RunID
 		if runID == "" {
@@ -141,6 +157,12 @@ func BuildBatch(rollouts []dataset.Rollout, opts BatchOptions) ([]dataset.BatchR
 				st.NotTrainedKind++
 				continue
 			}
+			ro := r.Role(s.Role)
+			if ro == nil || !Scored(r, ro) {
+				st.NotTrainedRole++
+				continue
+			}
+			adv := ro.Advantage
 			n := len(s.InputIDs)
 			row := dataset.BatchRow{
 				RunID:             runID,
@@ -152,11 +174,13 @@ func BuildBatch(rollouts []dataset.Rollout, opts BatchOptions) ([]dataset.BatchR
 				PolicyVersion:     int32(opts.PolicyVersion),
 				Env:               r.Env,
 				Role:              s.Role,
+				Kind:              s.Kind,
 				InputIDs:          append([]int32(nil), s.InputIDs...),
 				LossMask:          append([]int8(nil), s.LossMask...),
 				InferenceLogprobs: make([]float32, n),
 				Advantages:        make([]float32, n),
-				Reward:            r.Reward,
+				Reward:            ro.Reward,
+				Advantage:         adv,
 				Temperature:       r.Temperature,
 			}
 			var trained int64

@@ -112,7 +112,8 @@ func TestBuildBatchInvariants(t *testing.T) {
 			seq := r.Sequences[si]
 			if row.RunID != "run-y" || row.Step != 3 || row.PolicyVersion != 2 || row.GroupID != r.GroupID ||
 				row.PromptID != r.PromptID || row.Env != r.Env || row.Role != seq.Role ||
-				row.Reward != r.Reward || row.Temperature != r.Temperature {
+				row.Reward != r.Role(seq.Role).Reward || row.Temperature != r.Temperature ||
+				row.Kind != seq.Kind || row.Advantage != r.Role(seq.Role).Advantage {
 				t.Errorf("BuildBatch(%q) row %s identity = %+v", tt.mask, row.SampleID, row)
 			}
 			n := len(row.InputIDs)
@@ -127,7 +128,7 @@ func TestBuildBatchInvariants(t *testing.T) {
 				}
 				wantAdv, wantLP := float32(0), float32(0)
 				if seq.LossMask[i] == 1 {
-					wantAdv, wantLP = r.Advantage, seq.Logprobs[i]
+					wantAdv, wantLP = r.Role(seq.Role).Advantage, seq.Logprobs[i]
 					trained++
 				}
 				if row.Advantages[i] != wantAdv || row.InferenceLogprobs[i] != wantLP {
@@ -167,7 +168,8 @@ func findRollout(rs []dataset.Rollout, id string) dataset.Rollout {
 
 func TestBuildBatchErrors(t *testing.T) {
 	good := func() dataset.Rollout {
-		return dataset.Rollout{RolloutID: "r-1", GroupID: "g", Judged: true, PolicyVersion: 1, Advantage: 1,
+		return dataset.Rollout{RolloutID: "r-1", GroupID: "g", Judged: true, PolicyVersion: 1,
+			Roles: []dataset.RoleOutcome{{Role: "A", Trained: true, Scored: true, Reward: 1, Advantage: 1}},
 			Sequences: []dataset.Sequence{{Role: "A", Kind: dataset.KindDialogue,
 				InputIDs: []int32{1, 2, 3}, LossMask: []int8{0, 1, 1}, Logprobs: []float32{0, -1, -2}}}}
 	}
@@ -182,7 +184,7 @@ func TestBuildBatchErrors(t *testing.T) {
 		{"mask value", func(r *dataset.Rollout) { r.Sequences[0].LossMask[1] = 2 }, BatchOptions{}, "loss_mask 2"},
 		{"bad kind", func(r *dataset.Rollout) { r.Sequences[0].Kind = "prompt" }, BatchOptions{}, `unknown kind "prompt"`},
 		{"nan logprob", func(r *dataset.Rollout) { r.Sequences[0].Logprobs[2] = float32(math.NaN()) }, BatchOptions{}, "logprob NaN"},
-		{"nan advantage", func(r *dataset.Rollout) { r.Advantage = float32(math.Inf(1)) }, BatchOptions{}, `rollout "r-1" has advantage +Inf`},
+		{"nan advantage", func(r *dataset.Rollout) { r.Roles[0].Advantage = float32(math.Inf(1)) }, BatchOptions{}, `rollout "r-1" role A has advantage +Inf`},
 		{"no id", func(r *dataset.Rollout) { r.RolloutID = "" }, BatchOptions{}, "has no rollout_id"},
 		{"policy version", func(r *dataset.Rollout) {}, BatchOptions{PolicyVersion: 5}, `rollout "r-1" was sampled by policy version 1`},
 		{"mask mode", func(r *dataset.Rollout) {}, BatchOptions{Mask: "tokens"}, `unknown mask mode "tokens"`},

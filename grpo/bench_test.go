@@ -15,9 +15,10 @@ func benchRollouts(seqLen int) []dataset.Rollout {
 	var rs []dataset.Rollout
 	for g := range 64 {
 		for i := range 8 {
-			r := dataset.Rollout{GroupID: fmt.Sprintf("g%d", g), RolloutID: fmt.Sprintf("g%d-%d", g, i),
-				Judged: true, Reward: float32(1 + rng.IntN(5))}
+			r := dataset.Rollout{GroupID: fmt.Sprintf("g%d", g), RolloutID: fmt.Sprintf("g%d-%d", g, i), Judged: true}
+			reward := float32(1 + rng.IntN(5))
 			for k, role := range []string{"A", "B", "final"} {
+				r.Roles = append(r.Roles, dataset.RoleOutcome{Role: role, Trained: true, Scored: true, Score: reward, Reward: reward})
 				kind := dataset.KindDialogue
 				if k == 2 {
 					kind = dataset.KindFinal

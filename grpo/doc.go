@@ -1,17 +1,14 @@
-// Package grpo turns scored rollouts into a GRPO training batch and hands it
-// to the trainer.
-//
-// It holds the parts of the training loop that are pure bookkeeping:
-//   - advantages: group-relative (GRPO), group-mean (Dr. GRPO) and per-role
-//     moving baselines, with zero-variance groups dropped and failed or
-//     unjudged rollouts excluded, never scored 0 (ComputeAdvantages);
+// Package grpo is the math of GRPO on parley's rollouts, with no I/O:
+//   - advantages per (group, role): group-relative (GRPO, with the
+//     population std unless StdDDOF says otherwise), group-mean (Dr. GRPO)
+//     and per-role moving baselines, with zero-variance groups dropped and
+//     failed, unscored or untrained roles excluded, never scored 0
+//     (ComputeAdvantages); a zero-sum game's sides are each compared only
+//     with the same side;
 //   - loss masks: which sequences of a rollout are trained (ParseMaskMode);
-//   - batch assembly: one dataset.BatchRow per trained sequence (BuildBatch);
-//   - the run directory layout, the resumable state.json (SaveState,
-//     LoadState) and the trainer handshake: the DONE marker of file mode
-//     (WaitDone) and the HTTP handshake server (NewHandshakeServer).
+//   - batch assembly: one dataset.BatchRow per trained sequence, carrying
+//     its own role's reward and advantage (BuildBatch).
 //
-// The package never tokenizes and never reads or writes parquet itself:
-// batches come in and go out as []dataset.BatchRow, and files are addressed
-// through RunDir.
+// The training loop that runs these each step, its state and the trainer
+// handshake are package train's.
 package grpo

@@ -58,10 +58,10 @@ func RenderCAPrompt(r *dataset.Rollout) string {
 	b.WriteString("## Task\n")
 	b.WriteString(strings.TrimSpace(r.Task))
 	b.WriteString("\n\n## How the solution was produced\n")
-	if r.PersonaA != "" || r.PersonaB != "" {
+	if r.Persona("A") != "" || r.Persona("B") != "" {
 		b.WriteString("Two agents holding opposing values deliberated on the task and then wrote the solution below.\n")
-		fmt.Fprintf(&b, "- Agent A's values: %s\n", strings.TrimSpace(r.PersonaA))
-		fmt.Fprintf(&b, "- Agent B's values: %s\n", strings.TrimSpace(r.PersonaB))
+		fmt.Fprintf(&b, "- Agent A's values: %s\n", strings.TrimSpace(r.Persona("A")))
+		fmt.Fprintf(&b, "- Agent B's values: %s\n", strings.TrimSpace(r.Persona("B")))
 	} else {
 		b.WriteString("A single agent wrote the solution below; no perspectives were assigned.\n")
 	}

@@ -45,13 +45,13 @@ func TestCAPromptGolden(t *testing.T) {
 	golden(t, "ca_prompt_single.golden", render(caSystem, RenderCAPrompt(hobby())))
 	golden(t, "pairwise_prompt_conflict_resolution.golden", render(
 		strings.Replace(pairwiseSystem, "%s", aspectCriteria[AspectConflictResolution], 1),
-		RenderPairwisePrompt(therapist().Task, therapist().PersonaA, therapist().PersonaB, "Left answer.", "Right answer.")))
+		RenderPairwisePrompt(therapist().Task, therapist().Persona("A"), therapist().Persona("B"), "Left answer.", "Right answer.")))
 }
 
 func TestCAPromptContents(t *testing.T) {
 	r := therapist()
 	p := RenderCAPrompt(r)
-	for _, want := range []string{r.Task, r.PersonaA, r.PersonaB, r.Final} {
+	for _, want := range []string{r.Task, r.Persona("A"), r.Persona("B"), r.Final} {
 		if !strings.Contains(p, want) {
 			t.Errorf("RenderCAPrompt(deliberation) lacks %q", want)
 		}
@@ -125,7 +125,7 @@ func TestCAJudgeRequestOnTheWire(t *testing.T) {
 		t.Errorf("system message is not the rubric")
 	}
 	user := body.Messages[1].Content
-	for _, want := range []string{r.Task, r.PersonaA, r.PersonaB, r.Final} {
+	for _, want := range []string{r.Task, r.Persona("A"), r.Persona("B"), r.Final} {
 		if !strings.Contains(user, want) {
 			t.Errorf("user message lacks %q", want)
 		}

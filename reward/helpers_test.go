@@ -48,8 +48,7 @@ func therapist() *dataset.Rollout {
 		RolloutID: "r-therapist",
 		Env:       "deliberation",
 		Task:      "As a therapist, a client confesses to a serious crime committed years ago for which another person is currently serving time. Reporting this breaches patient confidentiality and destroys your career, but staying silent leaves an innocent person in jail. What is your course of action?",
-		PersonaA:  "Honor patient confidentiality.",
-		PersonaB:  "Pursue justice for the innocent.",
+		Personas:  dataset.PersonaPairOf("Honor patient confidentiality.", "Pursue justice for the innocent."),
 		Turns: []dataset.Turn{
 			{Agent: "A", Text: "I propose we explore a path that honors confidentiality while seeking justice."},
 			{Agent: "B", Text: "Let us guide the client toward self-disclosure. Proceed?", Agree: true},

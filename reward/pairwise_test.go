@@ -63,7 +63,7 @@ func TestPairwiseBothOrders(t *testing.T) {
 				t.Fatal(err)
 			}
 			tk := therapist()
-			res, err := j.Compare(context.Background(), tk.Task, tk.PersonaA, tk.PersonaB, good, bad)
+			res, err := j.Compare(context.Background(), tk.Task, tk.Persona("A"), tk.Persona("B"), good, bad)
 			if err != nil {
 				t.Fatalf("Compare: %v", err)
 			}
@@ -91,7 +91,7 @@ func TestPairwiseBothOrders(t *testing.T) {
 					t.Errorf("system prompt lacks the aspect")
 				}
 				user := body.Messages[1].Content
-				for _, want := range []string{tk.Task, tk.PersonaA, tk.PersonaB, good, bad} {
+				for _, want := range []string{tk.Task, tk.Persona("A"), tk.Persona("B"), good, bad} {
 					if !strings.Contains(user, want) {
 						t.Errorf("pairwise prompt lacks %q", want)
 					}

@@ -1,9 +1,11 @@
 // Package reward holds parley's judges: the Collective Agency rubric judge and
-// the pairwise preference judge over any OpenAI-compatible chat API, and
-// deterministic rule scorers for tests and the toy quickstart. A judge scores
-// one rollout; ScoreAll scores a batch of rollouts concurrently and records
-// the outcome on each rollout. A rollout whose judging finally fails is
-// marked with JudgeError and left unjudged: it is never scored 0.
+// the pairwise preference judge over any OpenAI-compatible chat API
+// (llm/chat), and deterministic rule scorers for tests and the toy
+// quickstart. A judge scores one rollout, as a whole and, when the game's
+// roles earn differently, per role; ScoreAll scores a batch of rollouts
+// concurrently and records the outcome on each rollout and each of its
+// roles. A rollout whose judging finally fails is marked with JudgeError and
+// left unjudged: it is never scored 0.
 package reward
 
 import (
@@ -16,9 +18,14 @@ import (
 
 // Result is a judge's verdict on one rollout.
 type Result struct {
-	// Score is the judge's score: 1 to 5 for the Collective Agency rubric,
-	// the configured range for a rule scorer.
+	// Score is the judge's score of the rollout as a whole: 1 to 5 for the
+	// Collective Agency rubric, the configured range for a rule scorer.
 	Score float64 `json:"score"`
+	// Roles, when not nil, holds each role's own score (a zero-sum game's
+	// sides, a party's utility); a role it does not name is not scored.
+	// When nil, every role earns Score: the common case of a single-score
+	// judge.
+	Roles map[string]float64 `json:"roles,omitempty"`
 	// Rationale is the judge's explanation of the score.
 	Rationale string `json:"rationale"`
 	// Model is the judge model or rule name that produced the score.
@@ -55,11 +62,12 @@ type ScoreStats struct {
 }
 
 // ScoreAll judges every rollout in rs with at most concurrency judge calls
-// at once (1 when concurrency < 1) and records the outcome on the rollout:
-// Judged, Score, JudgeModel, JudgeRationale, JudgeError and JudgeMS. A
-// rollout with Failed set is skipped. A judge failure sets JudgeError and
-// leaves Judged false and Score 0. When ctx is cancelled, the rollouts not
-// yet judged fail with the context's error.
+// at once (1 when concurrency < 1) and records the outcome on the rollout
+// (Judged, Score, JudgeModel, JudgeRationale, JudgeError and JudgeMS) and
+// on each of its roles (Scored and Score; see Result.Roles). A rollout with
+// Failed set is skipped. A judge failure sets JudgeError and leaves Judged
+// false, Score 0 and every role unscored. When ctx is cancelled, the
+// rollouts not yet judged fail with the context's error.
 func ScoreAll(ctx context.Context, j Judge, rs []dataset.Rollout, concurrency int) ScoreStats {
 	if concurrency < 1 {
 		concurrency = 1
@@ -103,6 +111,9 @@ func ScoreAll(ctx context.Context, j Judge, rs []dataset.Rollout, concurrency in
 // scoreOne judges r and records the outcome on it.
 func scoreOne(ctx context.Context, j Judge, r *dataset.Rollout) (Result, error) {
 	r.Judged, r.Score, r.JudgeRationale, r.JudgeError = false, 0, "", ""
+	for k := range r.Roles {
+		r.Roles[k].Scored, r.Roles[k].Score = false, 0
+	}
 	r.JudgeModel = j.Name()
 	start := time.Now()
 	var (
@@ -119,6 +130,14 @@ func scoreOne(ctx context.Context, j Judge, r *dataset.Rollout) (Result, error) 
 	}
 	r.Judged = true
 	r.Score = float32(res.Score)
+	for k := range r.Roles {
+		ro := &r.Roles[k]
+		if res.Roles == nil {
+			ro.Scored, ro.Score = true, float32(res.Score)
+		} else if v, ok := res.Roles[ro.Role]; ok {
+			ro.Scored, ro.Score = true, float32(v)
+		}
+	}
 	r.JudgeRationale = res.Rationale
 	if res.Model != "" {
 		r.JudgeModel = res.Model

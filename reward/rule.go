@@ -22,6 +22,9 @@ const (
 	RuleKeywordShare = "keyword_share"
 )
 
+// RuleKinds lists the rule scorer kinds, for validation and help.
+var RuleKinds = []string{RuleKeywords, RuleKeywordShare, RuleLength, RuleAgreement, RuleTargetWord}
+
 // RuleOptions configure a rule scorer. Every kind computes a raw score in
 // [0,1] that is mapped linearly onto [Min, Max] ([0,1] when both are 0).
 type RuleOptions struct {

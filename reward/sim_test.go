@@ -90,7 +90,7 @@ func TestAgainstSimulatedJudge(t *testing.T) {
 		t.Fatal(err)
 	}
 	tk := therapist()
-	res, err := pj.Compare(context.Background(), tk.Task, tk.PersonaA, tk.PersonaB, rich, plain)
+	res, err := pj.Compare(context.Background(), tk.Task, tk.Persona("A"), tk.Persona("B"), rich, plain)
 	if err != nil {
 		t.Fatalf("Compare: %v", err)
 	}

@@ -1,7 +1,9 @@
 // Package rollout plays games (environments) against the policy server and
-// records each rollout token in, token out: the games (the deliberation game
-// of seed 000 and the single-agent baseline), the per-agent trajectory
-// recorder with its loss masks, and the worker pool that samples groups.
+// records each rollout token in, token out: the Game interface and the
+// registry of games (each game lives in a subpackage: deliberation,
+// single, …; package games registers the built-in ones), the per-agent
+// trajectory recorder with its loss masks and per-role players, the worker
+// pool that samples groups, and series of games whose state carries over.
 package rollout
 
 import (
@@ -14,6 +16,7 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/llm"
+	"github.com/parleyhq/parley/llm/chat"
 )
 
 // Policy is what rollouts need of the inference client: chat-template
@@ -50,11 +53,42 @@ type Reply struct {
 	FinishReason string
 }
 
+// Chatter is what an external player needs: an OpenAI-compatible chat
+// client (*chat.Client).
+type Chatter interface {
+	Chat(ctx context.Context, req chat.Request) (chat.Response, error)
+	Model() string
+}
+
+// Player is what plays one role of a game: the trained policy, a frozen
+// base or adapter on the policy's endpoints, another vLLM endpoint (token
+// level), or an external OpenAI-compatible model (text level: no token
+// sequence is recorded for it).
+type Player struct {
+	// Kind is dataset.PolicyTrained, PolicyBase, PolicyAdapter,
+	// PolicyEndpoint or PolicyExternal.
+	Kind string
+	// Model is the served model or adapter name asked. For the trained
+	// policy it is set by the runner (the newest adapter).
+	Model string
+	// Endpoint labels the server when it is not the policy's.
+	Endpoint string
+	// Tokens is the token-level client; nil for an external player.
+	Tokens Policy
+	// Chat is the client of an external player.
+	Chat Chatter
+	// Trained marks the role's sequences for training batches.
+	Trained bool
+}
+
 // RecorderOptions configure a Recorder.
 type RecorderOptions struct {
 	Policy Policy
-	// Model is the served model or LoRA adapter name to sample from.
+	// Model is the served model or LoRA adapter name of the trained
+	// policy, which plays every role not in Players.
 	Model string
+	// Players maps roles to what plays them when not the trained policy.
+	Players map[string]Player
 	// Sampling is the base sampling; each turn gets its own derived seed.
 	Sampling llm.Sampling
 	// ChatTemplateKwargs go to /tokenize (e.g. enable_thinking).
@@ -88,8 +122,12 @@ func NewRecorder(opts RecorderOptions) *Recorder {
 // 0, samples a reply from exactly that sequence, and appends the sampled
 // tokens under mask 1 with their logprobs.
 func (r *Recorder) Turn(ctx context.Context, role string, msgs []llm.Message, opts TurnOptions) (Reply, error) {
-	tok, err := r.opts.Policy.Tokenize(ctx, llm.TokenizeRequest{
-		Model:               r.opts.Model,
+	pl := r.Player(role)
+	if pl.Chat != nil {
+		return r.chatTurn(ctx, role, pl, msgs, opts)
+	}
+	tok, err := pl.Tokens.Tokenize(ctx, llm.TokenizeRequest{
+		Model:               pl.Model,
 		Messages:            msgs,
 		AddGenerationPrompt: true,
 		ChatTemplateKwargs:  r.opts.ChatTemplateKwargs,
@@ -146,7 +184,7 @@ func (r *Recorder) Turn(ctx context.Context, role string, msgs []llm.Message, op
 	sp.Seed = &seed
 	sp.N = 1
 	prompt := s.InputIDs
-	choices, err := r.opts.Policy.Complete(ctx, llm.CompletionRequest{Model: r.opts.Model, Prompt: prompt, Sampling: sp})
+	choices, err := pl.Tokens.Complete(ctx, llm.CompletionRequest{Model: pl.Model, Prompt: prompt, Sampling: sp})
 	r.Requests++
 	if err != nil {
 		return Reply{}, fmt.Errorf("rollout: sample turn %d of %s: %w", turn+1, role, err)
@@ -162,6 +200,41 @@ func (r *Recorder) Turn(ctx context.Context, role string, msgs []llm.Message, op
 	s.Logprobs = append(s.Logprobs, c.Logprobs...)
 	r.SampledTokens += len(c.TokenIDs)
 	return Reply{Text: CleanText(c.Text), Raw: c.Text, Tokens: len(c.TokenIDs), FinishReason: c.FinishReason}, nil
+}
+
+// Player returns what plays role: its entry in Players, or the trained
+// policy.
+func (r *Recorder) Player(role string) Player {
+	if pl, ok := r.opts.Players[role]; ok {
+		if pl.Tokens == nil && pl.Chat == nil {
+			pl.Tokens = r.opts.Policy
+		}
+		return pl
+	}
+	return Player{Kind: dataset.PolicyTrained, Model: r.opts.Model, Tokens: r.opts.Policy, Trained: true}
+}
+
+// chatTurn asks an external player for its turn through the chat API: no
+// token sequence is recorded (the role cannot be trained).
+func (r *Recorder) chatTurn(ctx context.Context, role string, pl Player, msgs []llm.Message, opts TurnOptions) (Reply, error) {
+	turn := r.turns[role]
+	r.turns[role] = turn + 1
+	seed := DeriveSeed(r.opts.Seed, role, int64(turn))
+	req := chat.Request{Seed: &seed, MaxTokens: opts.MaxTokens}
+	if opts.MaxTokens <= 0 {
+		req.MaxTokens = r.opts.Sampling.MaxTokens
+	}
+	temp := r.opts.Sampling.Temperature
+	req.Temperature = &temp
+	for _, m := range msgs {
+		req.Messages = append(req.Messages, chat.Message{Role: m.Role, Content: m.Content})
+	}
+	resp, err := pl.Chat.Chat(ctx, req)
+	r.Requests++
+	if err != nil {
+		return Reply{}, fmt.Errorf("rollout: turn %d of %s (external model %s): %w", turn+1, role, pl.Chat.Model(), err)
+	}
+	return Reply{Text: CleanText(resp.Content), Raw: resp.Content, Tokens: resp.CompletionTokens, FinishReason: resp.FinishReason}, nil
 }
 
 // Sequences returns the recorded training sequences in creation order.

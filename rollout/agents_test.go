@@ -1,4 +1,4 @@
-package rollout
+package rollout_test
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/llm"
+	"github.com/parleyhq/parley/rollout"
+	"github.com/parleyhq/parley/rollout/deliberation"
+	"github.com/parleyhq/parley/rollout/single"
 )
 
 // bytePolicy is an in-memory policy over a byte tokenizer: each message
@@ -94,7 +97,7 @@ func (p *bytePolicy) Complete(_ context.Context, req llm.CompletionRequest) ([]l
 	return []llm.Completion{{TokenIDs: ids, Logprobs: lp, Text: text, FinishReason: "stop"}}, nil
 }
 
-var prompt = dataset.Prompt{ID: "d1", Category: dataset.CategoryInterpersonal, Task: "Share or keep the last ventilator?", PersonaA: "Data first.", PersonaB: "Feelings first."}
+var prompt = dataset.Prompt{ID: "d1", Category: dataset.CategoryInterpersonal, Task: "Share or keep the last ventilator?", Personas: dataset.PersonaPairOf("Data first.", "Feelings first.")}
 
 // checkMasks verifies that every masked run of a sequence is exactly a
 // sampled reply and every unmasked run is exactly what the template rendered.
@@ -118,9 +121,9 @@ func TestDeliberationAgreement(t *testing.T) {
 		"A": {"I propose X.", "Fine. [AGREE]"},
 		"B": {"I propose Y. [AGREE]", "unused"},
 	}, calls: map[string]int{}}
-	g := NewDeliberation(DeliberationOptions{MaxRounds: 5})
+	g := deliberation.New(deliberation.Options{MaxRounds: 5})
 	rec := &dataset.Rollout{}
-	agents := NewRecorder(RecorderOptions{Policy: pol, Model: "m", Sampling: llm.Sampling{MaxTokens: 64}, Seed: 1})
+	agents := rollout.NewRecorder(rollout.RecorderOptions{Policy: pol, Model: "m", Sampling: llm.Sampling{MaxTokens: 64}, Seed: 1})
 	if err := g.Play(context.Background(), prompt, agents, rec); err != nil {
 		t.Fatal(err)
 	}
@@ -168,9 +171,9 @@ func TestDeliberationAgreement(t *testing.T) {
 
 func TestDeliberationMaxRounds(t *testing.T) {
 	pol := &bytePolicy{calls: map[string]int{}}
-	g := NewDeliberation(DeliberationOptions{MaxRounds: 3})
+	g := deliberation.New(deliberation.Options{MaxRounds: 3})
 	rec := &dataset.Rollout{}
-	agents := NewRecorder(RecorderOptions{Policy: pol, Model: "m", Sampling: llm.Sampling{MaxTokens: 64}})
+	agents := rollout.NewRecorder(rollout.RecorderOptions{Policy: pol, Model: "m", Sampling: llm.Sampling{MaxTokens: 64}})
 	if err := g.Play(context.Background(), prompt, agents, rec); err != nil {
 		t.Fatal(err)
 	}
@@ -181,9 +184,9 @@ func TestDeliberationMaxRounds(t *testing.T) {
 
 func TestPrefixBreakStartsNewSequence(t *testing.T) {
 	pol := &bytePolicy{calls: map[string]int{}, dropHistory: true}
-	g := NewDeliberation(DeliberationOptions{MaxRounds: 2})
+	g := deliberation.New(deliberation.Options{MaxRounds: 2})
 	rec := &dataset.Rollout{}
-	agents := NewRecorder(RecorderOptions{Policy: pol, Model: "m", Sampling: llm.Sampling{MaxTokens: 64}})
+	agents := rollout.NewRecorder(rollout.RecorderOptions{Policy: pol, Model: "m", Sampling: llm.Sampling{MaxTokens: 64}})
 	if err := g.Play(context.Background(), prompt, agents, rec); err != nil {
 		t.Fatal(err)
 	}
@@ -202,8 +205,8 @@ func TestPrefixBreakStartsNewSequence(t *testing.T) {
 func TestSingle(t *testing.T) {
 	pol := &bytePolicy{calls: map[string]int{}}
 	rec := &dataset.Rollout{}
-	agents := NewRecorder(RecorderOptions{Policy: pol, Model: "m", Sampling: llm.Sampling{MaxTokens: 64}})
-	if err := NewSingle(SingleOptions{Tokens: 32}).Play(context.Background(), prompt, agents, rec); err != nil {
+	agents := rollout.NewRecorder(rollout.RecorderOptions{Policy: pol, Model: "m", Sampling: llm.Sampling{MaxTokens: 64}})
+	if err := single.New(single.Options{Tokens: 32}).Play(context.Background(), prompt, agents, rec); err != nil {
 		t.Fatal(err)
 	}
 	seqs := agents.Sequences()
@@ -214,7 +217,7 @@ func TestSingle(t *testing.T) {
 
 func TestRunnerRecordsFailures(t *testing.T) {
 	pol := &bytePolicy{calls: map[string]int{}, failAfter: 3}
-	r, err := NewRunner(RunnerOptions{Game: NewSingle(SingleOptions{}), Policy: pol, Model: "m", GroupSize: 4, Concurrency: 2, Sampling: llm.Sampling{MaxTokens: 8}})
+	r, err := rollout.NewRunner(rollout.RunnerOptions{Game: single.New(single.Options{}), Policy: pol, Model: "m", GroupSize: 4, Concurrency: 2, Sampling: llm.Sampling{MaxTokens: 8}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +246,7 @@ func TestRunnerRecordsFailures(t *testing.T) {
 
 func TestRunnerCancel(t *testing.T) {
 	pol := &bytePolicy{calls: map[string]int{}}
-	r, _ := NewRunner(RunnerOptions{Game: NewSingle(SingleOptions{}), Policy: pol, Model: "m", GroupSize: 50, Concurrency: 1})
+	r, _ := rollout.NewRunner(rollout.RunnerOptions{Game: single.New(single.Options{}), Policy: pol, Model: "m", GroupSize: 50, Concurrency: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
 	sum, err := r.Run(ctx, []dataset.Prompt{prompt}, func(*dataset.Rollout) error {
@@ -268,19 +271,19 @@ func TestCleanText(t *testing.T) {
 		{"start <think>unterminated", "start"},
 		{"  plain  ", "plain"},
 	} {
-		if got := CleanText(tc.in); got != tc.want {
-			t.Errorf("CleanText(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := rollout.CleanText(tc.in); got != tc.want {
+			t.Errorf("rollout.CleanText(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
 
 func TestDeriveSeed(t *testing.T) {
-	a, b := DeriveSeed(1, "x", 0), DeriveSeed(1, "x", 0)
+	a, b := rollout.DeriveSeed(1, "x", 0), rollout.DeriveSeed(1, "x", 0)
 	if a != b || a < 0 {
-		t.Errorf("DeriveSeed not deterministic or negative: %d %d", a, b)
+		t.Errorf("rollout.DeriveSeed not deterministic or negative: %d %d", a, b)
 	}
-	if DeriveSeed(1, "x", 1) == a || DeriveSeed(2, "x", 0) == a || DeriveSeed(1, "y", 0) == a {
-		t.Errorf("DeriveSeed collides on different inputs")
+	if rollout.DeriveSeed(1, "x", 1) == a || rollout.DeriveSeed(2, "x", 0) == a || rollout.DeriveSeed(1, "y", 0) == a {
+		t.Errorf("rollout.DeriveSeed collides on different inputs")
 	}
 }
 
@@ -292,14 +295,14 @@ func TestSelectPrompts(t *testing.T) {
 		ps = append(ps, dataset.Prompt{ID: fmt.Sprintf("m%d", i), Category: dataset.CategoryMicroEthics})
 	}
 	mix := map[string]float64{"professional": 0.3, "interpersonal": 0.4, "micro_ethics": 0.3}
-	a := SelectPrompts(ps, mix, 16, 7, 3)
-	b := SelectPrompts(ps, mix, 16, 7, 3)
-	c := SelectPrompts(ps, mix, 16, 7, 4)
+	a := rollout.SelectPrompts(ps, mix, 16, 7, 3)
+	b := rollout.SelectPrompts(ps, mix, 16, 7, 3)
+	c := rollout.SelectPrompts(ps, mix, 16, 7, 4)
 	if len(a) != 16 || fmt.Sprint(a) != fmt.Sprint(b) {
-		t.Fatalf("SelectPrompts not deterministic for the same (seed, step)")
+		t.Fatalf("rollout.SelectPrompts not deterministic for the same (seed, step)")
 	}
 	if fmt.Sprint(a) == fmt.Sprint(c) {
-		t.Errorf("SelectPrompts gives the same rows at different steps")
+		t.Errorf("rollout.SelectPrompts gives the same rows at different steps")
 	}
 	seen := map[string]bool{}
 	for _, p := range a {
@@ -311,7 +314,7 @@ func TestSelectPrompts(t *testing.T) {
 	// over many steps the mix holds within a few points
 	count := map[string]int{}
 	for s := 0; s < 500; s++ {
-		for _, p := range SelectPrompts(ps, mix, 10, 1, s) {
+		for _, p := range rollout.SelectPrompts(ps, mix, 10, 1, s) {
 			count[p.Category]++
 		}
 	}
@@ -330,9 +333,9 @@ func TestOwnTurnsRenderAsSampled(t *testing.T) {
 		"A": {" I propose X. ", "fine"},
 		"B": {"  counter  ", "ok"},
 	}, calls: map[string]int{}}
-	agents := NewRecorder(RecorderOptions{Policy: pol, Model: "m", Sampling: llm.Sampling{MaxTokens: 64}})
+	agents := rollout.NewRecorder(rollout.RecorderOptions{Policy: pol, Model: "m", Sampling: llm.Sampling{MaxTokens: 64}})
 	rec := &dataset.Rollout{}
-	if err := NewDeliberation(DeliberationOptions{MaxRounds: 2}).Play(context.Background(), prompt, agents, rec); err != nil {
+	if err := deliberation.New(deliberation.Options{MaxRounds: 2}).Play(context.Background(), prompt, agents, rec); err != nil {
 		t.Fatal(err)
 	}
 	if agents.PrefixBreaks != 0 {
@@ -349,8 +352,8 @@ func TestTrimEndTokens(t *testing.T) {
 		{"x<|im_end|><|endoftext|>", "x"},
 		{" plain ", " plain "},
 	} {
-		if got := TrimEndTokens(tc.in); got != tc.want {
-			t.Errorf("TrimEndTokens(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := rollout.TrimEndTokens(tc.in); got != tc.want {
+			t.Errorf("rollout.TrimEndTokens(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/rollout"
+	"github.com/parleyhq/parley/rollout/deliberation"
 	"github.com/parleyhq/parley/sim"
 )
 
@@ -103,7 +104,7 @@ func benchRollouts(b *testing.B, prompts, group, concurrency int, latency time.D
 	}
 	defer client.Close()
 	r, err := rollout.NewRunner(rollout.RunnerOptions{
-		Game:   rollout.NewDeliberation(rollout.DeliberationOptions{MaxRounds: 5, TurnTokens: 96, FinalTokens: 128}),
+		Game:   deliberation.New(deliberation.Options{MaxRounds: 5, TurnTokens: 96, FinalTokens: 128}),
 		Policy: client, Model: sim.DefaultModel,
 		Sampling:  llm.Sampling{MaxTokens: 96, Temperature: 1, TopP: 1},
 		GroupSize: group, Concurrency: concurrency, Seed: 1,

@@ -16,8 +16,11 @@ import (
 type RunnerOptions struct {
 	Game   Game
 	Policy Policy
-	// Model is the served model or adapter name to sample from.
-	Model              string
+	// Model is the served model or adapter name of the trained policy.
+	Model string
+	// Players maps roles to what plays them when not the trained policy
+	// (RecorderOptions.Players).
+	Players            map[string]Player
 	Sampling           llm.Sampling
 	ChatTemplateKwargs map[string]any
 	// GroupSize is G, the rollouts per prompt row.
@@ -181,6 +184,21 @@ func (r *Runner) Run(ctx context.Context, prompts []dataset.Prompt, sink func(*d
 	return sum, nil
 }
 
+// RoleOutcomes returns the outcome records of roles, each naming what
+// plays it in agents; scores are filled later by scoring.
+func RoleOutcomes(roles []string, agents *Recorder) []dataset.RoleOutcome {
+	out := make([]dataset.RoleOutcome, len(roles))
+	for i, role := range roles {
+		pl := agents.Player(role)
+		model := pl.Model
+		if pl.Chat != nil {
+			model = pl.Chat.Model()
+		}
+		out[i] = dataset.RoleOutcome{Role: role, Policy: pl.Kind, Model: model, Endpoint: pl.Endpoint, Trained: pl.Trained}
+	}
+	return out
+}
+
 // playOne plays one rollout; nil means it was interrupted by cancellation.
 func (r *Runner) playOne(ctx context.Context, p dataset.Prompt, group, index int) *dataset.Rollout {
 	groupID := GroupID(r.opts.Step, group)
@@ -195,17 +213,20 @@ func (r *Runner) playOne(ctx context.Context, p dataset.Prompt, group, index int
 		RolloutID:     fmt.Sprintf("%s-%03d", groupID, index),
 		Index:         int32(index),
 		Category:      p.Category,
+		Split:         p.Split,
 		Task:          p.Task,
-		PersonaA:      p.PersonaA,
-		PersonaB:      p.PersonaB,
+		PersonaPairID: p.PersonaPairID,
+		Personas:      p.Personas,
+		Scenario:      p.Scenario,
 		Seed:          seed,
 		Temperature:   float32(r.opts.Sampling.Temperature),
 		StartedUnixMS: time.Now().UnixMilli(),
 	}
 	agents := NewRecorder(RecorderOptions{
-		Policy: r.opts.Policy, Model: r.opts.Model, Sampling: r.opts.Sampling,
+		Policy: r.opts.Policy, Model: r.opts.Model, Players: r.opts.Players, Sampling: r.opts.Sampling,
 		ChatTemplateKwargs: r.opts.ChatTemplateKwargs, Seed: seed,
 	})
+	rec.Roles = RoleOutcomes(r.opts.Game.Roles(p), agents)
 	t0 := time.Now()
 	err := r.opts.Game.Play(ctx, p, agents, rec)
 	rec.RolloutMS = time.Since(t0).Milliseconds()

@@ -21,6 +21,7 @@ import (
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/rollout"
+	"github.com/parleyhq/parley/rollout/deliberation"
 	"github.com/parleyhq/parley/sim"
 )
 
@@ -117,7 +118,7 @@ func runSim(t *testing.T, url string, prompts []dataset.Prompt, group int, clien
 	}
 	defer client.Close()
 	r, err := rollout.NewRunner(rollout.RunnerOptions{
-		Game:               rollout.NewDeliberation(rollout.DeliberationOptions{MaxRounds: 5, TurnTokens: 96, FinalTokens: 128}),
+		Game:               deliberation.New(deliberation.Options{MaxRounds: 5, TurnTokens: 96, FinalTokens: 128}),
 		Policy:             client,
 		Model:              sim.DefaultModel,
 		Sampling:           llm.Sampling{MaxTokens: 96, Temperature: 1, TopP: 1},

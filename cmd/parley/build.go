@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/dataset"
@@ -65,22 +67,22 @@ func chatKwargs(cfg config.Config) map[string]any {
 	return map[string]any{"enable_thinking": cfg.Policy.EnableThinking}
 }
 
-func newGame(cfg config.Config) rollout.Game {
-	if cfg.Game.Env == "single" {
-		return rollout.NewSingle(rollout.SingleOptions{Tokens: cfg.Sampling.FinalMaxTokens})
-	}
-	return rollout.NewDeliberation(rollout.DeliberationOptions{
-		MaxRounds:   cfg.Game.MaxRounds,
-		Marker:      cfg.Game.AgreementMarker,
-		TurnTokens:  cfg.Sampling.MaxTokens,
-		FinalTokens: cfg.Sampling.FinalMaxTokens,
+// newGame builds the configured game from its registry entry and section.
+func newGame(cfg config.Config) (rollout.Game, error) {
+	g, err := rollout.NewGame(cfg.Game.Env, cfg.Game.Active(), rollout.Shared{
+		TurnTokens: cfg.Sampling.MaxTokens, FinalTokens: cfg.Sampling.FinalMaxTokens,
 	})
+	if err != nil {
+		return nil, fmt.Errorf("config key game: %w", err)
+	}
+	return g, nil
 }
 
 // loadCurriculum loads the configured prompts (and persona library), keeps
 // the configured split, and checks them for the configured game.
 func loadCurriculum(cfg config.Config) ([]dataset.Prompt, error) {
-	opts := dataset.LoadOptions{RequirePersonas: cfg.Game.Env == "deliberation"}
+	spec, _ := rollout.Lookup(cfg.Game.Env)
+	opts := dataset.LoadOptions{RequirePersonas: spec.Curriculum.RequirePersonas}
 	if cfg.Curriculum.Personas != "" {
 		pairs, err := dataset.LoadPersonaPairs(cfg.Curriculum.Personas)
 		if err != nil {
@@ -115,6 +117,7 @@ func newJudge(cfg config.Config, cacheDir string, log *zap.Logger) (reward.Judge
 			Kind:         cfg.Judge.Rule.Kind,
 			Keywords:     cfg.Judge.Rule.Keywords,
 			TargetLength: cfg.Judge.Rule.TargetLength,
+			TargetWord:   cfg.Judge.Rule.TargetWord,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("config key judge.rule: %w", err)
@@ -161,15 +164,86 @@ func retryPolicy(maxRetries int) retry.Policy {
 	return p
 }
 
-// runnerOptions is the rollout runner the config describes; the training
-// loop sets the step, policy version and adapter per step.
-func runnerOptions(cfg config.Config, policy rollout.Policy, log *zap.Logger) rollout.RunnerOptions {
+// runnerOptions is the rollout runner the config describes (its game and
+// the players of roles.*); the training loop sets the step, policy version
+// and adapter per step. The returned func closes the players' clients.
+func runnerOptions(cfg config.Config, policy *llm.Client, log *zap.Logger) (rollout.RunnerOptions, func(), error) {
+	game, err := newGame(cfg)
+	if err != nil {
+		return rollout.RunnerOptions{}, nil, err
+	}
+	players, closePlayers, err := newPlayers(cfg, policy, log)
+	if err != nil {
+		return rollout.RunnerOptions{}, nil, err
+	}
 	return rollout.RunnerOptions{
-		Game: newGame(cfg), Policy: policy, Model: cfg.Policy.Model,
+		Game: game, Policy: policy, Model: cfg.Policy.Model, Players: players,
 		Sampling: sampling(cfg), ChatTemplateKwargs: chatKwargs(cfg),
 		GroupSize: cfg.Rollout.GroupSize, Concurrency: cfg.Rollout.Concurrency,
 		Seed: cfg.Run.Seed, RunID: cfg.Run.Name, Logger: log,
+	}, closePlayers, nil
+}
+
+// newPlayers builds what plays each role of roles.*: the base model or an
+// adapter on the policy's endpoints, another vLLM server, or an external
+// chat model. The returned func closes the clients it made.
+func newPlayers(cfg config.Config, policy *llm.Client, log *zap.Logger) (map[string]rollout.Player, func(), error) {
+	players := map[string]rollout.Player{}
+	var closers []func()
+	closeAll := func() {
+		for _, c := range closers {
+			c()
+		}
 	}
+	for role, r := range cfg.Roles {
+		key := "roles." + role
+		pl := rollout.Player{Kind: r.Policy, Model: r.Model, Trained: r.Policy == dataset.PolicyTrained}
+		switch r.Policy {
+		case dataset.PolicyTrained:
+			continue
+		case dataset.PolicyBase:
+			pl.Model, pl.Tokens = cfg.Policy.Model, policy
+		case dataset.PolicyAdapter:
+			pl.Tokens = policy
+			if r.AdapterPath != "" {
+				if err := policy.LoadLoRA(context.Background(), r.Model, r.AdapterPath); err != nil {
+					closeAll()
+					return nil, nil, fmt.Errorf("config key %s.adapter_path: %w", key, err)
+				}
+			}
+		case dataset.PolicyEndpoint:
+			key2, err := secretFromEnv(key+".api_key_env", r.APIKeyEnv)
+			if err != nil {
+				closeAll()
+				return nil, nil, err
+			}
+			c, err := llm.New(llm.Options{Endpoints: r.Endpoints, APIKey: key2, MaxConcurrentPerEndpoint: cfg.Policy.MaxConcurrentPerEndpoint,
+				RequestTimeout: cfg.Policy.RequestTimeout, MaxRetries: cfg.Policy.MaxRetries, Logger: log.Named(role), JitterSeed: cfg.Run.Seed})
+			if err != nil {
+				closeAll()
+				return nil, nil, fmt.Errorf("config key %s: %w", key, err)
+			}
+			closers = append(closers, c.Close)
+			pl.Tokens, pl.Endpoint = c, strings.Join(r.Endpoints, ",")
+		case dataset.PolicyExternal:
+			apiKey, err := secretFromEnv(key+".api_key_env", r.APIKeyEnv)
+			if err != nil {
+				closeAll()
+				return nil, nil, err
+			}
+			c, err := chat.New(chat.Options{Name: role, BaseURL: r.BaseURL, Model: r.Model, APIKey: apiKey,
+				Concurrency: cfg.Rollout.Concurrency, Temperature: cfg.Sampling.Temperature, MaxTokens: cfg.Sampling.MaxTokens,
+				Timeout: cfg.Policy.RequestTimeout, Retry: retryPolicy(cfg.Policy.MaxRetries), Logger: log.Named(role)})
+			if err != nil {
+				closeAll()
+				return nil, nil, fmt.Errorf("config key %s: %w", key, err)
+			}
+			closers = append(closers, func() { _ = c.Close() })
+			pl.Chat, pl.Endpoint = c, r.BaseURL
+		}
+		players[role] = pl
+	}
+	return players, closeAll, nil
 }
 
 // advantageOptions maps the config's grpo section.

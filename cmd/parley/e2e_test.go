@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
-	"github.com/parleyhq/parley/grpo"
+	"github.com/parleyhq/parley/train"
 )
 
 // End-to-end tests of `parley train` with the real parts: the CPU dev
@@ -146,7 +146,7 @@ func TestTrainSurvivesSIGKILL(t *testing.T) {
 			// batch exists, at a random delay
 			deadline := time.Now().Add(3 * time.Minute)
 			for time.Now().Before(deadline) {
-				if st, ok, _ := grpo.LoadState(filepath.Join(runDir, "state.json")); ok && st.Step >= kills {
+				if st, ok, _ := train.LoadState(filepath.Join(runDir, "state.json")); ok && st.Step >= kills {
 					break
 				}
 				time.Sleep(200 * time.Millisecond)
@@ -163,7 +163,7 @@ func TestTrainSurvivesSIGKILL(t *testing.T) {
 			_ = cmd.Process.Signal(syscall.SIGKILL)
 			<-done
 			kills++
-			st, _, _ := grpo.LoadState(filepath.Join(runDir, "state.json"))
+			st, _, _ := train.LoadState(filepath.Join(runDir, "state.json"))
 			t.Logf("SIGKILL %d at completed step %d", kills, st.Step)
 			// its children die with it (Pdeathsig); give the port a moment
 			time.Sleep(500 * time.Millisecond)
@@ -196,10 +196,10 @@ finished:
 		if trained[s] > 1 {
 			t.Errorf("step %d trained %d times, want once", s, trained[s])
 		}
-		if _, ok, err := grpo.ReadDone(filepath.Join(runDir, "checkpoints", grpo.StepName(s))); !ok || err != nil {
+		if _, ok, err := train.ReadDone(filepath.Join(runDir, "checkpoints", dataset.StepName(s))); !ok || err != nil {
 			t.Errorf("step %d has no DONE: %v", s, err)
 		}
-		ready, err := dataset.VerifyBatch(filepath.Join(runDir, "batches"), s)
+		ready, err := dataset.VerifyBatch(dataset.RunDir(runDir).BatchPath(s), s)
 		if err != nil {
 			t.Errorf("step %d batch: %v", s, err)
 		} else if ready.PolicyVersion != s-1 {
@@ -349,7 +349,7 @@ func TestTrainHTTPHandshake(t *testing.T) {
 		t.Errorf("no handshake server in the log")
 	}
 	for s := 1; s <= 3; s++ {
-		done, ok, err := grpo.ReadDone(filepath.Join(runDir, "checkpoints", grpo.StepName(s)))
+		done, ok, err := train.ReadDone(filepath.Join(runDir, "checkpoints", dataset.StepName(s)))
 		if !ok || err != nil {
 			t.Fatalf("step %d: no DONE uploaded: %v", s, err)
 		}

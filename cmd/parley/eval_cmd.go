@@ -14,6 +14,7 @@ import (
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/llm/chat"
 	"github.com/parleyhq/parley/reward"
+	"github.com/parleyhq/parley/rollout"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 )
@@ -251,8 +252,8 @@ func evalSide(ctx context.Context, cfg config.Config, log *zap.Logger, clients m
 	if err != nil {
 		return harness.Side{}, err
 	}
-	if game != "deliberation" && game != "single" {
-		return harness.Side{}, fmt.Errorf("game %q: want deliberation or single", game)
+	if _, ok := rollout.Lookup(game); !ok {
+		return harness.Side{}, fmt.Errorf("game %q: want one of %s", game, strings.Join(rollout.GameNames(), ", "))
 	}
 	c := cfg
 	if s.Endpoints != nil {
@@ -279,7 +280,11 @@ func evalSide(ctx context.Context, cfg config.Config, log *zap.Logger, clients m
 		name = s.Label()
 	}
 	c.Game.Env = game
-	return harness.Side{Name: name, Policy: client, Model: model, Game: newGame(c)}, nil
+	g, err := newGame(c)
+	if err != nil {
+		return harness.Side{}, err
+	}
+	return harness.Side{Name: name, Policy: client, Model: model, Game: g}, nil
 }
 
 func newEvalAgreementCmd(a *app) *cobra.Command {

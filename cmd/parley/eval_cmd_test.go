@@ -44,7 +44,7 @@ func writeConfig(t *testing.T, dir, name, url, judgeURL string) string {
 	cfg := fmt.Sprintf(`run: {name: evaltest, dir: %s, seed: 3}
 policy: {endpoints: [%q], model: sim-policy, request_timeout: 20s}
 sampling: {temperature: 1.0, top_p: 1.0, max_tokens: 48, final_max_tokens: 64}
-game: {env: deliberation, max_rounds: 3}
+game: {env: deliberation, deliberation: {max_rounds: 3}}
 rollout: {group_size: 1, concurrency: 8}
 judge: {kind: ca, base_url: %q, model: sim-judge, api_key_env: "", concurrency: 8, timeout: 20s}
 log: {level: error}
@@ -301,7 +301,7 @@ func TestEvalJudgeAgreement(t *testing.T) {
 	for i, f := range append(agreementFinals, "") {
 		r := dataset.Rollout{RolloutID: fmt.Sprintf("r%d", i), Env: "deliberation",
 			Task:     "A therapist learns of a past crime for which another person is in jail. What now?",
-			PersonaA: "Honor patient confidentiality.", PersonaB: "Pursue justice for the innocent.", Final: f}
+			Personas: dataset.PersonaPairOf("Honor patient confidentiality.", "Pursue justice for the innocent."), Final: f}
 		if f == "" {
 			r.Failed, r.Error = true, "generation failed"
 		}

@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	// The built-in games (seeds 000, 001, 002) register themselves.
+	_ "github.com/parleyhq/parley/rollout/games"
 	"github.com/spf13/cobra"
 )
 

@@ -46,8 +46,13 @@ func newRolloutCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer policy.Close()
+			ro, closePlayers, err := runnerOptions(cfg, policy, log)
+			if err != nil {
+				return err
+			}
+			defer closePlayers()
 			sum, err := runRollouts(cmd.Context(), a, rolloutJob{
-				opts:    runnerOptions(cfg, policy, log),
+				opts:    ro,
 				prompts: rows,
 				path:    filepath.Join(out, "rollouts.parquet"),
 				log:     log,

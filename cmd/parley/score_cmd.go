@@ -1,13 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/parleyhq/parley/dataset"
-	"github.com/parleyhq/parley/grpo"
+	"github.com/parleyhq/parley/train"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 )
@@ -31,72 +28,24 @@ func newScoreCmd(a *app) *cobra.Command {
 			if in == "" || out == "" {
 				return fmt.Errorf("score: --in and --out are required")
 			}
-			rs, err := dataset.ReadAllRollouts(in)
-			if err != nil {
-				return err
-			}
-			if len(rs) == 0 {
-				return fmt.Errorf("score: %s holds no rollouts", in)
-			}
-			if step < 0 {
-				step = max(int(rs[0].Step), 1) // trainers take steps from 1
-			}
-			if policyVersion < 0 {
-				policyVersion = int(rs[0].PolicyVersion)
-				for _, r := range rs {
-					if int(r.PolicyVersion) != policyVersion {
-						return fmt.Errorf("score: %s mixes policy versions %d and %d (rollout %s): pass --policy-version to score them as one", in, policyVersion, r.PolicyVersion, r.RolloutID)
-					}
-				}
-			}
-			if _, err := os.Stat(dataset.ReadyPath(filepath.Join(out, dataset.BatchesDir), step)); err == nil && !force {
-				return fmt.Errorf("score: %s already holds a batch for step %d (a trainer may have taken it): pass --force to replace it", out, step)
-			}
-			for i := range rs {
-				rs[i].Step, rs[i].PolicyVersion = int32(step), int32(policyVersion)
-			}
-			if err := os.MkdirAll(out, 0o755); err != nil {
-				return fmt.Errorf("score: %w", err)
-			}
 			judge, closeJudge, err := newJudge(cfg, out, log)
 			if err != nil {
 				return err
 			}
 			defer closeJudge()
-			res, err := grpo.ScoreStep(cmd.Context(), judge, rs, grpo.NewRoleBaseline(), grpo.ScoreOptions{
-				RunID: cfg.Run.Name, Step: step, PolicyVersion: policyVersion,
-				Advantage:        advantageOptions(cfg.GRPO),
-				Mask:             cfg.GRPO.Mask,
-				JudgeConcurrency: cfg.Judge.Concurrency,
+			sum, err := train.Rescore(cmd.Context(), train.RescoreOptions{
+				In: in, Out: dataset.RunDir(out), Step: step, PolicyVersion: policyVersion, Force: force,
+				Score: train.ScoreOptions{RunID: cfg.Run.Name, Advantage: advantageOptions(cfg.GRPO), Mask: cfg.GRPO.Mask, JudgeConcurrency: cfg.Judge.Concurrency},
+				Judge: judge, Logger: log,
 			})
 			if err != nil {
 				return err
 			}
-			w, err := dataset.NewRolloutWriter(dataset.RolloutsPath(filepath.Join(out, dataset.RolloutsDir), step), dataset.RolloutWriterOptions{Logger: log})
-			if err != nil {
-				return err
-			}
-			if err := w.Write(rs...); err != nil {
-				w.Abort()
-				return err
-			}
-			if err := w.Close(); err != nil {
-				return err
-			}
-			ready, err := dataset.WriteBatch(filepath.Join(out, dataset.BatchesDir), step, policyVersion, res.Rows)
-			if err != nil {
-				return err
-			}
-			summary := map[string]any{"judge": res.Judge, "advantage": res.Advantage, "batch": res.Batch, "ready": ready}
-			b, _ := json.MarshalIndent(summary, "", "  ")
-			if err := os.WriteFile(filepath.Join(out, "score-summary.json"), append(b, '\n'), 0o644); err != nil {
-				return fmt.Errorf("score: %w", err)
-			}
 			log.Info("scored",
-				zap.Int("judged", res.Judge.Judged), zap.Int("judge_failed", res.Judge.Failed), zap.Int("cached", res.Judge.Cached),
-				zap.Int("groups", res.Advantage.Groups), zap.Int("dropped_zero_variance", res.Advantage.DroppedZeroVariance),
-				zap.Float64("score_mean", res.Advantage.ScoreMean), zap.Int("rows", ready.Rows), zap.Int64("tokens", ready.Tokens),
-				zap.String("batch", dataset.BatchPath(filepath.Join(out, dataset.BatchesDir), step)))
+				zap.Int("judged", sum.Judge.Judged), zap.Int("judge_failed", sum.Judge.Failed), zap.Int("cached", sum.Judge.Cached),
+				zap.Int("groups", sum.Advantage.Groups), zap.Int("dropped_zero_variance", sum.Advantage.DroppedZeroVariance),
+				zap.Float64("score_mean", sum.Advantage.ScoreMean), zap.Int("rows", sum.Ready.Rows), zap.Int64("tokens", sum.Ready.Tokens),
+				zap.String("batch", sum.BatchPath))
 			return nil
 		},
 	}

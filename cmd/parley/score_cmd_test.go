@@ -38,11 +38,11 @@ func TestScoreAndExport(t *testing.T) {
 	if err := score(); err != nil {
 		t.Fatal(err)
 	}
-	ready, err := dataset.VerifyBatch(filepath.Join(out, "batches"), 1)
+	ready, err := dataset.VerifyBatch(dataset.RunDir(out).BatchPath(1), 1)
 	if err != nil || ready.Rows == 0 {
 		t.Fatalf("VerifyBatch = %+v, %v", ready, err)
 	}
-	rows, err := dataset.ReadBatch(dataset.BatchPath(filepath.Join(out, "batches"), 1))
+	rows, err := dataset.ReadBatch(dataset.RunDir(out).BatchPath(1))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,15 +6,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/parleyhq/parley/config"
+	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
-	"github.com/parleyhq/parley/internal/fsutil"
-	"github.com/parleyhq/parley/internal/proc"
+	"github.com/parleyhq/parley/train"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 )
@@ -30,7 +28,7 @@ func newTrainCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			runDir := grpo.RunDir(cfg.RunDir())
+			runDir := dataset.RunDir(cfg.RunDir())
 			frozen := runDir.ConfigPath()
 			if _, err := os.Stat(frozen); err == nil {
 				if !resume {
@@ -56,44 +54,34 @@ func newTrainCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// trainerArgs builds the PyTorch trainer's command line from the config.
-func trainerArgs(cfg config.Config, runDir, url string) []string {
+// trainerArgs builds the PyTorch trainer's flags from the config (the
+// handshake URL is added by train.Run in HTTP mode).
+func trainerArgs(cfg config.Config, runDir string) []string {
 	t := cfg.Trainer
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	args := append([]string(nil), cfg.Train.TrainerCommand...)
-	args = append(args,
+	args := []string{
 		"--run-dir", runDir, "--model", t.Model, "--mode", cfg.Train.Handshake,
 		"--lr", f(t.LR), "--epsilon-low", f(t.EpsilonLow), "--epsilon-high", f(t.EpsilonHigh),
 		"--beta", f(t.KLBeta), "--aggregation", t.Aggregation,
 		"--micro-batch-tokens", strconv.Itoa(t.MicroBatchTokens), "--max-grad-norm", f(t.MaxGradNorm),
 		"--weight-decay", f(t.WeightDecay), "--seed", strconv.FormatInt(cfg.Run.Seed, 10),
-	)
+	}
 	if t.FullFinetune {
 		args = append(args, "--full-finetune")
 	} else {
 		args = append(args, "--lora-r", strconv.Itoa(t.LoRAR), "--lora-alpha", strconv.Itoa(t.LoRAAlpha), "--lora-dropout", f(t.LoRADropout))
 	}
-	if cfg.Train.Handshake == "http" {
-		args = append(args, "--url", url, "--token-env", cfg.Train.TokenEnv)
-	}
 	return append(args, t.ExtraArgs...)
 }
 
-func runTrain(ctx context.Context, a *app, cfg config.Config, runDir grpo.RunDir, log *zap.Logger) error {
-	if cfg.Rollout.GroupSize < 2 && cfg.GRPO.Advantage != "role_baseline" {
+// runTrain wires the config into train.Run.
+func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.RunDir, log *zap.Logger) error {
+	if cfg.Rollout.GroupSize < 2 && cfg.GRPO.Advantage != grpo.ModeRoleBaseline {
 		return fmt.Errorf("train: config key rollout.group_size: a group of %d has no group-relative advantage in %s mode: use 2 or more", cfg.Rollout.GroupSize, cfg.GRPO.Advantage)
 	}
-	if err := runDir.Create(); err != nil {
+	frozen, err := cfg.YAML()
+	if err != nil {
 		return err
-	}
-	if _, err := os.Stat(runDir.ConfigPath()); errors.Is(err, fs.ErrNotExist) {
-		b, err := cfg.YAML()
-		if err != nil {
-			return err
-		}
-		if err := fsutil.WriteFileAtomic(runDir.ConfigPath(), b, 0o644); err != nil {
-			return fmt.Errorf("train: freeze config: %w", err)
-		}
 	}
 	prompts, err := loadCurriculum(cfg)
 	if err != nil {
@@ -104,110 +92,49 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir grpo.RunDir
 		return err
 	}
 	defer policy.Close()
-
-	var children []*proc.Supervisor
-	defer func() {
-		for i := len(children) - 1; i >= 0; i-- {
-			children[i].Stop(10 * time.Second)
-		}
-	}()
-	if len(cfg.Train.ServerCommand) > 0 {
-		srv, err := proc.Start(proc.Options{Name: "inference server", Argv: cfg.Train.ServerCommand,
-			LogPath: filepath.Join(runDir.Root(), "server.log"), Restart: true, MaxRestarts: 5, Logger: log})
-		if err != nil {
-			return err
-		}
-		children = append(children, srv)
-		hctx, cancel := context.WithTimeout(ctx, cfg.Train.ServerStartTimeout)
-		err = srv.WaitHealthy(hctx, policy.Health, 500*time.Millisecond)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("train: inference server (train.server_command) never became healthy: %w; see %s", err, filepath.Join(runDir.Root(), "server.log"))
-		}
-	} else if err := policy.Health(ctx); err != nil {
-		return fmt.Errorf("train: the policy server is not healthy (policy.endpoints): %w", err)
-	}
-	models, err := policy.Models(ctx)
+	ro, closePlayers, err := runnerOptions(cfg, policy, log)
 	if err != nil {
-		return fmt.Errorf("train: list the served models: %w", err)
+		return err
 	}
-	if !slices.Contains(models, cfg.Policy.Model) {
-		return fmt.Errorf("train: policy.model %q is not served by policy.endpoints (they serve %v)", cfg.Policy.Model, models)
-	}
-
-	url := ""
-	var env []string
-	if cfg.Train.Handshake == "http" {
-		token := os.Getenv(cfg.Train.TokenEnv)
-		if token == "" {
-			if len(cfg.Train.TrainerCommand) == 0 {
-				return fmt.Errorf("train: the HTTP handshake needs a bearer token in %s (train.token_env) that the remote trainer also has", cfg.Train.TokenEnv)
-			}
-			if token, err = grpo.NewToken(); err != nil {
-				return err
-			}
-		}
-		hs, err := grpo.NewHandshakeServer(grpo.HandshakeOptions{Dir: runDir.Root(), Token: token, Addr: cfg.Train.HTTPAddr, Logger: log.Named("handshake")})
-		if err != nil {
-			return err
-		}
-		defer hs.Close()
-		url = hs.URL()
-		env = append(env, cfg.Train.TokenEnv+"="+token)
-		log.Info("handshake server listening", zap.String("url", url))
-	}
-
-	var trainerAlive, trainerGone func() error
-	targs := trainerArgs(cfg, runDir.Root(), url)
-	if len(cfg.Train.TrainerCommand) > 0 {
-		tr, err := proc.Start(proc.Options{Name: "trainer", Argv: targs, Env: env,
-			LogPath: filepath.Join(runDir.Root(), "trainer.out"), Restart: true, MaxRestarts: 10, Logger: log})
-		if err != nil {
-			return err
-		}
-		children = append(children, tr)
-		trainerAlive, trainerGone = tr.Alive, tr.GaveUp
-	} else {
-		log.Info("waiting for an external trainer; start it with", zap.Strings("command", append([]string{"python", "-m", "scripts.trainer"}, targs...)))
-	}
-
+	defer closePlayers()
 	judge, closeJudge, err := newJudge(cfg, runDir.Root(), log)
 	if err != nil {
 		return err
 	}
 	defer closeJudge()
-
+	args := trainerArgs(cfg, runDir.Root())
+	var command []string
+	if len(cfg.Train.TrainerCommand) > 0 {
+		command = append(slices.Clone(cfg.Train.TrainerCommand), args...)
+	}
 	bars := a.bars()
 	defer bars.Wait()
 	bar := bars.Add("steps", int64(cfg.Train.Steps))
-	loop, err := grpo.NewLoop(grpo.LoopOptions{
-		Dir: runDir, RunID: cfg.Run.Name, Seed: cfg.Run.Seed, Steps: cfg.Train.Steps, MaxStaleness: cfg.Train.MaxStaleness,
-		Prompts: prompts, Mix: cfg.Curriculum.Mix, PromptsPerStep: cfg.Rollout.PromptsPerStep,
-		Rollout: runnerOptions(cfg, policy, log),
-		Judge:   judge, JudgeConcurrency: cfg.Judge.Concurrency,
-		Advantage: advantageOptions(cfg.GRPO),
-		Mask:      cfg.GRPO.Mask,
-		Adapters:  policy, AdapterPrefix: cfg.Train.AdapterPrefix,
-		TrainerTimeout: cfg.Train.TrainerTimeout, TrainerAlive: trainerAlive, TrainerGone: trainerGone,
-		MaxFailedFraction: cfg.Train.MaxFailedFraction,
-		Logger:            log,
-		OnStep: func(m map[string]any) {
-			bar.Increment()
-			log.Info("step done", zap.Any("step", m["step"]), zap.Any("reward_mean", m["reward_mean"]),
-				zap.Any("score_max", m["score_max"]), zap.Any("agreement_rate", m["agreement_rate"]),
-				zap.Any("loss", m["trainer/loss"]), zap.Any("sampled_tokens", m["sampled_tokens"]))
+	st, err := train.Run(ctx, train.RunOptions{
+		Loop: train.LoopOptions{
+			Dir: runDir, RunID: cfg.Run.Name, Seed: cfg.Run.Seed, Steps: cfg.Train.Steps, MaxStaleness: cfg.Train.MaxStaleness,
+			Prompts: prompts, Mix: cfg.Curriculum.Mix, PromptsPerStep: cfg.Rollout.PromptsPerStep,
+			Rollout: ro, Judge: judge, JudgeConcurrency: cfg.Judge.Concurrency,
+			Advantage: advantageOptions(cfg.GRPO), Mask: cfg.GRPO.Mask, AdapterPrefix: cfg.Train.AdapterPrefix,
+			TrainerTimeout: cfg.Train.TrainerTimeout, MaxFailedFraction: cfg.Train.MaxFailedFraction, Logger: log,
+			OnStart: func(done int) { bar.SetCurrent(int64(done)) },
+			OnStep: func(m map[string]any) {
+				bar.Increment()
+				log.Info("step done", zap.Any("step", m["step"]), zap.Any("reward_mean", m["reward_mean"]),
+					zap.Any("score_max", m["score_max"]), zap.Any("agreement_rate", m["agreement_rate"]),
+					zap.Any("loss", m["trainer/loss"]), zap.Any("sampled_tokens", m["sampled_tokens"]))
+			},
 		},
+		FrozenConfig: frozen, Server: policy, Model: cfg.Policy.Model,
+		ServerCommand: cfg.Train.ServerCommand, ServerStartTimeout: cfg.Train.ServerStartTimeout,
+		TrainerCommand: command, TrainerHint: append([]string{"python", "-m", "parley_trainer"}, args...),
+		Handshake: cfg.Train.Handshake, HTTPAddr: cfg.Train.HTTPAddr, Token: os.Getenv(cfg.Train.TokenEnv), TokenEnv: cfg.Train.TokenEnv,
+		OnURL:  func(url string) []string { return []string{"--url", url, "--token-env", cfg.Train.TokenEnv} },
+		Logger: log,
 	})
 	if err != nil {
 		return err
 	}
-	for i := 0; i < loop.State().Step; i++ {
-		bar.Increment()
-	}
-	if err := loop.Run(ctx); err != nil {
-		return err
-	}
-	log.Info("training finished", zap.Int("steps", loop.State().Step), zap.String("run", runDir.Root()),
-		zap.String("adapter", loop.State().Adapter))
+	log.Info("training finished", zap.Int("steps", st.Step), zap.String("run", runDir.Root()), zap.String("adapter", st.Adapter))
 	return nil
 }

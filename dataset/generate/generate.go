@@ -717,10 +717,10 @@ func (g *generator) commit(c *candidate, out Sink) error {
 	p := dataset.Prompt{ID: g.nextID(), Category: c.category, Task: c.task}
 	if g.opts.Kind == KindDilemmas {
 		if c.pair != nil {
-			p.PersonaA, p.PersonaB = c.pair.A, c.pair.B
+			p.Personas = dataset.PersonaPairOf(c.pair.A, c.pair.B)
 		} else {
 			pair := g.libraryPair(g.rows)
-			p.PersonaPairID, p.PersonaA, p.PersonaB = pair.ID, pair.A, pair.B
+			p.PersonaPairID, p.Personas = pair.ID, dataset.PersonaPairOf(pair.A, pair.B)
 		}
 	}
 	p.Split = "train"

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -50,9 +51,9 @@ func checkOutput(t *testing.T, kind string, rows []dataset.Prompt, threshold flo
 		if p.Split != "train" && p.Split != "eval" {
 			t.Errorf("prompt %s: split %q, want train or eval", p.ID, p.Split)
 		}
-		hasPersonas := p.PersonaA != "" && p.PersonaB != ""
+		hasPersonas := p.Persona("A") != "" && p.Persona("B") != ""
 		if hasPersonas != (kind == KindDilemmas) {
-			t.Errorf("prompt %s (%s): personas %q / %q", p.ID, kind, p.PersonaA, p.PersonaB)
+			t.Errorf("prompt %s (%s): personas %q / %q", p.ID, kind, p.Persona("A"), p.Persona("B"))
 		}
 	}
 }
@@ -249,7 +250,7 @@ func TestResume(t *testing.T) {
 		t.Fatalf("resumed: %d prompts (existing %d, accepted %d), want 40 (%d existing)", len(rows), st.Existing, st.Accepted, len(first))
 	}
 	for i := range first {
-		if rows[i] != first[i] {
+		if !reflect.DeepEqual(rows[i], first[i]) {
 			t.Errorf("prompt %d changed on resume: %+v, want %+v", i, rows[i], first[i])
 		}
 	}
@@ -390,7 +391,7 @@ func TestParquetOutputLoads(t *testing.T) {
 		}
 		checkOutput(t, KindDilemmas, rows, simThreshold)
 		for i := 0; i < 12; i++ {
-			if rows[i] != mem.rows[i] {
+			if !reflect.DeepEqual(rows[i], mem.rows[i]) {
 				t.Errorf("%s: prompt %d = %+v, want %+v as written", name, i, rows[i], mem.rows[i])
 			}
 		}
@@ -469,8 +470,8 @@ func TestGeneratedPersonas(t *testing.T) {
 				t.Fatalf("Generate = %d prompts, %v; want 1", len(out.rows), err)
 			}
 			p := out.rows[0]
-			if p.PersonaA != tt.want || p.PersonaB == "" || p.PersonaPairID != "" {
-				t.Errorf("prompt personas %q / %q (id %q), want A %q and no library id", p.PersonaA, p.PersonaB, p.PersonaPairID, tt.want)
+			if p.Persona("A") != tt.want || p.Persona("B") == "" || p.PersonaPairID != "" {
+				t.Errorf("prompt personas %q / %q (id %q), want A %q and no library id", p.Persona("A"), p.Persona("B"), p.PersonaPairID, tt.want)
 			}
 			if st.PersonaRequests != srv.Calls(PersonaSchemaName)+srv.Calls(OppositionSchemaName) {
 				t.Errorf("Stats.PersonaRequests = %d, want %d", st.PersonaRequests, srv.Calls(PersonaSchemaName)+srv.Calls(OppositionSchemaName))

@@ -424,7 +424,7 @@ func (o *PairwiseOptions) judge(ctx context.Context, decoding string, run int, l
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			res, err := judge.Compare(ctx, p.Task, p.PersonaA, p.PersonaB, c.LeftFinal, c.RightFinal)
+			res, err := judge.Compare(ctx, p.Task, p.Persona("A"), p.Persona("B"), c.LeftFinal, c.RightFinal)
 			if err != nil {
 				c.Excluded, c.Error = ExcludedJudge, err.Error()
 			} else {

@@ -12,7 +12,8 @@ import (
 	"github.com/parleyhq/parley/eval/report"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/reward"
-	"github.com/parleyhq/parley/rollout"
+	"github.com/parleyhq/parley/rollout/deliberation"
+	"github.com/parleyhq/parley/rollout/single"
 )
 
 // scriptedJudge answers a fixed verdict per task and records what it saw.
@@ -61,8 +62,8 @@ func TestRunPairwise(t *testing.T) {
 	cr := &scriptedJudge{verdicts: verdicts, failOn: prompts[0].Task}
 	// The left (adapter) side fails every rollout of prompt 3.
 	spy := &spyPolicy{Policy: client, model: "ca", failOn: prompts[3].Task}
-	delib := rollout.NewDeliberation(rollout.DeliberationOptions{MaxRounds: 3, TurnTokens: 48, FinalTokens: 64})
-	single := rollout.NewSingle(rollout.SingleOptions{Tokens: 64})
+	delib := deliberation.New(deliberation.Options{MaxRounds: 3, TurnTokens: 48, FinalTokens: 64})
+	single := single.New(single.Options{Tokens: 64})
 	samp := llm.Sampling{MaxTokens: 48, Temperature: 0.9, TopP: 0.95}
 	decs, err := NewDecodings([]string{report.DecodingGreedy, report.DecodingSampling}, samp)
 	if err != nil {
@@ -134,7 +135,7 @@ func TestRunPairwise(t *testing.T) {
 			t.Errorf("judge saw finals %q and %q, want two different non-empty finals", s[0], s[1])
 		}
 	}
-	if !slices.Contains(ca.pers, prompts[0].PersonaA) {
+	if !slices.Contains(ca.pers, prompts[0].Persona("A")) {
 		t.Errorf("the judge was not given the personas")
 	}
 	// Greedy sends temperature 0, sampling the given temperature.
@@ -165,7 +166,7 @@ func TestRunPairwiseAllFail(t *testing.T) {
 	_, client := newSim(t)
 	all, _ := dataset.SampleCurriculum(dataset.SampleOpenEnded)
 	j := &scriptedJudge{failOn: all[0].Task}
-	single := rollout.NewSingle(rollout.SingleOptions{Tokens: 32})
+	single := single.New(single.Options{Tokens: 32})
 	decs, _ := NewDecodings([]string{report.DecodingGreedy}, llm.Sampling{MaxTokens: 32})
 	_, err := RunPairwise(context.Background(), PairwiseOptions{
 		Left:    Side{Name: "a", Policy: client, Model: "sim-policy", Game: single},
@@ -179,7 +180,7 @@ func TestRunPairwiseAllFail(t *testing.T) {
 }
 
 func TestRunPairwiseOptions(t *testing.T) {
-	single := rollout.NewSingle(rollout.SingleOptions{})
+	single := single.New(single.Options{})
 	ok := PairwiseOptions{
 		Left: Side{Name: "a", Policy: &spyPolicy{}, Game: single}, Right: Side{Name: "b", Policy: &spyPolicy{}, Game: single},
 		Prompts: []dataset.Prompt{{ID: "x", Task: "t"}}, Aspects: []Aspect{{reward.AspectCollectiveAgency, &scriptedJudge{}}},

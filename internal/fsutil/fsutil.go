@@ -37,21 +37,26 @@ type File struct {
 	done bool
 }
 
-// Create creates path's directory if needed and opens a temporary file for
-// path. The caller must Commit or Abort it.
+// Create opens a temporary file for path, in path's directory, which must
+// exist (MkdirCreate creates it). The caller must Commit or Abort it.
 func Create(path string, perm os.FileMode) (*File, error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("fsutil.Create: %w", err)
 	}
 	f, err := os.CreateTemp(dir, tempPattern(base))
 	if err != nil {
 		return nil, fmt.Errorf("fsutil.Create: %w", err)
 	}
 	return &File{f: f, path: path, perm: perm}, nil
+}
+
+// MkdirCreate is Create after creating path's directory if needed.
+func MkdirCreate(path string, perm os.FileMode) (*File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("fsutil.Create: %w", err)
+	}
+	return Create(path, perm)
 }
 
 // Write writes to the temporary file.
@@ -101,18 +106,24 @@ func (a *File) Abort() {
 }
 
 // WriteFileAtomic writes data to path so that a reader sees the old file or
-// the whole new one, and a crash leaves one of them.
+// the whole new one, and a crash leaves one of them. path's directory must
+// exist.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
-	return WriteWith(path, perm, func(w io.Writer) error {
-		_, err := w.Write(data)
+	a, err := Create(path, perm)
+	if err != nil {
 		return err
-	})
+	}
+	if _, err := a.Write(data); err != nil {
+		a.Abort()
+		return fmt.Errorf("fsutil: write %s: %w", path, err)
+	}
+	return a.Commit()
 }
 
-// WriteWith streams what fn writes to path atomically; an error from fn
-// leaves the destination untouched.
+// WriteWith streams what fn writes to path atomically, creating path's
+// directory if needed; an error from fn leaves the destination untouched.
 func WriteWith(path string, perm os.FileMode, fn func(w io.Writer) error) error {
-	a, err := Create(path, perm)
+	a, err := MkdirCreate(path, perm)
 	if err != nil {
 		return err
 	}

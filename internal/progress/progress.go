@@ -56,6 +56,13 @@ func (b *Bar) Increment() {
 	}
 }
 
+// SetCurrent sets the bar's count (work already done when resuming).
+func (b *Bar) SetCurrent(n int64) {
+	if b.b != nil {
+		b.b.SetCurrent(n)
+	}
+}
+
 // Abort stops the bar, leaving it drawn.
 func (b *Bar) Abort() {
 	if b.b != nil {

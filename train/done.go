@@ -1,4 +1,4 @@
-package grpo
+package train
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/internal/fsutil"
 )
 
@@ -48,7 +49,7 @@ func parseDone(b []byte) (Done, error) {
 	if dec.More() {
 		return d, errors.New("DONE: trailing data after the JSON object")
 	}
-	if d.Step < 0 || d.Step > MaxStep {
+	if d.Step < 0 || d.Step > dataset.MaxStep {
 		return d, fmt.Errorf("DONE: step %d out of range", d.Step)
 	}
 	return d, nil
@@ -57,7 +58,7 @@ func parseDone(b []byte) (Done, error) {
 // checkDoneStep checks a marker read from dir against the step in dir's name
 // (when dir is named step-N) and fills AdapterPath.
 func checkDoneStep(dir string, d *Done) error {
-	if n, ok := ParseStepName(filepath.Base(filepath.Clean(dir))); ok && n != d.Step {
+	if n, ok := dataset.ParseStepName(filepath.Base(filepath.Clean(dir))); ok && n != d.Step {
 		return fmt.Errorf("DONE in %s is for step %d", dir, d.Step)
 	}
 	if d.AdapterPath == "" {
@@ -70,19 +71,19 @@ func checkDoneStep(dir string, d *Done) error {
 // nil). When checkpointDir is named step-N the marker's step must be N. An
 // empty AdapterPath is returned as checkpointDir.
 func ReadDone(checkpointDir string) (Done, bool, error) {
-	b, err := os.ReadFile(filepath.Join(checkpointDir, DoneFile))
+	b, err := os.ReadFile(filepath.Join(checkpointDir, dataset.DoneFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return Done{}, false, nil
 	}
 	if err != nil {
-		return Done{}, false, fmt.Errorf("grpo.ReadDone: %w", err)
+		return Done{}, false, fmt.Errorf("train.ReadDone: %w", err)
 	}
 	d, err := parseDone(b)
 	if err == nil {
 		err = checkDoneStep(checkpointDir, &d)
 	}
 	if err != nil {
-		return Done{}, false, fmt.Errorf("grpo.ReadDone: %w", err)
+		return Done{}, false, fmt.Errorf("train.ReadDone: %w", err)
 	}
 	return d, true, nil
 }
@@ -92,15 +93,15 @@ func ReadDone(checkpointDir string) (Done, bool, error) {
 func WriteDone(checkpointDir string, d Done) error {
 	for k, v := range d.Metrics {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("grpo.WriteDone: metric %q is %v", k, v)
+			return fmt.Errorf("train.WriteDone: metric %q is %v", k, v)
 		}
 	}
 	b, err := json.Marshal(d)
 	if err != nil {
-		return fmt.Errorf("grpo.WriteDone: %w", err)
+		return fmt.Errorf("train.WriteDone: %w", err)
 	}
-	if err := fsutil.WriteFileAtomic(filepath.Join(checkpointDir, DoneFile), append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("grpo.WriteDone: %w", err)
+	if err := fsutil.WriteFileAtomic(filepath.Join(checkpointDir, dataset.DoneFile), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("train.WriteDone: %w", err)
 	}
 	return nil
 }
@@ -115,7 +116,7 @@ func WaitDone(ctx context.Context, checkpointDir string, poll time.Duration) (Do
 	if poll <= 0 {
 		poll = DefaultDonePoll
 	}
-	path := filepath.Join(checkpointDir, DoneFile)
+	path := filepath.Join(checkpointDir, dataset.DoneFile)
 	var badInfo fs.FileInfo
 	var lastErr error
 	t := time.NewTimer(0)
@@ -124,9 +125,9 @@ func WaitDone(ctx context.Context, checkpointDir string, poll time.Duration) (Do
 		select {
 		case <-ctx.Done():
 			if lastErr != nil {
-				return Done{}, fmt.Errorf("grpo.WaitDone: %w (last: %w)", ctx.Err(), lastErr)
+				return Done{}, fmt.Errorf("train.WaitDone: %w (last: %w)", ctx.Err(), lastErr)
 			}
-			return Done{}, fmt.Errorf("grpo.WaitDone: %s: %w", path, ctx.Err())
+			return Done{}, fmt.Errorf("train.WaitDone: %s: %w", path, ctx.Err())
 		case <-t.C:
 		}
 		info, statErr := os.Stat(path)
@@ -143,7 +144,7 @@ func WaitDone(ctx context.Context, checkpointDir string, poll time.Duration) (Do
 				badInfo = info
 			}
 		} else if !errors.Is(statErr, fs.ErrNotExist) {
-			return Done{}, fmt.Errorf("grpo.WaitDone: %w", statErr)
+			return Done{}, fmt.Errorf("train.WaitDone: %w", statErr)
 		}
 		t.Reset(poll)
 	}

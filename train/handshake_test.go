@@ -1,4 +1,4 @@
-package grpo
+package train
 
 import (
 	"archive/tar"
@@ -26,10 +26,10 @@ const testToken = "test-token-0123456789abcdef"
 
 // newTestServer starts a handshake server on a run directory nested one
 // level inside a temp dir, so that tests can plant a secret beside it.
-func newTestServer(t *testing.T, mod func(*HandshakeOptions)) (*HandshakeServer, RunDir, string) {
+func newTestServer(t *testing.T, mod func(*HandshakeOptions)) (*HandshakeServer, dataset.RunDir, string) {
 	t.Helper()
 	outer := t.TempDir()
-	run := RunDir(filepath.Join(outer, "run"))
+	run := dataset.RunDir(filepath.Join(outer, "run"))
 	opts := HandshakeOptions{Dir: string(run), Token: testToken, PollInterval: 5 * time.Millisecond}
 	if mod != nil {
 		mod(&opts)
@@ -48,7 +48,7 @@ func newTestServer(t *testing.T, mod func(*HandshakeOptions)) (*HandshakeServer,
 
 // writeBatch writes a fake batch file (the server never parses it) and its
 // ready marker.
-func writeBatch(t *testing.T, run RunDir, step int, content string) dataset.Ready {
+func writeBatch(t *testing.T, run dataset.RunDir, step int, content string) dataset.Ready {
 	t.Helper()
 	if err := os.WriteFile(run.BatchPath(step), []byte(content), 0o644); err != nil {
 		t.Fatal(err)
@@ -328,7 +328,7 @@ func TestHandshakeLongPoll(t *testing.T) {
 	var once sync.Once
 	appeared := make(chan struct{})
 	s, run, _ := newTestServer(t, func(o *HandshakeOptions) {
-		dir := RunDir(o.Dir)
+		dir := dataset.RunDir(o.Dir)
 		o.pollHook = func() {
 			// The first empty scan of the long poll: now the batch appears
 			// (marker last, as the batch writer does).
@@ -468,7 +468,7 @@ func TestHandshakePathTraversal(t *testing.T) {
 	// Request-supplied steps on the done endpoint never name a directory.
 	before := listTree(t, outer)
 	for _, p := range []string{"/v1/batches/..%2f..%2fx/done", "/v1/batches/1%2f..%2f..%2fx/done", "/v1/batches/-1/done"} {
-		req, _ := http.NewRequest(http.MethodPost, s.URL()+p, bytes.NewReader(makeTar(t, []tarEntry{{name: DoneFile, body: doneJSON(1)}}, false)))
+		req, _ := http.NewRequest(http.MethodPost, s.URL()+p, bytes.NewReader(makeTar(t, []tarEntry{{name: dataset.DoneFile, body: doneJSON(1)}}, false)))
 		req.URL.RawPath = p
 		req.Header.Set("Authorization", "Bearer "+testToken)
 		resp, err := http.DefaultClient.Do(req)
@@ -526,7 +526,7 @@ func TestHandshakeDoneUpload(t *testing.T) {
 				t.Errorf("WaitDone() = %+v, %v", d2, err)
 			}
 			// Nothing else was created: no temp directories left over.
-			tree := listTree(t, filepath.Join(outer, "run", CheckpointsDirName))
+			tree := listTree(t, filepath.Join(outer, "run", dataset.CheckpointsDirName))
 			wantTree := []string{"step-000007", "step-000007/DONE", "step-000007/adapter_config.json",
 				"step-000007/adapter_model.safetensors", "step-000007/nested", "step-000007/nested/deeper",
 				"step-000007/nested/deeper/file.bin", "step-000007/tokenizer", "step-000007/tokenizer/vocab.json"}
@@ -548,7 +548,7 @@ func TestHandshakeDoneRejects(t *testing.T) {
 	writeBatch(t, run, 1, "one")
 	// An incomplete checkpoint from an earlier attempt must be replaced, not
 	// merged, once an upload succeeds; until then it is left alone.
-	done := tarEntry{name: DoneFile, body: doneJSON(1)}
+	done := tarEntry{name: dataset.DoneFile, body: doneJSON(1)}
 	file := tarEntry{name: "adapter.bin", body: "ok"}
 	many := []tarEntry{done}
 	for i := range 21 {
@@ -577,14 +577,14 @@ func TestHandshakeDoneRejects(t *testing.T) {
 		{"DONE as dir", []tarEntry{{name: "DONE/", typ: tar.TypeDir}, file}, nil, "", 400},
 		{"DONE twice", []tarEntry{done, done}, nil, "", 400},
 		{"no DONE", []tarEntry{file}, nil, "", 400},
-		{"DONE for another step", []tarEntry{file, {name: DoneFile, body: doneJSON(2)}}, nil, "", 400},
-		{"DONE malformed", []tarEntry{file, {name: DoneFile, body: `{"step": 1,`}}, nil, "", 400},
-		{"DONE NaN", []tarEntry{file, {name: DoneFile, body: `{"step": 1, "metrics": {"loss": NaN}}`}}, nil, "", 400},
+		{"DONE for another step", []tarEntry{file, {name: dataset.DoneFile, body: doneJSON(2)}}, nil, "", 400},
+		{"DONE malformed", []tarEntry{file, {name: dataset.DoneFile, body: `{"step": 1,`}}, nil, "", 400},
+		{"DONE NaN", []tarEntry{file, {name: dataset.DoneFile, body: `{"step": 1, "metrics": {"loss": NaN}}`}}, nil, "", 400},
 		{"too many members", many, nil, "", 400},
 		{"too large", []tarEntry{done, {name: "big", body: strings.Repeat("x", 70<<10)}}, nil, "", 413},
 		{"not a tar", nil, []byte("this is not a tar archive at all, just some text that goes on for a while" + strings.Repeat(".", 600)), "", 400},
 		{"truncated gzip", nil, []byte{0x1f, 0x8b, 8, 0, 0}, "", 400},
-		{"batch never ready", []tarEntry{{name: DoneFile, body: doneJSON(9)}}, nil, "/v1/batches/9/done", 404},
+		{"batch never ready", []tarEntry{{name: dataset.DoneFile, body: doneJSON(9)}}, nil, "/v1/batches/9/done", 404},
 	}
 	before := listTree(t, outer)
 	for _, tt := range tests {

@@ -1,4 +1,4 @@
-package grpo
+package train
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
-	"github.com/parleyhq/parley/internal/fsutil"
+	"github.com/parleyhq/parley/grpo"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
 	"go.uber.org/zap"
@@ -31,7 +31,7 @@ type AdapterLoader interface {
 
 // LoopOptions configure the training loop.
 type LoopOptions struct {
-	Dir   RunDir
+	Dir   dataset.RunDir
 	RunID string
 	Seed  int64
 	// Steps is the last step to train (steps count from 1).
@@ -51,7 +51,7 @@ type LoopOptions struct {
 
 	Judge            reward.Judge
 	JudgeConcurrency int
-	Advantage        AdvantageOptions
+	Advantage        grpo.AdvantageOptions
 	Mask             string
 
 	Adapters      AdapterLoader
@@ -75,6 +75,9 @@ type LoopOptions struct {
 	// (default 30s).
 	WaitLogEvery time.Duration
 
+	// OnStart, if set, is called when Run starts with the number of steps
+	// already completed (a resumed run).
+	OnStart func(completed int)
 	// OnStep is called after each completed step with its metrics line.
 	OnStep func(m map[string]any)
 	Logger *zap.Logger
@@ -94,31 +97,31 @@ type Loop struct {
 	recorded map[int]bool
 	// baseline is the role baseline after the newest written batch (with
 	// staleness 1 it runs one step ahead of the state's).
-	baseline *RoleBaseline
+	baseline *grpo.RoleBaseline
 }
 
 // sidecar is what a step's sampling leaves beside its rollouts for the
 // step's metrics line and the role baseline, so that a resumed run that
 // skips the written batch still has both.
 type sidecar struct {
-	Metrics      map[string]any `json:"metrics"`
-	RoleBaseline *RoleBaseline  `json:"role_baseline"`
+	Metrics      map[string]any     `json:"metrics"`
+	RoleBaseline *grpo.RoleBaseline `json:"role_baseline"`
 }
 
 func (l *Loop) readSidecar(step int) (sidecar, error) {
 	var sc sidecar
 	b, err := os.ReadFile(l.sidecarPath(step))
 	if err != nil {
-		return sc, fmt.Errorf("grpo.Loop step %d: %w", step, err)
+		return sc, fmt.Errorf("train.Loop step %d: %w", step, err)
 	}
 	if err := json.Unmarshal(b, &sc); err != nil {
-		return sc, fmt.Errorf("grpo.Loop step %d: %s: %w", step, l.sidecarPath(step), err)
+		return sc, fmt.Errorf("train.Loop step %d: %s: %w", step, l.sidecarPath(step), err)
 	}
 	if sc.Metrics == nil {
 		sc.Metrics = map[string]any{}
 	}
 	if sc.RoleBaseline == nil {
-		sc.RoleBaseline = NewRoleBaseline()
+		sc.RoleBaseline = grpo.NewRoleBaseline()
 	}
 	return sc, nil
 }
@@ -126,13 +129,13 @@ func (l *Loop) readSidecar(step int) (sidecar, error) {
 // NewLoop checks opts and reads the run's state.
 func NewLoop(opts LoopOptions) (*Loop, error) {
 	if opts.Rollout.Game == nil || opts.Rollout.Policy == nil || opts.Judge == nil || opts.Adapters == nil {
-		return nil, errors.New("grpo.NewLoop: game, policy, judge and adapter loader are required")
+		return nil, errors.New("train.NewLoop: game, policy, judge and adapter loader are required")
 	}
 	if len(opts.Prompts) == 0 || opts.PromptsPerStep <= 0 || opts.Steps <= 0 {
-		return nil, fmt.Errorf("grpo.NewLoop: need prompts (%d), prompts per step (%d) and steps (%d)", len(opts.Prompts), opts.PromptsPerStep, opts.Steps)
+		return nil, fmt.Errorf("train.NewLoop: need prompts (%d), prompts per step (%d) and steps (%d)", len(opts.Prompts), opts.PromptsPerStep, opts.Steps)
 	}
 	if opts.MaxStaleness != 0 && opts.MaxStaleness != 1 {
-		return nil, fmt.Errorf("grpo.NewLoop: max staleness %d: want 0 or 1", opts.MaxStaleness)
+		return nil, fmt.Errorf("train.NewLoop: max staleness %d: want 0 or 1", opts.MaxStaleness)
 	}
 	if opts.DonePoll <= 0 {
 		opts.DonePoll = DefaultDonePoll
@@ -160,12 +163,12 @@ func NewLoop(opts LoopOptions) (*Loop, error) {
 		return nil, err
 	}
 	if !ok {
-		st = State{Version: StateVersion, RunID: opts.RunID, Seed: opts.Seed, RoleBaseline: NewRoleBaseline()}
+		st = State{Version: StateVersion, RunID: opts.RunID, Seed: opts.Seed, RoleBaseline: grpo.NewRoleBaseline()}
 	}
 	if st.Nonce == "" {
 		var b [4]byte
 		if _, err := rand.Read(b[:]); err != nil {
-			return nil, fmt.Errorf("grpo.NewLoop: %w", err)
+			return nil, fmt.Errorf("train.NewLoop: %w", err)
 		}
 		st.Nonce = hex.EncodeToString(b[:])
 		if err := SaveState(opts.Dir.StatePath(), st); err != nil {
@@ -173,7 +176,7 @@ func NewLoop(opts LoopOptions) (*Loop, error) {
 		}
 	}
 	if st.RoleBaseline == nil {
-		st.RoleBaseline = NewRoleBaseline()
+		st.RoleBaseline = grpo.NewRoleBaseline()
 	}
 	recorded, err := recordedSteps(opts.Dir.MetricsPath())
 	if err != nil {
@@ -199,6 +202,9 @@ func (l *Loop) Run(ctx context.Context) error {
 	}
 	if l.state.Step > 0 {
 		l.log.Info("resuming", zap.Int("completed_step", l.state.Step), zap.Int("policy_version", l.state.PolicyVersion))
+	}
+	if l.opts.OnStart != nil {
+		l.opts.OnStart(l.state.Step)
 	}
 	pending := 0
 	for step := l.state.Step + 1; step <= l.opts.Steps; step++ {
@@ -232,18 +238,16 @@ func (l *Loop) adapterPath(step int) string {
 	return p
 }
 
-func (l *Loop) sidecarPath(step int) string {
-	return filepath.Join(l.opts.Dir.RolloutsDir(), StepName(step)+".metrics.json")
-}
+func (l *Loop) sidecarPath(step int) string { return SidecarPath(l.opts.Dir, step) }
 
 // ensureBatch samples, judges and writes step's rollouts and batch unless
 // its batch is already written and verified.
 func (l *Loop) ensureBatch(ctx context.Context, step int) error {
-	if _, err := dataset.VerifyBatch(l.opts.Dir.BatchesDir(), step); err == nil {
+	if _, err := dataset.VerifyBatch(l.opts.Dir.BatchPath(step), step); err == nil {
 		// The trainer may have trained this batch: never sample it again.
 		sc, err := l.readSidecar(step)
 		if err != nil {
-			return fmt.Errorf("grpo.Loop: step %d's batch is written but its metrics are not: %w", step, err)
+			return fmt.Errorf("train.Loop: step %d's batch is written but its metrics are not: %w", step, err)
 		}
 		l.baseline = sc.RoleBaseline
 		l.log.Info("batch already written", zap.Int("step", step))
@@ -253,7 +257,7 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 	// server restarted since (or a resumed run) no longer holds it.
 	if l.state.Adapter != "" {
 		if err := l.opts.Adapters.LoadLoRA(ctx, l.state.Adapter, l.adapterPath(l.state.PolicyVersion)); err != nil {
-			return fmt.Errorf("grpo.Loop step %d: load adapter %s: %w", step, l.state.Adapter, err)
+			return fmt.Errorf("train.Loop step %d: load adapter %s: %w", step, l.state.Adapter, err)
 		}
 	}
 	pv := l.state.PolicyVersion
@@ -275,10 +279,10 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("grpo.Loop step %d: %w", step, err)
+		return fmt.Errorf("train.Loop step %d: %w", step, err)
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("grpo.Loop step %d: %w", step, err)
+		return fmt.Errorf("train.Loop step %d: %w", step, err)
 	}
 	// Completion order varies with timing; the step's files do not.
 	sort.Slice(rs, func(i, j int) bool { return rs[i].RolloutID < rs[j].RolloutID })
@@ -290,11 +294,11 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 		Advantage: l.opts.Advantage, Mask: l.opts.Mask, JudgeConcurrency: l.opts.JudgeConcurrency,
 	})
 	if err != nil {
-		return fmt.Errorf("grpo.Loop step %d: %w", step, err)
+		return fmt.Errorf("train.Loop step %d: %w", step, err)
 	}
 	judgeSec := time.Since(t1).Seconds()
 	if failed := sum.Failed + res.Judge.Failed; float64(failed) > l.opts.MaxFailedFraction*float64(max(len(rs), 1)) {
-		return fmt.Errorf("grpo.Loop step %d: %d of %d rollouts failed (%d sampling, %d judging), more than train.max_failed_fraction %g; first error: %s",
+		return fmt.Errorf("train.Loop step %d: %d of %d rollouts failed (%d sampling, %d judging), more than train.max_failed_fraction %g; first error: %s",
 			step, failed, len(rs), sum.Failed, res.Judge.Failed, l.opts.MaxFailedFraction, firstError(rs))
 	}
 	if len(res.Rows) == 0 {
@@ -302,17 +306,6 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 			zap.Int("groups_zero_variance", res.Advantage.DroppedZeroVariance), zap.Int("rollouts_failed", sum.Failed))
 	}
 
-	w, err := dataset.NewRolloutWriter(l.opts.Dir.RolloutsPath(step), dataset.RolloutWriterOptions{Logger: l.log})
-	if err != nil {
-		return err
-	}
-	if err := w.Write(rs...); err != nil {
-		w.Abort()
-		return err
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
 	m := map[string]any{
 		"step": step, "policy_version": pv,
 		"score_min": res.Advantage.ScoreMin, "score_mean": res.Advantage.ScoreMean, "score_max": res.Advantage.ScoreMax,
@@ -325,14 +318,17 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 		"batch_rows": res.Batch.Rows, "batch_tokens": res.Batch.Tokens, "trained_tokens": res.Batch.TrainedTokens,
 		"sample_seconds": sampleSec, "judge_seconds": judgeSec,
 	}
+	addRoleMetrics(m, res.Advantage.Roles)
+	if spec, ok := rollout.Lookup(l.opts.Rollout.Game.Name()); ok && spec.Metrics != nil {
+		for k, v := range spec.Metrics(rs) {
+			m[k] = v
+		}
+	}
 	b, err := json.Marshal(sidecar{Metrics: m, RoleBaseline: baseline})
 	if err != nil {
-		return fmt.Errorf("grpo.Loop step %d: metrics: %w", step, err)
+		return fmt.Errorf("train.Loop step %d: metrics: %w", step, err)
 	}
-	if err := fsutil.WriteFileAtomic(l.sidecarPath(step), b, 0o644); err != nil {
-		return err
-	}
-	ready, err := dataset.WriteBatch(l.opts.Dir.BatchesDir(), step, pv, res.Rows)
+	ready, err := WriteStep(l.opts.Dir, step, pv, rs, res.Rows, b, l.log)
 	if err != nil {
 		return err
 	}
@@ -353,7 +349,7 @@ func (l *Loop) finish(ctx context.Context, step int) error {
 	waitSec := time.Since(t0).Seconds()
 	name := l.AdapterName(step)
 	if err := l.opts.Adapters.LoadLoRA(ctx, name, l.adapterPath(step)); err != nil {
-		return fmt.Errorf("grpo.Loop step %d: load adapter %s: %w", step, name, err)
+		return fmt.Errorf("train.Loop step %d: load adapter %s: %w", step, name, err)
 	}
 	if prev := l.state.Adapter; prev != "" && prev != name {
 		if err := l.opts.Adapters.UnloadLoRA(ctx, prev); err != nil {
@@ -421,12 +417,12 @@ func (l *Loop) waitTrainer(ctx context.Context, step int) (Done, error) {
 		case r := <-ch:
 			if r.err != nil {
 				if parent.Err() != nil {
-					return Done{}, fmt.Errorf("grpo.Loop step %d: waiting for the trainer: %w", step, parent.Err())
+					return Done{}, fmt.Errorf("train.Loop step %d: waiting for the trainer: %w", step, parent.Err())
 				}
 				if errors.Is(r.err, context.DeadlineExceeded) {
-					return Done{}, fmt.Errorf("grpo.Loop step %d: no DONE from the trainer after %s (train.trainer_timeout); is the trainer running on %s?", step, l.opts.TrainerTimeout, l.opts.Dir.Root())
+					return Done{}, fmt.Errorf("train.Loop step %d: no DONE from the trainer after %s (train.trainer_timeout); is the trainer running on %s?", step, l.opts.TrainerTimeout, l.opts.Dir.Root())
 				}
-				return Done{}, fmt.Errorf("grpo.Loop step %d: %w", step, r.err)
+				return Done{}, fmt.Errorf("train.Loop step %d: %w", step, r.err)
 			}
 			if wasDown {
 				l.log.Info("trainer is back", zap.Int("step", step))
@@ -435,7 +431,7 @@ func (l *Loop) waitTrainer(ctx context.Context, step int) (Done, error) {
 		case <-tick.C:
 			if l.opts.TrainerGone != nil {
 				if err := l.opts.TrainerGone(); err != nil {
-					return Done{}, fmt.Errorf("grpo.Loop step %d: %w", step, err)
+					return Done{}, fmt.Errorf("train.Loop step %d: %w", step, err)
 				}
 			}
 			fields := []zap.Field{zap.Int("step", step), zap.Duration("waited", time.Since(start).Round(time.Second))}
@@ -448,6 +444,28 @@ func (l *Loop) waitTrainer(ctx context.Context, step int) (Done, error) {
 			}
 			l.log.Info("waiting for the trainer", fields...)
 		}
+	}
+}
+
+// addRoleMetrics adds reward_mean/<role> for every trained role when the
+// roles' rewards differ (a zero-sum game's sides, five parties); roles that
+// share one reward (the deliberation game) add nothing beyond reward_mean.
+func addRoleMetrics(m map[string]any, roles map[string]grpo.RoleStats) {
+	differ := false
+	first := true
+	var mean float64
+	for _, r := range roles {
+		if first {
+			mean, first = r.RewardMean, false
+		} else if r.RewardMean != mean {
+			differ = true
+		}
+	}
+	if !differ {
+		return
+	}
+	for role, r := range roles {
+		m["reward_mean/"+role] = r.RewardMean
 	}
 }
 
@@ -475,12 +493,12 @@ func recordedSteps(path string) (map[int]bool, error) {
 		return out, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("grpo: read %s: %w", path, err)
+		return nil, fmt.Errorf("train: read %s: %w", path, err)
 	}
 	if n := len(b); n > 0 && b[n-1] != '\n' {
 		cut := bytes.LastIndexByte(b, '\n') + 1
 		if err := os.Truncate(path, int64(cut)); err != nil {
-			return nil, fmt.Errorf("grpo: drop torn line of %s: %w", path, err)
+			return nil, fmt.Errorf("train: drop torn line of %s: %w", path, err)
 		}
 		b = b[:cut]
 	}

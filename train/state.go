@@ -1,4 +1,4 @@
-package grpo
+package train
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/grpo"
 	"github.com/parleyhq/parley/internal/fsutil"
 )
 
@@ -26,9 +28,9 @@ type State struct {
 	PolicyVersion int `json:"policy_version"`
 	// Seed is the run's seed.
 	Seed int64 `json:"seed"`
-	// RoleBaseline is ModeRoleBaseline's baseline after the last step that
+	// RoleBaseline is grpo.ModeRoleBaseline's baseline after the last step that
 	// computed advantages.
-	RoleBaseline *RoleBaseline `json:"role_baseline,omitempty"`
+	RoleBaseline *grpo.RoleBaseline `json:"role_baseline,omitempty"`
 	// Adapter is the name of the adapter loaded into the inference
 	// endpoints ("" for the base model).
 	Adapter string `json:"adapter,omitempty"`
@@ -45,7 +47,7 @@ func (s State) Validate() error {
 	if s.Version < 0 || s.Version > StateVersion {
 		return fmt.Errorf("state version %d, this build reads up to %d", s.Version, StateVersion)
 	}
-	if s.Step < 0 || s.Step > MaxStep || s.PolicyVersion < 0 {
+	if s.Step < 0 || s.Step > dataset.MaxStep || s.PolicyVersion < 0 {
 		return fmt.Errorf("step %d, policy version %d: must not be negative", s.Step, s.PolicyVersion)
 	}
 	return nil
@@ -59,14 +61,14 @@ func SaveState(path string, s State) error {
 		s.Version = StateVersion
 	}
 	if err := s.Validate(); err != nil {
-		return fmt.Errorf("grpo.SaveState: %w", err)
+		return fmt.Errorf("train.SaveState: %w", err)
 	}
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
-		return fmt.Errorf("grpo.SaveState: %w", err)
+		return fmt.Errorf("train.SaveState: %w", err)
 	}
 	if err := fsutil.WriteFileAtomic(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("grpo.SaveState: %w", err)
+		return fmt.Errorf("train.SaveState: %w", err)
 	}
 	return nil
 }
@@ -79,16 +81,16 @@ func LoadState(path string) (State, bool, error) {
 		return State{}, false, nil
 	}
 	if err != nil {
-		return State{}, false, fmt.Errorf("grpo.LoadState: %w", err)
+		return State{}, false, fmt.Errorf("train.LoadState: %w", err)
 	}
 	var s State
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
-		return State{}, false, fmt.Errorf("grpo.LoadState: %s: %w", path, err)
+		return State{}, false, fmt.Errorf("train.LoadState: %s: %w", path, err)
 	}
 	if err := s.Validate(); err != nil {
-		return State{}, false, fmt.Errorf("grpo.LoadState: %s: %w", path, err)
+		return State{}, false, fmt.Errorf("train.LoadState: %s: %w", path, err)
 	}
 	return s, true, nil
 }

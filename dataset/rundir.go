@@ -1,4 +1,4 @@
-package grpo
+package dataset
 
 import (
 	"fmt"
@@ -24,7 +24,8 @@ const (
 	ReadyExt   = ".ready"
 )
 
-// RunDir is the root of one run's directory:
+// RunDir is the root of one run's directory; its layout is defined here and
+// nowhere else (the trainer's side is the handshake contract of DESIGN.md):
 //
 //	config.yaml                       the resolved config, frozen at start
 //	state.json                        see State
@@ -85,8 +86,12 @@ func (d RunDir) BatchPath(step int) string {
 }
 
 // ReadyPath is batches/step-N.ready.
-func (d RunDir) ReadyPath(step int) string {
-	return filepath.Join(string(d), BatchesDirName, StepName(step)+ReadyExt)
+func (d RunDir) ReadyPath(step int) string { return ReadyPathOf(d.BatchPath(step)) }
+
+// ReadyPathOf is the .ready marker beside a batch file: its path with the
+// .parquet extension replaced.
+func ReadyPathOf(batchPath string) string {
+	return strings.TrimSuffix(batchPath, ParquetExt) + ReadyExt
 }
 
 // RolloutsDir is rollouts/.
@@ -112,11 +117,11 @@ func (d RunDir) DonePath(step int) string { return filepath.Join(d.CheckpointDir
 // checkpoints/ subdirectories; existing ones are kept.
 func (d RunDir) Create() error {
 	if d == "" {
-		return fmt.Errorf("grpo.RunDir.Create: empty path")
+		return fmt.Errorf("dataset.RunDir.Create: empty path")
 	}
 	for _, p := range []string{d.BatchesDir(), d.RolloutsDir(), d.CheckpointsDir()} {
 		if err := os.MkdirAll(p, 0o755); err != nil {
-			return fmt.Errorf("grpo.RunDir.Create: %w", err)
+			return fmt.Errorf("dataset.RunDir.Create: %w", err)
 		}
 	}
 	return nil

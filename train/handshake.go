@@ -1,4 +1,4 @@
-package grpo
+package train
 
 import (
 	"archive/tar"
@@ -110,11 +110,11 @@ type HandshakeOptions struct {
 //	    never ready, 413 over the size cap.
 //
 // {step} is parsed as a decimal integer; every path the server opens is
-// built from that integer through RunDir. The only request data that names
+// built from that integer through dataset.RunDir. The only request data that names
 // a file is a tar member name, validated as above and opened through an
 // os.Root confined to the temporary directory.
 type HandshakeServer struct {
-	dir      RunDir
+	dir      dataset.RunDir
 	tokenSum [sha256.Size]byte
 	log      *zap.Logger
 	opts     HandshakeOptions
@@ -132,7 +132,7 @@ type HandshakeServer struct {
 func NewToken() (string, error) {
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("grpo.NewToken: %w", err)
+		return "", fmt.Errorf("train.NewToken: %w", err)
 	}
 	return hex.EncodeToString(b[:]), nil
 }
@@ -141,10 +141,10 @@ func NewToken() (string, error) {
 // Close. It creates the run directory's subdirectories if missing.
 func NewHandshakeServer(opts HandshakeOptions) (*HandshakeServer, error) {
 	if opts.Dir == "" {
-		return nil, errors.New("grpo.NewHandshakeServer: Dir is empty")
+		return nil, errors.New("train.NewHandshakeServer: Dir is empty")
 	}
 	if opts.Token == "" {
-		return nil, errors.New("grpo.NewHandshakeServer: Token is empty")
+		return nil, errors.New("train.NewHandshakeServer: Token is empty")
 	}
 	if opts.Addr == "" {
 		opts.Addr = DefaultHandshakeAddr
@@ -166,26 +166,26 @@ func NewHandshakeServer(opts HandshakeOptions) (*HandshakeServer, error) {
 	}
 	host, _, err := net.SplitHostPort(opts.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("grpo.NewHandshakeServer: address %q: %w", opts.Addr, err)
+		return nil, fmt.Errorf("train.NewHandshakeServer: address %q: %w", opts.Addr, err)
 	}
 	if !opts.AllowRemote && !isLoopbackHost(host) {
-		return nil, fmt.Errorf("grpo.NewHandshakeServer: address %q is not loopback; set AllowRemote to serve other machines", opts.Addr)
+		return nil, fmt.Errorf("train.NewHandshakeServer: address %q is not loopback; set AllowRemote to serve other machines", opts.Addr)
 	}
 	abs, err := filepath.Abs(opts.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("grpo.NewHandshakeServer: %w", err)
+		return nil, fmt.Errorf("train.NewHandshakeServer: %w", err)
 	}
-	dir := RunDir(abs)
+	dir := dataset.RunDir(abs)
 	if err := dir.Create(); err != nil {
-		return nil, fmt.Errorf("grpo.NewHandshakeServer: %w", err)
+		return nil, fmt.Errorf("train.NewHandshakeServer: %w", err)
 	}
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("grpo.NewHandshakeServer: %w", err)
+		return nil, fmt.Errorf("train.NewHandshakeServer: %w", err)
 	}
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !opts.AllowRemote && !tcp.IP.IsLoopback() {
 		ln.Close()
-		return nil, fmt.Errorf("grpo.NewHandshakeServer: %q resolved to non-loopback %s", opts.Addr, tcp)
+		return nil, fmt.Errorf("train.NewHandshakeServer: %q resolved to non-loopback %s", opts.Addr, tcp)
 	}
 	s := &HandshakeServer{
 		dir:      dir,
@@ -253,7 +253,7 @@ func (s *HandshakeServer) Close() error {
 		}
 		<-s.served
 		if s.closeErr != nil {
-			s.closeErr = fmt.Errorf("grpo.HandshakeServer.Close: %w", s.closeErr)
+			s.closeErr = fmt.Errorf("train.HandshakeServer.Close: %w", s.closeErr)
 		}
 	})
 	return s.closeErr
@@ -317,7 +317,7 @@ func (s *HandshakeServer) handleNext(w http.ResponseWriter, r *http.Request) {
 	after := -1
 	if v := q.Get("after"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < -1 || n > MaxStep {
+		if err != nil || n < -1 || n > dataset.MaxStep {
 			writeError(w, http.StatusBadRequest, "after must be an integer >= -1")
 			return
 		}
@@ -374,11 +374,11 @@ func (s *HandshakeServer) nextReady(after int) (int, dataset.Ready, bool, error)
 	best := -1
 	var bestReady dataset.Ready
 	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), ReadyExt)
+		name, ok := strings.CutSuffix(e.Name(), dataset.ReadyExt)
 		if !ok || !e.Type().IsRegular() {
 			continue
 		}
-		step, ok := ParseStepName(name)
+		step, ok := dataset.ParseStepName(name)
 		if !ok || step <= after || (best >= 0 && step >= best) {
 			continue
 		}
@@ -480,7 +480,7 @@ func (s *HandshakeServer) handleDone(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body := http.MaxBytesReader(w, r.Body, s.opts.MaxUploadBytes)
-	tmp, err := os.MkdirTemp(s.dir.CheckpointsDir(), ".upload-"+StepName(step)+"-")
+	tmp, err := os.MkdirTemp(s.dir.CheckpointsDir(), ".upload-"+dataset.StepName(step)+"-")
 	if err != nil {
 		s.log.Error("upload temp dir", zap.Error(err))
 		writeError(w, http.StatusInternalServerError, "cannot create upload directory")
@@ -566,7 +566,7 @@ func (s *HandshakeServer) extract(body io.Reader, dir string, step int) (Done, i
 		seen[name] = true
 		switch hdr.Typeflag {
 		case tar.TypeDir:
-			if name == DoneFile {
+			if name == dataset.DoneFile {
 				return done, 0, 0, badUpload("DONE must be a regular file")
 			}
 			if err := root.MkdirAll(name, 0o755); err != nil {
@@ -582,7 +582,7 @@ func (s *HandshakeServer) extract(body io.Reader, dir string, step int) (Done, i
 				err: fmt.Errorf("member %q: upload larger than %d bytes", name, s.opts.MaxUploadBytes)}
 		}
 		total += hdr.Size
-		if name == DoneFile {
+		if name == dataset.DoneFile {
 			if hdr.Size > maxDoneBytes {
 				return done, 0, 0, badUpload("DONE is %d bytes, limit %d", hdr.Size, maxDoneBytes)
 			}
@@ -685,7 +685,7 @@ func memberName(name string, isDir bool) (clean string, skip bool, err error) {
 			return "", false, fmt.Errorf("component %q not allowed", p)
 		}
 	}
-	if len(parts) > 1 && parts[0] == DoneFile {
+	if len(parts) > 1 && parts[0] == dataset.DoneFile {
 		return "", false, errors.New("DONE must be a top-level file")
 	}
 	return n, false, nil

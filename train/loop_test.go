@@ -1,4 +1,4 @@
-package grpo_test
+package train_test
 
 import (
 	"context"
@@ -18,14 +18,16 @@ import (
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
+	"github.com/parleyhq/parley/rollout/deliberation"
 	"github.com/parleyhq/parley/sim"
+	"github.com/parleyhq/parley/train"
 )
 
 // fakeTrainer is a stand-in for the PyTorch trainer in file mode: it takes
 // the batches in order, counts how often it consumed each, and writes the
 // checkpoint and DONE, skipping steps already DONE as the real one does.
 type fakeTrainer struct {
-	dir      grpo.RunDir
+	dir      dataset.RunDir
 	mu       sync.Mutex
 	consumed map[int]int
 	versions map[int]int
@@ -34,11 +36,11 @@ type fakeTrainer struct {
 func (f *fakeTrainer) run(ctx context.Context) {
 	step := 1
 	for ctx.Err() == nil {
-		if _, ok, _ := grpo.ReadDone(f.dir.CheckpointDir(step)); ok {
+		if _, ok, _ := train.ReadDone(f.dir.CheckpointDir(step)); ok {
 			step++
 			continue
 		}
-		ready, err := dataset.VerifyBatch(f.dir.BatchesDir(), step)
+		ready, err := dataset.VerifyBatch(f.dir.BatchPath(step), step)
 		if err != nil {
 			time.Sleep(2 * time.Millisecond)
 			continue
@@ -50,17 +52,17 @@ func (f *fakeTrainer) run(ctx context.Context) {
 		ck := f.dir.CheckpointDir(step)
 		_ = os.MkdirAll(ck, 0o755)
 		_ = os.WriteFile(filepath.Join(ck, "adapter_config.json"), []byte("{}"), 0o644)
-		_ = grpo.WriteDone(ck, grpo.Done{Step: step, Metrics: map[string]float64{"loss": float64(step)}})
+		_ = train.WriteDone(ck, train.Done{Step: step, Metrics: map[string]float64{"loss": float64(step)}})
 		step++
 	}
 }
 
-func newLoop(t *testing.T, dir grpo.RunDir, url string, steps, staleness int) *grpo.Loop {
+func newLoop(t *testing.T, dir dataset.RunDir, url string, steps, staleness int) *train.Loop {
 	t.Helper()
 	return newLoopClient(t, dir, llm.Options{Endpoints: []string{url}, BackoffBase: time.Millisecond}, steps, staleness)
 }
 
-func newLoopClient(t *testing.T, dir grpo.RunDir, copts llm.Options, steps, staleness int) *grpo.Loop {
+func newLoopClient(t *testing.T, dir dataset.RunDir, copts llm.Options, steps, staleness int) *train.Loop {
 	t.Helper()
 	client, err := llm.New(copts)
 	if err != nil {
@@ -75,11 +77,11 @@ func newLoopClient(t *testing.T, dir grpo.RunDir, copts llm.Options, steps, stal
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := grpo.NewLoop(grpo.LoopOptions{
+	l, err := train.NewLoop(train.LoopOptions{
 		Dir: dir, RunID: "t", Seed: 5, Steps: steps, MaxStaleness: staleness,
 		Prompts: prompts, PromptsPerStep: 4,
 		Rollout: rollout.RunnerOptions{
-			Game:   rollout.NewDeliberation(rollout.DeliberationOptions{MaxRounds: 3, TurnTokens: 48, FinalTokens: 64}),
+			Game:   deliberation.New(deliberation.Options{MaxRounds: 3, TurnTokens: 48, FinalTokens: 64}),
 			Policy: client, Model: sim.DefaultModel, Sampling: llm.Sampling{MaxTokens: 48, Temperature: 1},
 			GroupSize: 4, Concurrency: 16,
 		},
@@ -93,7 +95,7 @@ func newLoopClient(t *testing.T, dir grpo.RunDir, copts llm.Options, steps, stal
 	return l
 }
 
-func readMetrics(t *testing.T, dir grpo.RunDir) []map[string]any {
+func readMetrics(t *testing.T, dir dataset.RunDir) []map[string]any {
 	t.Helper()
 	b, err := os.ReadFile(dir.MetricsPath())
 	if err != nil {
@@ -123,7 +125,7 @@ func TestLoopStaleness(t *testing.T) {
 		{1, []int{0, 0, 1, 2, 3}},
 	} {
 		t.Run(fmt.Sprint("staleness", tc.staleness), func(t *testing.T) {
-			dir := grpo.RunDir(t.TempDir())
+			dir := dataset.RunDir(t.TempDir())
 			ft := &fakeTrainer{dir: dir, consumed: map[int]int{}, versions: map[int]int{}}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -148,7 +150,7 @@ func TestLoopStaleness(t *testing.T) {
 					t.Errorf("step %d consumed %d times with policy %d", s, ft.consumed[s], ft.versions[s])
 				}
 			}
-			st, _, _ := grpo.LoadState(dir.StatePath())
+			st, _, _ := train.LoadState(dir.StatePath())
 			if st.Step != 5 || st.Adapter != "p-"+st.Nonce+"-000005" || len(st.Nonce) != 8 {
 				t.Errorf("state = step %d adapter %q", st.Step, st.Adapter)
 			}
@@ -166,15 +168,15 @@ func TestLoopResume(t *testing.T) {
 
 	// Both runs get the same adapter nonce: the simulator's replies depend
 	// on the adapter's name.
-	fixNonce := func(dir grpo.RunDir) {
+	fixNonce := func(dir dataset.RunDir) {
 		if err := dir.Create(); err != nil {
 			t.Fatal(err)
 		}
-		if err := grpo.SaveState(dir.StatePath(), grpo.State{Version: grpo.StateVersion, RunID: "t", Seed: 5, Nonce: "0badcafe"}); err != nil {
+		if err := train.SaveState(dir.StatePath(), train.State{Version: train.StateVersion, RunID: "t", Seed: 5, Nonce: "0badcafe"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ref := grpo.RunDir(t.TempDir())
+	ref := dataset.RunDir(t.TempDir())
 	fixNonce(ref)
 	{
 		ft := &fakeTrainer{dir: ref, consumed: map[int]int{}, versions: map[int]int{}}
@@ -186,7 +188,7 @@ func TestLoopResume(t *testing.T) {
 		cancel()
 	}
 
-	dir := grpo.RunDir(t.TempDir())
+	dir := dataset.RunDir(t.TempDir())
 	fixNonce(dir)
 	ft := &fakeTrainer{dir: dir, consumed: map[int]int{}, versions: map[int]int{}}
 	tctx, tcancel := context.WithCancel(context.Background())
@@ -239,7 +241,7 @@ func TestLoopFailsOnFailedRollouts(t *testing.T) {
 	srv, _ := sim.New(sim.Options{ErrorRate: 1})
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
-	dir := grpo.RunDir(t.TempDir())
+	dir := dataset.RunDir(t.TempDir())
 	l := newLoopClient(t, dir, llm.Options{Endpoints: []string{ts.URL}, MaxRetries: -1}, 2, 0)
 	err := l.Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "max_failed_fraction") || !strings.Contains(err.Error(), "first error") {

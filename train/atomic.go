@@ -1,4 +1,4 @@
-package grpo
+package train
 
 import (
 	"encoding/json"
@@ -12,11 +12,11 @@ import (
 func AppendMetrics(path string, record any) error {
 	b, err := json.Marshal(record)
 	if err != nil {
-		return fmt.Errorf("grpo.AppendMetrics: %w", err)
+		return fmt.Errorf("train.AppendMetrics: %w", err)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		return fmt.Errorf("grpo.AppendMetrics: %w", err)
+		return fmt.Errorf("train.AppendMetrics: %w", err)
 	}
 	_, err = f.Write(append(b, '\n'))
 	if err == nil {
@@ -24,7 +24,7 @@ func AppendMetrics(path string, record any) error {
 	}
 	err = errors.Join(err, f.Close())
 	if err != nil {
-		return fmt.Errorf("grpo.AppendMetrics: %w", err)
+		return fmt.Errorf("train.AppendMetrics: %w", err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package grpo
+package train
 
 import (
 	"context"
@@ -11,10 +11,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/grpo"
 )
 
 func TestRunDirPaths(t *testing.T) {
-	d := RunDir(filepath.FromSlash("runs/x"))
+	d := dataset.RunDir(filepath.FromSlash("runs/x"))
 	tests := []struct {
 		got, want string
 	}{
@@ -46,9 +49,9 @@ func TestParseStepName(t *testing.T) {
 		{"step-000042", 42, true},
 		{"step-000000", 0, true},
 		{"step-1234567", 1234567, true},
-		{"step-999999999", MaxStep, true},
+		{"step-999999999", dataset.MaxStep, true},
 		{"step-42", 0, false},
-		{"step-0000042", 0, false}, // not as StepName writes it
+		{"step-0000042", 0, false}, // not as dataset.StepName writes it
 		{"step-00004a", 0, false},
 		{"step--00042", 0, false},
 		{"step-+00042", 0, false},
@@ -56,15 +59,15 @@ func TestParseStepName(t *testing.T) {
 		{"batch-000042", 0, false},
 	}
 	for _, tt := range tests {
-		got, ok := ParseStepName(tt.in)
+		got, ok := dataset.ParseStepName(tt.in)
 		if got != tt.want || ok != tt.wantOK {
-			t.Errorf("ParseStepName(%q) = %d, %v, want %d, %v", tt.in, got, ok, tt.want, tt.wantOK)
+			t.Errorf("dataset.ParseStepName(%q) = %d, %v, want %d, %v", tt.in, got, ok, tt.want, tt.wantOK)
 		}
 	}
 }
 
 func TestRunDirCreate(t *testing.T) {
-	d := RunDir(filepath.Join(t.TempDir(), "run"))
+	d := dataset.RunDir(filepath.Join(t.TempDir(), "run"))
 	for range 2 { // idempotent
 		if err := d.Create(); err != nil {
 			t.Fatalf("Create() = %v", err)
@@ -79,12 +82,12 @@ func TestRunDirCreate(t *testing.T) {
 
 func TestSaveLoadState(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, StateFile)
+	path := filepath.Join(dir, dataset.StateFile)
 
 	if s, ok, err := LoadState(path); err != nil || ok || !reflect.DeepEqual(s, State{}) {
 		t.Fatalf("LoadState(missing) = %+v, %v, %v; want zero, false, nil", s, ok, err)
 	}
-	rb := NewRoleBaseline()
+	rb := grpo.NewRoleBaseline()
 	rb.Update("holder", 0.5, 0.9)
 	want := State{
 		RunID: "run-1", Step: 4, PolicyVersion: 4, Seed: 7,
@@ -110,7 +113,7 @@ func TestSaveLoadState(t *testing.T) {
 		for _, e := range entries {
 			names = append(names, e.Name())
 		}
-		t.Errorf("directory holds %v, want only %s (temp files left behind)", names, StateFile)
+		t.Errorf("directory holds %v, want only %s (temp files left behind)", names, dataset.StateFile)
 	}
 	raw, _ := os.ReadFile(path)
 	for _, key := range []string{`"run_id"`, `"step"`, `"policy_version"`, `"seed"`, `"role_baseline"`, `"adapter"`, `"nonce"`} {
@@ -152,7 +155,7 @@ func TestStateErrors(t *testing.T) {
 }
 
 func TestReadWaitDone(t *testing.T) {
-	run := RunDir(t.TempDir())
+	run := dataset.RunDir(t.TempDir())
 	if err := run.Create(); err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +196,7 @@ func TestReadWaitDone(t *testing.T) {
 		{"trailing", `{"step": 3} {"step": 3}`, "trailing data"},
 	}
 	for _, tt := range bad {
-		if err := os.WriteFile(filepath.Join(ckpt, DoneFile), []byte(tt.content), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(ckpt, dataset.DoneFile), []byte(tt.content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := WaitDone(ctx, ckpt, 5*time.Millisecond); err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -222,7 +225,7 @@ func TestReadWaitDone(t *testing.T) {
 }
 
 func TestAppendMetrics(t *testing.T) {
-	path := filepath.Join(t.TempDir(), MetricsFile)
+	path := filepath.Join(t.TempDir(), dataset.MetricsFile)
 	for i := range 3 {
 		if err := AppendMetrics(path, map[string]int{"step": i}); err != nil {
 			t.Fatal(err)

@@ -1,0 +1,198 @@
+// Package deliberation is the negotiation game of seed 000 ("Learning to
+// Negotiate"): agents A and B, each with its own persona and the Collective
+// Agency objective, alternate turns on a dilemma; a turn carrying the
+// agreement marker accepts the standing proposal, and the dialogue ends when
+// both agents have marked agreement in consecutive turns, or after
+// max_rounds. The policy then writes one final completion, the solution,
+// which the judge scores; every role (A, B, final) earns that score.
+package deliberation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/llm"
+	"github.com/parleyhq/parley/rollout"
+)
+
+// Name is the game's env name.
+const Name = "deliberation"
+
+// Config is the game's config section, game.deliberation.
+type Config struct {
+	// MaxRounds bounds the negotiation; a round is one turn of each agent.
+	MaxRounds int `yaml:"max_rounds"`
+	// AgreementMarker is the text a turn carries to accept the standing
+	// proposal.
+	AgreementMarker string `yaml:"agreement_marker"`
+}
+
+// DefaultConfig is the section's defaults.
+func DefaultConfig() *Config { return &Config{MaxRounds: 5, AgreementMarker: "[AGREE]"} }
+
+// Validate checks the section; errors name keys relative to it.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.MaxRounds < 1 || c.MaxRounds > 100 {
+		errs = append(errs, fmt.Errorf("key max_rounds: must be in [1, 100], got %d", c.MaxRounds))
+	}
+	if strings.TrimSpace(c.AgreementMarker) == "" {
+		errs = append(errs, errors.New("key agreement_marker: must not be empty"))
+	}
+	return errors.Join(errs...)
+}
+
+func init() {
+	rollout.Register(rollout.Spec{
+		Name:    Name,
+		Summary: "seed 000's negotiation: agents A and B with opposing personas, then a judged final completion",
+		Config:  func() any { return DefaultConfig() },
+		New: func(section any, shared rollout.Shared) (rollout.Game, error) {
+			c := section.(*Config)
+			return New(Options{MaxRounds: c.MaxRounds, Marker: c.AgreementMarker, TurnTokens: shared.TurnTokens, FinalTokens: shared.FinalTokens}), nil
+		},
+		Curriculum: rollout.Curriculum{Default: "builtin:dilemmas", RequirePersonas: true},
+		Kinds:      []string{dataset.KindDialogue, dataset.KindFinal},
+	})
+}
+
+// CollectiveAgency is the objective both agents (and the single agent) are
+// given: seed 000's alignment target.
+const CollectiveAgency = "Collective Agency: seek the course of action that most expands the agency of everyone involved — their capacities, options, understanding and freedom to choose — now and over time, integrating the values at stake rather than sacrificing one side to the other."
+
+// Options configure the deliberation game.
+type Options struct {
+	// MaxRounds bounds the negotiation; a round is a turn of each agent.
+	MaxRounds int
+	// Marker is the agreement marker (default "[AGREE]").
+	Marker string
+	// TurnTokens and FinalTokens bound a turn and the final completion.
+	TurnTokens, FinalTokens int
+}
+
+// Game is the multi-agent negotiation game of seed 000 (see the package
+// doc).
+type Game struct{ opts Options }
+
+var _ rollout.Game = (*Game)(nil)
+
+// New returns the deliberation game.
+func New(opts Options) *Game {
+	if opts.Marker == "" {
+		opts.Marker = "[AGREE]"
+	}
+	if opts.MaxRounds <= 0 {
+		opts.MaxRounds = 5
+	}
+	return &Game{opts: opts}
+}
+
+// Name implements rollout.Game.
+func (g *Game) Name() string { return Name }
+
+// Roles implements rollout.Game: A, B and the final completion.
+func (g *Game) Roles(dataset.Prompt) []string { return []string{"A", "B", "final"} }
+
+// Validate implements rollout.Game: the row needs a task and two personas.
+func (g *Game) Validate(p dataset.Prompt) error {
+	if strings.TrimSpace(p.Task) == "" {
+		return fmt.Errorf("prompt %s: empty task", p.ID)
+	}
+	if strings.TrimSpace(p.Persona("A")) == "" || strings.TrimSpace(p.Persona("B")) == "" {
+		return fmt.Errorf("prompt %s: the deliberation game needs persona_a and persona_b", p.ID)
+	}
+	return nil
+}
+
+func (g *Game) system(p dataset.Prompt, self, other, persona string) string {
+	return fmt.Sprintf(`You are Agent %s, negotiating with Agent %s to decide what to do about the task below.
+
+Task: %s
+
+Your persona: %s
+
+Shared objective — %s
+
+Argue from your persona, listen to Agent %s, and work toward a concrete proposal you can both accept. Keep each turn to a few sentences addressed to Agent %s. When you accept the standing proposal, end your turn with %s. The negotiation ends when both agents have written %s in consecutive turns.`,
+		self, other, p.Task, persona, CollectiveAgency, other, other, g.opts.Marker, g.opts.Marker)
+}
+
+// opening is the first user message of agent A's view.
+const opening = "Agent B is listening. Open the negotiation with your proposal."
+
+// view renders agent self's conversation: its system prompt, then every
+// turn so far — its own as assistant messages, exactly as sampled (raw,
+// less end-of-turn tokens, so that the re-render extends its sequence),
+// the other's as user messages, cleaned.
+func (g *Game) view(sys, self string, turns []dataset.Turn, raw []string) []llm.Message {
+	msgs := []llm.Message{{Role: "system", Content: sys}}
+	if self == "A" {
+		msgs = append(msgs, llm.Message{Role: "user", Content: opening})
+	}
+	for i, t := range turns {
+		if t.Agent == self {
+			msgs = append(msgs, llm.Message{Role: "assistant", Content: raw[i]})
+		} else {
+			msgs = append(msgs, llm.Message{Role: "user", Content: t.Text})
+		}
+	}
+	return msgs
+}
+
+// Play implements rollout.Game.
+func (g *Game) Play(ctx context.Context, p dataset.Prompt, agents rollout.Agents, rec *dataset.Rollout) error {
+	sys := map[string]string{
+		"A": g.system(p, "A", "B", p.Persona("A")),
+		"B": g.system(p, "B", "A", p.Persona("B")),
+	}
+	prevAgree := false
+	rounds := 0
+	var raw []string // each turn as sampled, for its own agent's view
+loop:
+	for round := 1; round <= g.opts.MaxRounds; round++ {
+		rounds = round
+		for _, self := range []string{"A", "B"} {
+			reply, err := agents.Turn(ctx, self, g.view(sys[self], self, rec.Turns, raw), rollout.TurnOptions{Kind: dataset.KindDialogue, MaxTokens: g.opts.TurnTokens})
+			if err != nil {
+				return err
+			}
+			agree := strings.Contains(reply.Text, g.opts.Marker)
+			rec.Turns = append(rec.Turns, dataset.Turn{Agent: self, Text: reply.Text, Tokens: int32(reply.Tokens), FinishReason: reply.FinishReason, Agree: agree})
+			raw = append(raw, rollout.TrimEndTokens(reply.Raw))
+			if agree && prevAgree {
+				rec.Agreed = true
+				break loop
+			}
+			prevAgree = agree
+		}
+	}
+	rec.Rounds = int32(rounds)
+
+	final, err := agents.Turn(ctx, "final", g.finalPrompt(p, rec.Turns, rec.Agreed), rollout.TurnOptions{Kind: dataset.KindFinal, MaxTokens: g.opts.FinalTokens})
+	if err != nil {
+		return err
+	}
+	rec.Final = final.Text
+	rec.Turns = append(rec.Turns, dataset.Turn{Agent: "final", Text: final.Text, Tokens: int32(final.Tokens), FinishReason: final.FinishReason})
+	return nil
+}
+
+func (g *Game) finalPrompt(p dataset.Prompt, turns []dataset.Turn, agreed bool) []llm.Message {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Task: %s\n\nPersonas:\nAgent A: %s\nAgent B: %s\n\nNegotiation transcript:\n", p.Task, p.Persona("A"), p.Persona("B"))
+	for _, t := range turns {
+		fmt.Fprintf(&b, "Agent %s: %s\n\n", t.Agent, t.Text)
+	}
+	if agreed {
+		b.WriteString("The agents reached agreement. Write the final solution to the task: one paragraph stating the course of action they agreed on and why it serves everyone involved.")
+	} else {
+		b.WriteString("The agents did not reach agreement. Write the final solution to the task: one paragraph stating the best course of action that integrates both positions and why it serves everyone involved.")
+	}
+	return []llm.Message{
+		{Role: "system", Content: "You turn a negotiation into the final solution of its task. " + CollectiveAgency},
+		{Role: "user", Content: b.String()},
+	}
+}

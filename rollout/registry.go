@@ -1,0 +1,148 @@
+package rollout
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/parleyhq/parley/dataset"
+)
+
+// Spec is a game as the rest of parley sees it: everything a game is lives
+// in its own package, which describes itself with a Spec and calls Register
+// from its init function. Config validation, the command line, evaluation
+// and the report find games through the registry (Lookup, Games), never by
+// switching on names.
+//
+// A new game implements:
+//   - a config section type: a struct with yaml tags and defaults, whose
+//     keys are game.<name>.<key> (Config); a Validate() error method on it
+//     is called by config validation, with errors naming keys relative to
+//     the section;
+//   - the Game interface (and SeriesGame if state carries from one game of
+//     a series to the next), built from the section by New;
+//   - what its curriculum rows need (Curriculum);
+//   - optionally its step metrics (Metrics) and report section (Report).
+type Spec struct {
+	// Name is the game's env name: game.env, the rollouts' env column.
+	Name string
+	// Summary is one line for help texts and docs.
+	Summary string
+	// Config returns a new section holding the game's defaults, as a
+	// pointer to a struct with yaml tags. Nil means the game has no
+	// settings.
+	Config func() any
+	// New builds the game from its section (the value Config returned,
+	// decoded and overridden; nil when Config is nil) and the settings
+	// every game shares.
+	New func(section any, shared Shared) (Game, error)
+	// Curriculum says what the game's prompt rows need.
+	Curriculum Curriculum
+	// Kinds are the kinds of training sequences the game records
+	// (dataset.KindDialogue, dataset.KindFinal): a mask mode that trains
+	// none of them is refused.
+	Kinds []string
+	// Metrics, if set, returns the game's own step metrics from a step's
+	// rollouts (failed ones included): agreement rate, share transferred, …
+	// They join the rollout summary and metrics.jsonl.
+	Metrics func(rs []dataset.Rollout) map[string]float64
+	// Report, if set, writes the game's section of `parley report` for a
+	// run's rollouts: markdown, and PNG figures into the report's folder.
+	Report func(in ReportInput) (markdown string, err error)
+}
+
+// Curriculum describes the prompt rows a game plays.
+type Curriculum struct {
+	// Default is the curriculum path used when none is configured
+	// (builtin:dilemmas, builtin:open-ended, a scenario set).
+	Default string
+	// RequirePersonas is set when every row needs personas for roles A
+	// and B (the deliberation game).
+	RequirePersonas bool
+	// RequireScenario is set when every row needs the game's scenario
+	// (Prompt.Scenario).
+	RequireScenario bool
+}
+
+// Shared are the settings every game is built with, from the config's
+// sampling section.
+type Shared struct {
+	// TurnTokens bounds a dialogue turn; FinalTokens the final completion
+	// (or a single answer).
+	TurnTokens, FinalTokens int
+}
+
+// ReportInput is what a game's report section is drawn from.
+type ReportInput struct {
+	// Rollouts are the run's rollouts of this game, every step in order.
+	Rollouts []dataset.Rollout
+	// Dir is the report's folder: PNG figures go there, and the markdown
+	// refers to them by base name.
+	Dir string
+}
+
+var (
+	registryMu sync.RWMutex
+	registry   = map[string]Spec{}
+)
+
+// Register adds a game to the registry. It panics on an empty or duplicate
+// name or a missing New: a registration is a program's wiring, checked at
+// start.
+func Register(s Spec) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if s.Name == "" || s.New == nil {
+		panic("rollout.Register: a game needs a name and New")
+	}
+	if _, dup := registry[s.Name]; dup {
+		panic(fmt.Sprintf("rollout.Register: game %q registered twice", s.Name))
+	}
+	registry[s.Name] = s
+}
+
+// Lookup returns the registered game name.
+func Lookup(name string) (Spec, bool) {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	s, ok := registry[name]
+	return s, ok
+}
+
+// Games returns every registered game, sorted by name.
+func Games() []Spec {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	out := make([]Spec, 0, len(registry))
+	for _, s := range registry {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// GameNames returns the registered game names, sorted.
+func GameNames() []string {
+	var names []string
+	for _, s := range Games() {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+// NewGame builds the registered game name from its section (nil: the
+// game's defaults) and the shared settings.
+func NewGame(name string, section any, shared Shared) (Game, error) {
+	s, ok := Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("rollout.NewGame: unknown game %q (registered: %v)", name, GameNames())
+	}
+	if section == nil && s.Config != nil {
+		section = s.Config()
+	}
+	g, err := s.New(section, shared)
+	if err != nil {
+		return nil, fmt.Errorf("rollout.NewGame %s: %w", name, err)
+	}
+	return g, nil
+}

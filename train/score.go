@@ -1,0 +1,197 @@
+package train
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/grpo"
+	"github.com/parleyhq/parley/internal/fsutil"
+	"github.com/parleyhq/parley/reward"
+	"go.uber.org/zap"
+)
+
+// ScoreOptions configure ScoreStep.
+type ScoreOptions struct {
+	// RunID, Step and PolicyVersion stamp the batch rows.
+	RunID         string
+	Step          int
+	PolicyVersion int
+	Advantage     grpo.AdvantageOptions
+	// Mask is dialogue, dialogue+final or final.
+	Mask string
+	// JudgeConcurrency bounds judge calls in flight.
+	JudgeConcurrency int
+}
+
+// ScoreResult is what ScoreStep produced: the batch rows and the counts of
+// every stage.
+type ScoreResult struct {
+	Rows      []dataset.BatchRow
+	Judge     reward.ScoreStats
+	Advantage grpo.AdvantageStats
+	Batch     grpo.BatchStats
+}
+
+// ScoreStep judges rollouts (in place: score, rationale, reward and
+// advantage are filled), computes group advantages and builds the step's
+// batch. A rollout whose judging fails keeps its JudgeError, is left out of
+// its group and counted, and is never scored 0. Every rollout is judged
+// afresh, so a re-score with another judge replaces the old verdicts; the
+// judge's cache makes a repeat with the same judge free.
+func ScoreStep(ctx context.Context, j reward.Judge, rs []dataset.Rollout, baseline *grpo.RoleBaseline, opts ScoreOptions) (ScoreResult, error) {
+	var res ScoreResult
+	if opts.PolicyVersion < 0 {
+		return res, fmt.Errorf("train.ScoreStep: policy version %d", opts.PolicyVersion)
+	}
+	for i := range rs {
+		rs[i].Judged, rs[i].Score, rs[i].JudgeError, rs[i].JudgeRationale = false, 0, "", ""
+		for k := range rs[i].Roles {
+			ro := &rs[i].Roles[k]
+			ro.Scored, ro.Score, ro.Reward, ro.Advantage = false, 0, 0, 0
+		}
+	}
+	res.Judge = reward.ScoreAll(ctx, j, rs, opts.JudgeConcurrency)
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("train.ScoreStep: %w", err)
+	}
+	for i := range rs {
+		for k := range rs[i].Roles {
+			// The reward of a role is its score.
+			if ro := &rs[i].Roles[k]; ro.Scored {
+				ro.Reward = ro.Score
+			}
+		}
+		if rs[i].PolicyVersion != int32(opts.PolicyVersion) {
+			return res, fmt.Errorf("train.ScoreStep: rollout %s was sampled by policy %d, not %d", rs[i].RolloutID, rs[i].PolicyVersion, opts.PolicyVersion)
+		}
+	}
+	kept, adv, err := grpo.ComputeAdvantages(rs, opts.Advantage, baseline)
+	if err != nil {
+		return res, fmt.Errorf("train.ScoreStep: %w", err)
+	}
+	res.Advantage = adv
+	rows, bs, err := grpo.BuildBatch(kept, grpo.BatchOptions{RunID: opts.RunID, Step: opts.Step, PolicyVersion: opts.PolicyVersion, Mask: opts.Mask})
+	if err != nil {
+		return res, fmt.Errorf("train.ScoreStep: %w", err)
+	}
+	res.Rows, res.Batch = rows, bs
+	return res, nil
+}
+
+// WriteStep writes a scored step into the run directory d, in the order that
+// makes each file final only when what it needs is written: the rollouts
+// (rollouts/step-N.parquet), then sidecar (rollouts/step-N.metrics.json,
+// when not nil), then the batch and last its .ready marker.
+func WriteStep(d dataset.RunDir, step, policyVersion int, rs []dataset.Rollout, rows []dataset.BatchRow, sidecar []byte, log *zap.Logger) (dataset.Ready, error) {
+	w, err := dataset.NewRolloutWriter(d.RolloutsPath(step), dataset.RolloutWriterOptions{Logger: log})
+	if err != nil {
+		return dataset.Ready{}, err
+	}
+	if err := w.Write(rs...); err != nil {
+		w.Abort()
+		return dataset.Ready{}, err
+	}
+	if err := w.Close(); err != nil {
+		return dataset.Ready{}, err
+	}
+	if sidecar != nil {
+		if err := fsutil.WriteFileAtomic(SidecarPath(d, step), sidecar, 0o644); err != nil {
+			return dataset.Ready{}, err
+		}
+	}
+	return dataset.WriteBatch(d.BatchPath(step), step, policyVersion, rows)
+}
+
+// SidecarPath is rollouts/step-N.metrics.json: what a step's sampling
+// leaves beside its rollouts for the step's metrics line and the role
+// baseline, so that a resumed run that skips the written batch has both.
+func SidecarPath(d dataset.RunDir, step int) string {
+	return filepath.Join(d.RolloutsDir(), dataset.StepName(step)+".metrics.json")
+}
+
+// RescoreOptions configure Rescore.
+type RescoreOptions struct {
+	// In is the rollouts parquet to judge again.
+	In string
+	// Out is the directory the step is written to, laid out as a run
+	// directory (batches/, rollouts/), with score-summary.json.
+	Out dataset.RunDir
+	// Step and PolicyVersion stamp the batch; negative takes the rollouts'
+	// (the step at least 1).
+	Step, PolicyVersion int
+	// Force replaces a batch already written for the step.
+	Force bool
+	// Score configures judging, advantages and the mask; its Step and
+	// PolicyVersion are set by Rescore.
+	Score  ScoreOptions
+	Judge  reward.Judge
+	Logger *zap.Logger
+}
+
+// RescoreSummary is what Rescore did (written to score-summary.json).
+type RescoreSummary struct {
+	Judge     reward.ScoreStats   `json:"judge"`
+	Advantage grpo.AdvantageStats `json:"advantage"`
+	Batch     grpo.BatchStats     `json:"batch"`
+	Ready     dataset.Ready       `json:"ready"`
+	// BatchPath is the batch file written.
+	BatchPath string `json:"batch_path"`
+}
+
+// Rescore judges a rollouts file again, computes advantages and writes the
+// step's rollouts and batch under opts.Out (`parley score`): the same steps
+// as a training step after sampling.
+func Rescore(ctx context.Context, opts RescoreOptions) (RescoreSummary, error) {
+	var sum RescoreSummary
+	rs, err := dataset.ReadAllRollouts(opts.In)
+	if err != nil {
+		return sum, err
+	}
+	if len(rs) == 0 {
+		return sum, fmt.Errorf("train.Rescore: %s holds no rollouts", opts.In)
+	}
+	step, pv := opts.Step, opts.PolicyVersion
+	if step < 0 {
+		step = max(int(rs[0].Step), 1) // trainers take steps from 1
+	}
+	if pv < 0 {
+		pv = int(rs[0].PolicyVersion)
+		for _, r := range rs {
+			if int(r.PolicyVersion) != pv {
+				return sum, fmt.Errorf("train.Rescore: %s mixes policy versions %d and %d (rollout %s): pass --policy-version to score them as one", opts.In, pv, r.PolicyVersion, r.RolloutID)
+			}
+		}
+	}
+	if _, err := os.Stat(opts.Out.ReadyPath(step)); err == nil && !opts.Force {
+		return sum, fmt.Errorf("train.Rescore: %s already holds a batch for step %d (a trainer may have taken it): pass --force to replace it", opts.Out, step)
+	}
+	for i := range rs {
+		rs[i].Step, rs[i].PolicyVersion = int32(step), int32(pv)
+	}
+	if err := opts.Out.Create(); err != nil {
+		return sum, err
+	}
+	so := opts.Score
+	so.Step, so.PolicyVersion = step, pv
+	res, err := ScoreStep(ctx, opts.Judge, rs, grpo.NewRoleBaseline(), so)
+	if err != nil {
+		return sum, err
+	}
+	ready, err := WriteStep(opts.Out, step, pv, rs, res.Rows, nil, opts.Logger)
+	if err != nil {
+		return sum, err
+	}
+	sum = RescoreSummary{Judge: res.Judge, Advantage: res.Advantage, Batch: res.Batch, Ready: ready, BatchPath: opts.Out.BatchPath(step)}
+	b, err := json.MarshalIndent(sum, "", "  ")
+	if err != nil {
+		return sum, fmt.Errorf("train.Rescore: %w", err)
+	}
+	if err := fsutil.WriteFileAtomic(filepath.Join(opts.Out.Root(), "score-summary.json"), append(b, '\n'), 0o644); err != nil {
+		return sum, err
+	}
+	return sum, nil
+}

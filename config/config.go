@@ -16,13 +16,13 @@ type Config struct {
 	Curriculum Curriculum `yaml:"curriculum"`
 	Rollout    Rollout    `yaml:"rollout"`
 	// Roles maps a game role to what plays it when not the trained policy.
-	Roles map[string]RoleModel `yaml:"roles"`
-	Judge      Judge      `yaml:"judge"`
-	Generator  Generator  `yaml:"generator"`
-	GRPO       GRPO       `yaml:"grpo"`
-	Train      Train      `yaml:"train"`
-	Trainer    Trainer    `yaml:"trainer"`
-	Log        Log        `yaml:"log"`
+	Roles     map[string]RoleModel `yaml:"roles"`
+	Judge     Judge                `yaml:"judge"`
+	Generator Generator            `yaml:"generator"`
+	GRPO      GRPO                 `yaml:"grpo"`
+	Train     Train                `yaml:"train"`
+	Trainer   Trainer              `yaml:"trainer"`
+	Log       Log                  `yaml:"log"`
 }
 
 // Run names the run and fixes its seed.

@@ -3,10 +3,12 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/internal/toygame"
 	"github.com/parleyhq/parley/rollout/deliberation"
 	_ "github.com/parleyhq/parley/rollout/games"
 	"github.com/spf13/pflag"
@@ -170,4 +172,34 @@ func mustYAML(t *testing.T, c Config) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestRegisteredGameSection checks that a game added through the registry
+// alone (the test-only toy game) gets its config section, its validation
+// and its override keys, with no change to this package.
+func TestRegisteredGameSection(t *testing.T) {
+	cfg, err := Parse([]byte("game:\n  env: toy\n  toy:\n    turns: 3\ngrpo:\n  mask: final\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Game.Active().(*toygame.Config).Turns; got != 3 {
+		t.Errorf("game.toy.turns = %d, want 3", got)
+	}
+	if _, err := Parse([]byte("game:\n  env: toy\n  toy:\n    turns: 30\ngrpo:\n  mask: final\n")); err == nil || !strings.Contains(err.Error(), "key game.toy.turns") {
+		t.Errorf("Parse(turns 30) = %v, want an error naming game.toy.turns", err)
+	}
+	if !slices.Contains(Keys(), "game.toy.turns") {
+		t.Errorf("Keys() lacks game.toy.turns: %v", Keys())
+	}
+	b, err := cfg.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "toy:\n        turns: 3") && !strings.Contains(string(b), "toy:\n    turns: 3") {
+		t.Errorf("YAML() does not hold the toy section:\n%s", b)
+	}
+	back, err := Parse(b)
+	if err != nil || back.Game.Active().(*toygame.Config).Turns != 3 {
+		t.Errorf("Parse(YAML()) = %v, %v; want the toy section back", back.Game.Active(), err)
+	}
 }

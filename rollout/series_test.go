@@ -1,0 +1,199 @@
+package rollout_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/internal/toygame"
+	"github.com/parleyhq/parley/llm"
+	"github.com/parleyhq/parley/rollout"
+	"github.com/parleyhq/parley/sim"
+)
+
+// seriesFixture is 3 series of 10 toy games each.
+func seriesFixture() []rollout.Series {
+	var out []rollout.Series
+	for s := range 3 {
+		sr := rollout.Series{ID: fmt.Sprintf("series-%d", s)}
+		for g := range 10 {
+			sr.Games = append(sr.Games, dataset.Prompt{ID: fmt.Sprintf("q%d", g), Category: dataset.CategoryOpenEnded,
+				Task: fmt.Sprintf("Name one thing a town could share, idea %d of series %d.", g, s)})
+		}
+		out = append(out, sr)
+	}
+	return out
+}
+
+// runToySeries plays the fixture against an in-process serve-sim whose
+// replies take latency, recording under dir.
+func runToySeries(ctx context.Context, dir string, latency time.Duration) (rollout.SeriesSummary, error) {
+	s, err := sim.New(sim.Options{LatencyMedian: latency})
+	if err != nil {
+		return rollout.SeriesSummary{}, err
+	}
+	defer s.Close()
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	client, err := llm.New(llm.Options{Endpoints: []string{srv.URL}})
+	if err != nil {
+		return rollout.SeriesSummary{}, err
+	}
+	defer client.Close()
+	g, err := rollout.NewGame(toygame.Name, nil, rollout.Shared{})
+	if err != nil {
+		return rollout.SeriesSummary{}, err
+	}
+	return rollout.RunSeries(ctx, rollout.RunnerOptions{
+		Game: g, Policy: client, Model: sim.DefaultModel, Concurrency: 2, Seed: 9,
+		Sampling: llm.Sampling{MaxTokens: 16, Temperature: 1, TopP: 1},
+	}, dir, seriesFixture())
+}
+
+// TestSeriesChild is the child process of TestSeriesResumesAfterKill.
+func TestSeriesChild(t *testing.T) {
+	dir := os.Getenv("PARLEY_TEST_SERIES_DIR")
+	if dir == "" {
+		t.Skip("child of TestSeriesResumesAfterKill")
+	}
+	if _, err := runToySeries(context.Background(), dir, 25*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// comparable strips the parts of a record that depend on timing.
+func comparable(r rollout.GameRecord) rollout.GameRecord {
+	r.Rollout.StartedUnixMS, r.Rollout.RolloutMS = 0, 0
+	return r
+}
+
+// TestSeriesResumesAfterKill runs 3 series of 10 games with carried state
+// in a child process, SIGKILLs it at random points until it finishes, and
+// checks that every record and the final states equal an uninterrupted
+// run's.
+func TestSeriesResumesAfterKill(t *testing.T) {
+	want := t.TempDir()
+	sum, err := runToySeries(context.Background(), want, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Played != 30 || sum.Failed != 0 {
+		t.Fatalf("uninterrupted run = %+v, want 30 games played", sum)
+	}
+	got := t.TempDir()
+	rng := rand.New(rand.NewPCG(7, 7))
+	kills := 0
+	for attempt := 0; ; attempt++ {
+		if attempt > 60 {
+			t.Fatal("the series never finished")
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestSeriesChild$")
+		cmd.Env = append(os.Environ(), "PARLEY_TEST_SERIES_DIR="+got)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("child: %v", err)
+			}
+		case <-time.After(time.Duration(100+rng.IntN(400)) * time.Millisecond):
+			cmd.Process.Kill()
+			<-done
+			kills++
+			continue
+		}
+		break
+	}
+	if kills < 2 {
+		t.Fatalf("%d kills landed before the child finished; the test needs a slower child", kills)
+	}
+	for _, s := range seriesFixture() {
+		a, err := rollout.ReadSeries(want, s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := rollout.ReadSeries(got, s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(a) != 10 || len(b) != 10 {
+			t.Fatalf("%s: %d and %d games recorded, want 10", s.ID, len(a), len(b))
+		}
+		for i := range a {
+			ja, _ := json.Marshal(comparable(a[i]))
+			jb, _ := json.Marshal(comparable(b[i]))
+			if string(ja) != string(jb) {
+				t.Errorf("%s game %d differs after %d kills:\n%s\nwant\n%s", s.ID, i, kills, jb, ja)
+			}
+		}
+		var st toygame.State
+		if err := json.Unmarshal(b[9].State, &st); err != nil || st.Games != 10 || st.Total < 10 {
+			t.Errorf("%s: final state %s, want 10 games and a total of at least 10", s.ID, b[9].State)
+		}
+	}
+	t.Logf("%d kills", kills)
+}
+
+func TestSeriesErrors(t *testing.T) {
+	delib, err := rollout.NewGame("deliberation", nil, rollout.Shared{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toy, _ := rollout.NewGame(toygame.Name, nil, rollout.Shared{})
+	pol := &bytePolicy{calls: map[string]int{}}
+	dir := t.TempDir()
+	tests := []struct {
+		name   string
+		game   rollout.Game
+		series []rollout.Series
+		want   string
+	}{
+		{"not a series game", delib, seriesFixture(), "not a SeriesGame"},
+		{"bad id", toy, []rollout.Series{{ID: "../x"}}, "not a plain name"},
+		{"repeated id", toy, []rollout.Series{{ID: "a"}, {ID: "a"}}, "repeated"},
+		{"bad row", toy, []rollout.Series{{ID: "a", Games: []dataset.Prompt{{ID: "x"}}}}, "empty task"},
+	}
+	for _, tt := range tests {
+		_, err := rollout.RunSeries(context.Background(), rollout.RunnerOptions{Game: tt.game, Policy: pol, Model: "m"}, dir, tt.series)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: RunSeries = %v, want an error containing %q", tt.name, err, tt.want)
+		}
+	}
+	// A gap in the records is named.
+	if _, err := rollout.RunSeries(context.Background(), rollout.RunnerOptions{Game: toy, Policy: pol, Model: "m"}, dir, seriesFixture()[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "series-0", "game-000003.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rollout.ReadSeries(dir, "series-0"); err == nil || !strings.Contains(err.Error(), "expected game 3") {
+		t.Errorf("ReadSeries with a gap = %v, want it named", err)
+	}
+	// A game that fails carries the state before it.
+	failing := &bytePolicy{calls: map[string]int{}, failAfter: 5}
+	dir2 := t.TempDir()
+	sum, err := rollout.RunSeries(context.Background(), rollout.RunnerOptions{Game: toy, Policy: failing, Model: "m"}, dir2, seriesFixture()[:1])
+	if err != nil || sum.Failed != 1 || sum.Played != 10 {
+		t.Fatalf("RunSeries with a failing turn = %+v, %v; want 10 played, 1 failed", sum, err)
+	}
+	recs, _ := rollout.ReadSeries(dir2, "series-0")
+	if !recs[2].Rollout.Failed || string(recs[2].State) != string(recs[1].State) {
+		t.Errorf("failed game 2: failed %v, state %s, want the state of game 1 %s", recs[2].Rollout.Failed, recs[2].State, recs[1].State)
+	}
+	if errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+}

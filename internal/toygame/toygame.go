@@ -37,8 +37,10 @@ func (c *Config) Validate() error {
 func init() {
 	rollout.Register(rollout.Spec{
 		Name: Name, Summary: "a toy game for tests: a running total carried across a series",
-		Config:     func() any { return &Config{Turns: 2} },
-		New:        func(section any, _ rollout.Shared) (rollout.Game, error) { return &Game{turns: section.(*Config).Turns}, nil },
+		Config: func() any { return &Config{Turns: 2} },
+		New: func(section any, _ rollout.Shared) (rollout.Game, error) {
+			return &Game{turns: section.(*Config).Turns}, nil
+		},
 		Curriculum: rollout.Curriculum{Default: "builtin:open-ended"},
 		Kinds:      []string{dataset.KindFinal},
 	})

@@ -22,7 +22,8 @@ import (
 var (
 	// JudgeKinds are judge.kind's values: the Collective Agency LLM judge,
 	// or a rule scorer.
-	JudgeKinds = []string{"ca", "rule"}
+	// The game's own scorer (rollout.Spec.Scorer) is "game".
+	JudgeKinds = []string{"ca", "rule", "game"}
 	// HandshakeKinds are train.handshake's values.
 	HandshakeKinds = []string{"file", "http"}
 	// Aggregations are trainer.aggregation's values (the trainer's loss
@@ -246,7 +247,11 @@ func (c Config) validateRoles(k *checker) {
 
 func (c Config) validateJudge(k *checker) {
 	k.oneOf("judge.kind", c.Judge.Kind, JudgeKinds)
-	if c.Judge.Kind == "ca" {
+	spec, _ := rollout.Lookup(c.Game.Env)
+	if c.Judge.Kind == "game" && spec.Scorer == nil && spec.Name != "" {
+		k.bad("judge.kind", "the %s game has no scorer of its own: use ca or rule", c.Game.Env)
+	}
+	if c.Judge.Kind == "ca" || spec.UsesJudge {
 		k.httpURL("judge.base_url", c.Judge.BaseURL, "judge.api_key_env")
 		if c.Judge.Model == "" {
 			k.bad("judge.model", "must not be empty")

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/reward"
 )
 
 // Spec is a game as the rest of parley sees it: everything a game is lives
@@ -49,6 +50,14 @@ type Spec struct {
 	// Report, if set, writes the game's section of `parley report` for a
 	// run's rollouts: markdown, and PNG figures into the report's folder.
 	Report func(in ReportInput) (markdown string, err error)
+	// Scorer, if set, builds the game's own programmatic scorer, used when
+	// judge.kind is "game": per-role rewards computed from the game's
+	// outcome (seed 001's ledger share, seed 002's utility above BATNA)
+	// through reward.Result.Roles.
+	Scorer func(section any) (reward.Judge, error)
+	// UsesJudge is set by games that consult the judge (judge.base_url,
+	// judge.model) during play: they get its client in Shared.Judge.
+	UsesJudge bool
 }
 
 // Curriculum describes the prompt rows a game plays.
@@ -65,11 +74,15 @@ type Curriculum struct {
 }
 
 // Shared are the settings every game is built with, from the config's
-// sampling section.
+// sampling and judge sections.
 type Shared struct {
 	// TurnTokens bounds a dialogue turn; FinalTokens the final completion
 	// (or a single answer).
 	TurnTokens, FinalTokens int
+	// Judge is the judge's chat client (judge.base_url, judge.model), for
+	// games that consult an LLM judge during play (seed 001's ledger
+	// judge); nil when none is configured.
+	Judge Chatter
 }
 
 // ReportInput is what a game's report section is drawn from.

@@ -67,15 +67,25 @@ func chatKwargs(cfg config.Config) map[string]any {
 	return map[string]any{"enable_thinking": cfg.Policy.EnableThinking}
 }
 
-// newGame builds the configured game from its registry entry and section.
-func newGame(cfg config.Config) (rollout.Game, error) {
-	g, err := rollout.NewGame(cfg.Game.Env, cfg.Game.Active(), rollout.Shared{
-		TurnTokens: cfg.Sampling.MaxTokens, FinalTokens: cfg.Sampling.FinalMaxTokens,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("config key game: %w", err)
+// newGame builds the configured game from its registry entry and section;
+// a game that consults the judge during play gets its chat client, which
+// the returned func closes.
+func newGame(cfg config.Config, log *zap.Logger) (rollout.Game, func(), error) {
+	shared := rollout.Shared{TurnTokens: cfg.Sampling.MaxTokens, FinalTokens: cfg.Sampling.FinalMaxTokens}
+	done := func() {}
+	if spec, ok := rollout.Lookup(cfg.Game.Env); ok && spec.UsesJudge {
+		c, err := chat.New(judgeClient(cfg, "", log))
+		if err != nil {
+			return nil, nil, fmt.Errorf("config key judge: %w", err)
+		}
+		shared.Judge, done = c, func() { _ = c.Close() }
 	}
-	return g, nil
+	g, err := rollout.NewGame(cfg.Game.Env, cfg.Game.Active(), shared)
+	if err != nil {
+		done()
+		return nil, nil, fmt.Errorf("config key game: %w", err)
+	}
+	return g, done, nil
 }
 
 // loadCurriculum loads the configured prompts (and persona library), keeps
@@ -112,6 +122,14 @@ func loadCurriculum(cfg config.Config) ([]dataset.Prompt, error) {
 // newJudge builds the configured reward judge; cacheDir holds the judge
 // cache ("" for none). The returned func releases it.
 func newJudge(cfg config.Config, cacheDir string, log *zap.Logger) (reward.Judge, func(), error) {
+	if cfg.Judge.Kind == "game" {
+		spec, _ := rollout.Lookup(cfg.Game.Env)
+		j, err := spec.Scorer(cfg.Game.Active())
+		if err != nil {
+			return nil, nil, fmt.Errorf("config key judge.kind: the %s game's scorer: %w", cfg.Game.Env, err)
+		}
+		return j, func() {}, nil
+	}
 	if cfg.Judge.Kind == "rule" {
 		j, err := reward.NewRuleJudge(reward.RuleOptions{
 			Kind:         cfg.Judge.Rule.Kind,
@@ -168,12 +186,13 @@ func retryPolicy(maxRetries int) retry.Policy {
 // the players of roles.*); the training loop sets the step, policy version
 // and adapter per step. The returned func closes the players' clients.
 func runnerOptions(cfg config.Config, policy *llm.Client, log *zap.Logger) (rollout.RunnerOptions, func(), error) {
-	game, err := newGame(cfg)
+	game, closeGame, err := newGame(cfg, log)
 	if err != nil {
 		return rollout.RunnerOptions{}, nil, err
 	}
 	players, closePlayers, err := newPlayers(cfg, policy, log)
 	if err != nil {
+		closeGame()
 		return rollout.RunnerOptions{}, nil, err
 	}
 	return rollout.RunnerOptions{
@@ -181,7 +200,7 @@ func runnerOptions(cfg config.Config, policy *llm.Client, log *zap.Logger) (roll
 		Sampling: sampling(cfg), ChatTemplateKwargs: chatKwargs(cfg),
 		GroupSize: cfg.Rollout.GroupSize, Concurrency: cfg.Rollout.Concurrency,
 		Seed: cfg.Run.Seed, RunID: cfg.Run.Name, Logger: log,
-	}, closePlayers, nil
+	}, func() { closePlayers(); closeGame() }, nil
 }
 
 // newPlayers builds what plays each role of roles.*: the base model or an

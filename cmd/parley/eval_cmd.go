@@ -280,10 +280,11 @@ func evalSide(ctx context.Context, cfg config.Config, log *zap.Logger, clients m
 		name = s.Label()
 	}
 	c.Game.Env = game
-	g, err := newGame(c)
+	g, closeGame, err := newGame(c, log)
 	if err != nil {
 		return harness.Side{}, err
 	}
+	closeGame() // the evaluation games (deliberation, single) consult no judge during play
 	return harness.Side{Name: name, Policy: client, Model: model, Game: g}, nil
 }
 

@@ -87,8 +87,12 @@ type Shared struct {
 
 // ReportInput is what a game's report section is drawn from.
 type ReportInput struct {
-	// Rollouts are the run's rollouts of this game, every step in order.
-	Rollouts []dataset.Rollout
+	// RunDir is the directory reported on (a run, or a game's own output
+	// such as a tournament).
+	RunDir string
+	// Rollouts streams the run's rollouts, every step in order (nil when
+	// the directory holds none); fn may keep what it is given.
+	Rollouts func(fn func(dataset.Rollout) error) error
 	// Dir is the report's folder: PNG figures go there, and the markdown
 	// refers to them by base name.
 	Dir string

@@ -19,8 +19,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/internal/fsutil"
+	"github.com/parleyhq/parley/rollout"
 	"go.uber.org/zap"
+	"gopkg.in/yaml.v3"
 )
 
 // DefaultWindow is the running-average window, in steps, of the paper's
@@ -123,6 +126,9 @@ func (g *generator) run() error {
 	} else if metrics != nil {
 		g.note("metrics.jsonl has no steps: no training dynamics")
 	}
+	if err := g.games(); err != nil {
+		return err
+	}
 	if err := g.pairwise(evals.Pairwise); err != nil {
 		return err
 	}
@@ -144,6 +150,62 @@ func (g *generator) run() error {
 	}
 	g.log.Info("report written", zap.String("path", out))
 	return nil
+}
+
+// games adds the section of the run's game, drawn by the game itself
+// (rollout.Spec.Report), when the run directory's frozen config names a
+// registered game that has one.
+func (g *generator) games() error {
+	if g.opts.RunDir == "" {
+		return nil
+	}
+	env, err := runGame(g.opts.RunDir)
+	if err != nil || env == "" {
+		return err
+	}
+	spec, ok := rollout.Lookup(env)
+	if !ok || spec.Report == nil {
+		return nil
+	}
+	rd := dataset.RunDir(g.opts.RunDir)
+	in := rollout.ReportInput{RunDir: g.opts.RunDir, Dir: g.opts.OutDir}
+	if files, err := dataset.RolloutFiles(rd.RolloutsDir(), 0, 0); err == nil && len(files) > 0 {
+		in.Rollouts = func(fn func(dataset.Rollout) error) error {
+			for _, f := range files {
+				if err := dataset.ReadRollouts(f.Path, fn); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	md, err := spec.Report(in)
+	if err != nil {
+		return fmt.Errorf("the %s game's report: %w", env, err)
+	}
+	g.printf("%s\n", md)
+	return nil
+}
+
+// runGame reads game.env from a run directory's frozen config.yaml ("" when
+// there is none).
+func runGame(runDir string) (string, error) {
+	b, err := os.ReadFile(dataset.RunDir(runDir).ConfigPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	var c struct {
+		Game struct {
+			Env string `yaml:"env"`
+		} `yaml:"game"`
+	}
+	if err := yaml.Unmarshal(b, &c); err != nil {
+		return "", fmt.Errorf("%s: %w", dataset.RunDir(runDir).ConfigPath(), err)
+	}
+	return c.Game.Env, nil
 }
 
 func (g *generator) sources(m *Metrics) {

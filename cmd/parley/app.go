@@ -47,6 +47,19 @@ func (a *app) bars() *progress.Bars {
 	return progress.New(logging.IsTerminal(os.Stderr), a.logs)
 }
 
+// progress starts a progress bar of total items (on a terminal), returning
+// its tick and its end call; it fits harness's Progress options.
+func (a *app) progress(label string, total int) (tick func(), end func(failed bool)) {
+	bars := a.bars()
+	bar := bars.Add(label, int64(total))
+	return bar.Increment, func(failed bool) {
+		if failed {
+			bar.Abort()
+		}
+		bars.Wait()
+	}
+}
+
 // loadConfig loads --config with environment and --<key> overrides.
 func (a *app) loadConfig(cmd *cobra.Command, path string) (config.Config, error) {
 	return config.Load(path, cmd.Flags())

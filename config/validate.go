@@ -127,6 +127,7 @@ func (c Config) Validate() error {
 	positive("rollout.group_size", c.Rollout.GroupSize)
 	positive("rollout.prompts_per_step", c.Rollout.PromptsPerStep)
 	positive("rollout.concurrency", c.Rollout.Concurrency)
+	oneOf("rollout.history", c.Rollout.History, "tokens", "rerender")
 
 	oneOf("judge.kind", c.Judge.Kind, "ca", "rule")
 	if c.Judge.Kind == "ca" {

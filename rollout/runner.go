@@ -30,10 +30,16 @@ type RunnerOptions struct {
 	Step          int
 	PolicyVersion int
 	Logger        *zap.Logger
+	// History is how agents' conversations carry from turn to turn:
+	// HistoryTokens ("" too) or HistoryRerender.
+	History HistoryMode
 }
 
 // Runner samples G rollouts of every prompt row with a bounded worker pool.
-type Runner struct{ opts RunnerOptions }
+type Runner struct {
+	opts   RunnerOptions
+	bridge *Bridge // shared by the recorders (HistoryTokens)
+}
 
 // NewRunner returns a Runner.
 func NewRunner(opts RunnerOptions) (*Runner, error) {
@@ -49,25 +55,49 @@ func NewRunner(opts RunnerOptions) (*Runner, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	return &Runner{opts: opts}, nil
+	h, err := ParseHistoryMode(string(opts.History))
+	if err != nil {
+		return nil, fmt.Errorf("rollout.NewRunner: %w", err)
+	}
+	opts.History = h
+	r := &Runner{opts: opts}
+	if h == HistoryTokens {
+		r.bridge = NewBridge(opts.Policy)
+	}
+	return r, nil
 }
 
 // Summary describes a finished (or interrupted) set of rollouts.
 type Summary struct {
-	Rollouts      int           `json:"rollouts"`
-	Failed        int           `json:"failed"`
-	Interrupted   int           `json:"interrupted"`
-	Agreed        int           `json:"agreed"`
-	AgreementRate float64       `json:"agreement_rate"`
-	MeanRounds    float64       `json:"mean_rounds"`
-	RoundsToAgree float64       `json:"rounds_to_agreement"`
-	PromptTokens  int64         `json:"prompt_tokens"`
-	SampledTokens int64         `json:"sampled_tokens"`
-	Requests      int64         `json:"requests"`
-	PrefixBreaks  int64         `json:"prefix_breaks"`
-	Elapsed       time.Duration `json:"elapsed_ns"`
-	PerSecond     float64       `json:"rollouts_per_second"`
-	FailedIDs     []string      `json:"failed_ids,omitempty"`
+	Rollouts      int     `json:"rollouts"`
+	Failed        int     `json:"failed"`
+	Interrupted   int     `json:"interrupted"`
+	Agreed        int     `json:"agreed"`
+	AgreementRate float64 `json:"agreement_rate"`
+	MeanRounds    float64 `json:"mean_rounds"`
+	RoundsToAgree float64 `json:"rounds_to_agreement"`
+	PromptTokens  int64   `json:"prompt_tokens"`
+	SampledTokens int64   `json:"sampled_tokens"`
+	Requests      int64   `json:"requests"`
+	PrefixBreaks  int64   `json:"prefix_breaks"`
+	// Sequences and TrainerTokens total the training sequences of the
+	// rollouts and their tokens: what the trainer processes.
+	Sequences     int64 `json:"sequences"`
+	TrainerTokens int64 `json:"trainer_tokens"`
+	// SequencesPerRollout is Sequences per rollout (rollout.history: tokens
+	// gives one per agent plus the final completion's);
+	// TrainerTokensPerSampled is TrainerTokens per sampled token.
+	SequencesPerRollout     float64 `json:"sequences_per_rollout"`
+	TrainerTokensPerSampled float64 `json:"trainer_tokens_per_sampled_token"`
+	// PromptTokensSent totals the prompt tokens of the completion requests.
+	PromptTokensSent int64 `json:"prompt_tokens_sent"`
+	// ClosedTurns counts turns cut before their end-of-turn token
+	// (max_tokens, a stop string) that rollout.history: tokens closed by
+	// appending it under mask 0.
+	ClosedTurns int64         `json:"closed_turns"`
+	Elapsed     time.Duration `json:"elapsed_ns"`
+	PerSecond   float64       `json:"rollouts_per_second"`
+	FailedIDs   []string      `json:"failed_ids,omitempty"`
 }
 
 // Add counts one written rollout.
@@ -87,6 +117,17 @@ func (s *Summary) Add(r *dataset.Rollout) {
 	s.SampledTokens += int64(r.SampledTokens)
 	s.Requests += int64(r.Requests)
 	s.PrefixBreaks += int64(r.PrefixBreaks)
+	s.Sequences += int64(len(r.Sequences))
+	for _, q := range r.Sequences {
+		s.TrainerTokens += int64(len(q.InputIDs))
+	}
+}
+
+// played is a finished rollout with the recorder counts the rollout record
+// does not keep.
+type played struct {
+	rec                      *dataset.Rollout
+	promptTokensSent, closed int
 }
 
 // finish turns sums into means.
@@ -95,6 +136,10 @@ func (s *Summary) finish(elapsed time.Duration) {
 	if ok > 0 {
 		s.AgreementRate = float64(s.Agreed) / float64(ok)
 		s.MeanRounds /= float64(ok)
+		s.SequencesPerRollout = float64(s.Sequences) / float64(ok)
+	}
+	if s.SampledTokens > 0 {
+		s.TrainerTokensPerSampled = float64(s.TrainerTokens) / float64(s.SampledTokens)
 	}
 	if s.Agreed > 0 {
 		s.RoundsToAgree /= float64(s.Agreed)
@@ -129,7 +174,7 @@ func (r *Runner) Run(ctx context.Context, prompts []dataset.Prompt, sink func(*d
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan job)
-	results := make(chan *dataset.Rollout, r.opts.Concurrency)
+	results := make(chan played, r.opts.Concurrency)
 	total := len(prompts) * r.opts.GroupSize
 	workers := min(r.opts.Concurrency, total)
 	var wg sync.WaitGroup
@@ -138,8 +183,8 @@ func (r *Runner) Run(ctx context.Context, prompts []dataset.Prompt, sink func(*d
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				if rec := r.playOne(ctx, j.p, j.group, j.index); rec != nil {
-					results <- rec
+				if p := r.playOne(ctx, j.p, j.group, j.index); p.rec != nil {
+					results <- p
 				}
 			}
 		}()
@@ -160,16 +205,20 @@ func (r *Runner) Run(ctx context.Context, prompts []dataset.Prompt, sink func(*d
 
 	var sum Summary
 	var sinkErr error
-	for rec := range results {
+	for p := range results {
 		if sinkErr != nil {
 			continue // drain
 		}
-		if err := sink(rec); err != nil {
+		if err := sink(p.rec); err != nil {
 			sinkErr = fmt.Errorf("rollout.Run: %w", err)
 			cancel()
 			continue
 		}
-		sum.Add(rec)
+		sum.Add(p.rec)
+		if !p.rec.Failed {
+			sum.PromptTokensSent += int64(p.promptTokensSent)
+			sum.ClosedTurns += int64(p.closed)
+		}
 	}
 	if ctx.Err() != nil {
 		sum.Interrupted = total - sum.Rollouts
@@ -181,8 +230,9 @@ func (r *Runner) Run(ctx context.Context, prompts []dataset.Prompt, sink func(*d
 	return sum, nil
 }
 
-// playOne plays one rollout; nil means it was interrupted by cancellation.
-func (r *Runner) playOne(ctx context.Context, p dataset.Prompt, group, index int) *dataset.Rollout {
+// playOne plays one rollout; a nil record means it was interrupted by
+// cancellation.
+func (r *Runner) playOne(ctx context.Context, p dataset.Prompt, group, index int) played {
 	groupID := GroupID(r.opts.Step, group)
 	seed := DeriveSeed(r.opts.Seed, groupID, int64(index))
 	rec := &dataset.Rollout{
@@ -205,6 +255,7 @@ func (r *Runner) playOne(ctx context.Context, p dataset.Prompt, group, index int
 	agents := NewRecorder(RecorderOptions{
 		Policy: r.opts.Policy, Model: r.opts.Model, Sampling: r.opts.Sampling,
 		ChatTemplateKwargs: r.opts.ChatTemplateKwargs, Seed: seed,
+		History: r.opts.History, Bridge: r.bridge,
 	})
 	t0 := time.Now()
 	err := r.opts.Game.Play(ctx, p, agents, rec)
@@ -216,11 +267,11 @@ func (r *Runner) playOne(ctx context.Context, p dataset.Prompt, group, index int
 	rec.Requests = int32(agents.Requests)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil
+			return played{}
 		}
 		rec.Failed = true
 		rec.Error = err.Error()
 		r.opts.Logger.Warn("rollout failed", zap.String("rollout_id", rec.RolloutID), zap.Error(err))
 	}
-	return rec
+	return played{rec: rec, promptTokensSent: agents.PromptTokensSent, closed: agents.ClosedTurns}
 }

@@ -161,6 +161,7 @@ func runnerOptions(cfg config.Config, policy rollout.Policy, log *zap.Logger) ro
 		Sampling: sampling(cfg), ChatTemplateKwargs: chatKwargs(cfg),
 		GroupSize: cfg.Rollout.GroupSize, Concurrency: cfg.Rollout.Concurrency,
 		Seed: cfg.Run.Seed, RunID: cfg.Run.Name, Logger: log,
+		History: rollout.HistoryMode(cfg.Rollout.History),
 	}
 }
 

@@ -358,6 +358,37 @@ func TestTokensHistoryRewritten(t *testing.T) {
 	}
 }
 
+// refusingPolicy fails every rendering that starts with an assistant
+// message (the bridge's dummy) with err.
+type refusingPolicy struct {
+	*bytePolicy
+	err error
+}
+
+func (p refusingPolicy) Tokenize(ctx context.Context, req llm.TokenizeRequest) (llm.TokenizeResult, error) {
+	if req.Messages[0].Role == "assistant" {
+		return llm.TokenizeResult{}, p.err
+	}
+	return p.bytePolicy.Tokenize(ctx, req)
+}
+
+// TestTokensTemplateRefusesDummy: a template that raises on the dummy
+// conversation (vLLM's 400) is ErrBridge; a server error while learning
+// the template is not blamed on the template.
+func TestTokensTemplateRefusesDummy(t *testing.T) {
+	for _, tc := range []struct {
+		status     int
+		wantBridge bool
+	}{{400, true}, {503, false}} {
+		apiErr := &llm.APIError{Endpoint: "http://vllm", Path: "/tokenize", Status: tc.status, Message: "jinja2.exceptions.TemplateError: Conversation roles must alternate user/assistant"}
+		agents := NewRecorder(RecorderOptions{Policy: refusingPolicy{&bytePolicy{calls: map[string]int{}}, apiErr}, Model: "m", Sampling: llm.Sampling{MaxTokens: 8}})
+		_, err := agents.Turn(context.Background(), "A", []llm.Message{{Role: "user", Content: "u"}}, TurnOptions{})
+		if errors.Is(err, ErrBridge) != tc.wantBridge || !errors.Is(err, apiErr) {
+			t.Errorf("HTTP %d: first turn = %v; want ErrBridge %v, wrapping the server's answer", tc.status, err, tc.wantBridge)
+		}
+	}
+}
+
 // TestTokensBadTemplate: a template that cannot render the bridge is named
 // at the first turn, with the fix.
 func TestTokensBadTemplate(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 
 	"github.com/parleyhq/parley/llm"
@@ -128,8 +129,13 @@ func (b *Bridge) learn(ctx context.Context, model string, kwargs map[string]any)
 func (f *templateFacts) probe(ctx context.Context, p Policy, model string, kwargs map[string]any) error {
 	render := func(gen bool, msgs ...llm.Message) ([]int32, error) {
 		res, err := p.Tokenize(ctx, llm.TokenizeRequest{Model: model, Messages: msgs, AddGenerationPrompt: gen, ChatTemplateKwargs: kwargs})
-		if err != nil {
-			return nil, fmt.Errorf("%w: rendering the dummy conversation failed (%w); %s", ErrBridge, err, fixBridge)
+		var apiErr *llm.APIError
+		switch {
+		case errors.As(err, &apiErr) && apiErr.Status == http.StatusBadRequest:
+			// vLLM answers 400 when the template raises on the messages.
+			return nil, fmt.Errorf("%w: it refuses the dummy conversation (%w); %s", ErrBridge, err, fixBridge)
+		case err != nil:
+			return nil, fmt.Errorf("learn the chat template's end of turn: %w", err)
 		}
 		return res.Tokens, nil
 	}

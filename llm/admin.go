@@ -190,7 +190,7 @@ func (c *Client) LoadLoRA(ctx context.Context, name, path string) error {
 			zap.String("name", name), zap.String("path", path), zap.Bool("already_loaded", already))
 		return nil
 	})
-	return summarize("llm.LoadLoRA", "failed to load "+name, errs)
+	return summarize("llm.LoadLoRA", "failed to load "+name+" from "+path, errs)
 }
 
 // UnloadLoRA unloads the adapter name from every endpoint (POST

@@ -116,7 +116,7 @@ func TestBadServers(t *testing.T) {
 		{"LoRA not enabled (no --enable-lora)", with(map[string]fakeRoute{"/v1/load_lora_adapter": {500, vllmError(500, "InternalServerError", "Call to add_lora method failed: LoRA is not enabled. Use --enable-lora to enable LoRA.", nil)}}),
 			load, ErrLoRADisabled, []string{"--enable-lora --max-lora-rank"}, 1},
 		{"adapter path missing", with(map[string]fakeRoute{"/v1/load_lora_adapter": {404, vllmError(404, "NotFoundError", "Loading lora step-1 failed: No adapter found for /runs/r/checkpoints/step-000001", nil)}}),
-			load, ErrAdapterNotFound, []string{"No adapter found", "same path"}, 1},
+			load, ErrAdapterNotFound, []string{"No adapter found", "from /runs/r/checkpoints/step-000001", "same path"}, 1},
 		{"LoRA rank above --max-lora-rank", with(map[string]fakeRoute{"/v1/load_lora_adapter": {500, vllmError(500, "InternalServerError", "LoRA rank 32 is greater than max_lora_rank 16.", nil)}}),
 			load, ErrLoRARank, []string{"--max-lora-rank at least trainer.lora_r"}, 1},
 		{"older than return_token_ids: a completion", with(map[string]fakeRoute{"/v1/completions": {200, `{"id":"c","object":"text_completion","created":1,"model":"tiny","choices":[{"index":0,"text":"x","logprobs":{"token_logprobs":[-1]},"finish_reason":"length"}]}`}}),

@@ -49,10 +49,11 @@ type historyServer struct {
 	// opts shape each game on this server.
 	turnTokens, finalTokens, concurrency int
 	clientOpts                           llm.Options
-	// stop are stop strings; cut says turns will be cut before their end
-	// of turn (by max_tokens or stop), so tokens mode must close some.
+	// stop are stop strings; cut says whether turns will be cut before
+	// their end of turn (by max_tokens or stop), so that tokens mode must
+	// close some, or none (nil: either).
 	stop []string
-	cut  bool
+	cut  *bool
 }
 
 // checkHistory plays the same 5-round deliberations (no agent ever agrees
@@ -77,8 +78,8 @@ func checkHistory(t *testing.T, srv historyServer, prompts []dataset.Prompt, gro
 				t.Fatalf("%d rollouts, %d failed: %v", len(rs), sum.Failed, rs[0].Error)
 			}
 			masked, unmasked, closed := checkTrajectories(t, srv.rec, rs, c.history, srv.eot)
-			if c.history == rollout.HistoryTokens && (int64(closed) != sum.ClosedTurns || srv.cut != (closed > 0)) {
-				t.Errorf("%d turns closed by hand in the sequences, %d counted; want some: %v", closed, sum.ClosedTurns, srv.cut)
+			if c.history == rollout.HistoryTokens && (int64(closed) != sum.ClosedTurns || (srv.cut != nil && *srv.cut != (closed > 0))) {
+				t.Errorf("%d turns closed by hand in the sequences, %d counted; want some: %v", closed, sum.ClosedTurns, *srv.cut)
 			}
 			for _, r := range rs {
 				if r.Rounds != 5 || r.Agreed {
@@ -140,7 +141,7 @@ func TestHistoryQwen3Sim(t *testing.T) {
 			}
 			return tok.Encode("<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n")
 		},
-		turnTokens: 160, finalTokens: 160, concurrency: 64}
+		turnTokens: 160, finalTokens: 160, concurrency: 64, cut: new(bool)}
 	checkHistory(t, srv, samplePrompts(t, 16), 2, allHistoryCases)
 }
 
@@ -148,6 +149,7 @@ func TestHistoryQwen3Sim(t *testing.T) {
 // without <|im_end|>; tokens mode closes them by hand and still keeps one
 // sequence per agent.
 func TestHistoryCutTurnsSim(t *testing.T) {
+	yes := true
 	s, err := sim.New(sim.Options{Template: sim.TemplateQwen3, AgreeProb: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +167,7 @@ func TestHistoryCutTurnsSim(t *testing.T) {
 			ts := httptest.NewServer(rec.wrap(s.Handler()))
 			defer ts.Close()
 			srv := historyServer{url: ts.URL, model: sim.DefaultModel, rec: rec, qwen3: true, eot: sim.TokenIMEnd,
-				turnTokens: tc.turnTokens, finalTokens: 160, concurrency: 16, stop: tc.stop, cut: true}
+				turnTokens: tc.turnTokens, finalTokens: 160, concurrency: 16, stop: tc.stop, cut: &yes}
 			checkHistory(t, srv, samplePrompts(t, 4), 2, []historyCase{{rollout.HistoryTokens, false}, {rollout.HistoryTokens, true}})
 		})
 	}

@@ -183,9 +183,9 @@ type CauseError struct {
 	Fix   string
 }
 
-// Error reads "<what the server answered>: <cause>; <fix>".
+// Error reads "<what the server answered> — cause: <cause>; fix: <fix>".
 func (e *CauseError) Error() string {
-	return e.Err.Error() + ": " + e.Cause.Error() + "; " + e.Fix
+	return e.Err.Error() + " — cause: " + e.Cause.Error() + "; fix: " + e.Fix
 }
 
 // Unwrap returns the cause and the underlying error.

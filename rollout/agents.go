@@ -90,7 +90,7 @@ type RecorderOptions struct {
 	ChatTemplateKwargs map[string]any
 	// Seed is the rollout's seed.
 	Seed int64
-	// History is HistoryTokens ("" too) or HistoryRerender.
+	// History is HistoryTokens (the default) or HistoryRerender.
 	History HistoryMode
 	// Bridge renders the bridges of HistoryTokens; share one across the
 	// recorders of a run (nil: the recorder makes its own).
@@ -144,7 +144,7 @@ type agentState struct {
 
 // NewRecorder returns a Recorder for one rollout.
 func NewRecorder(opts RecorderOptions) *Recorder {
-	if opts.History == "" {
+	if opts.History != HistoryRerender {
 		opts.History = HistoryTokens
 	}
 	if opts.History == HistoryTokens && opts.Bridge == nil {

@@ -108,6 +108,16 @@ type Rollout struct {
 	PromptsPerStep int `yaml:"prompts_per_step"`
 	// Concurrency bounds the dialogues in flight.
 	Concurrency int `yaml:"concurrency"`
+	// History is how an agent's conversation carries from one of its turns
+	// to the next. tokens (the default): its training sequence is its first
+	// rendered prompt, then its sampled tokens verbatim and, for each new
+	// message, only the bridge tokens the server renders — one sequence per
+	// agent, whatever the chat template does to earlier turns. rerender:
+	// render the whole conversation every turn and start a new sequence
+	// when it does not extend the last (Qwen3's template strips the think
+	// blocks of earlier turns, so every later turn breaks: counted as
+	// prefix_breaks, and the trainer processes the history again each time).
+	History string `yaml:"history"`
 }
 
 // Judge is the reward model.
@@ -282,7 +292,7 @@ func Default() Config {
 		Curriculum: Curriculum{
 			Path: "builtin:dilemmas",
 		},
-		Rollout: Rollout{GroupSize: 8, PromptsPerStep: 16, Concurrency: 256},
+		Rollout: Rollout{GroupSize: 8, PromptsPerStep: 16, Concurrency: 256, History: "tokens"},
 		Judge: Judge{
 			Kind: "ca", BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini",
 			APIKeyEnv: "OPENAI_API_KEY", Concurrency: 32, MaxRetries: 6,

@@ -35,6 +35,9 @@ func TestLoadValid(t *testing.T) {
 		t.Errorf("Load(valid) = %+v", cfg)
 	}
 	// defaults survive where the file is silent
+	if cfg.Rollout.History != "tokens" {
+		t.Errorf("rollout.history = %q, want the default tokens", cfg.Rollout.History)
+	}
 	if cfg.Sampling.MaxTokens != Default().Sampling.MaxTokens {
 		t.Errorf("sampling.max_tokens = %d, want default %d", cfg.Sampling.MaxTokens, Default().Sampling.MaxTokens)
 	}
@@ -68,6 +71,7 @@ func TestLoadErrors(t *testing.T) {
 		{"staleness 2", "train:\n  max_staleness: 2\n", []string{"key train.max_staleness"}},
 		{"bad mix category", "curriculum:\n  mix:\n    sports: 1\n", []string{"curriculum.mix.sports"}},
 		{"negative group", "rollout:\n  group_size: -2\n", []string{"key rollout.group_size"}},
+		{"bad enum history", "rollout:\n  history: messages\n", []string{"key rollout.history", "messages", "tokens, rerender"}},
 		{"bad duration", "policy:\n  request_timeout: soon\n", []string{"line 2", "soon"}},
 		{"rule without keywords", "judge:\n  kind: rule\n  rule:\n    kind: keywords\n", []string{"key judge.rule.keywords"}},
 	} {
@@ -101,6 +105,7 @@ func TestOverrides(t *testing.T) {
 	t.Setenv("PARLEY_RUN_SEED", "99")
 	t.Setenv("PARLEY_POLICY_ENDPOINTS", "http://a:1, http://b:2")
 	t.Setenv("PARLEY_POLICY_REQUEST_TIMEOUT", "3s")
+	t.Setenv("PARLEY_ROLLOUT_HISTORY", "rerender")
 	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	RegisterFlags(fs)
 	if err := fs.Parse([]string{"--game.deliberation.max_rounds=9", "--run.seed=5"}); err != nil {
@@ -121,6 +126,9 @@ func TestOverrides(t *testing.T) {
 	}
 	if cfg.Policy.RequestTimeout != 3*time.Second {
 		t.Errorf("policy.request_timeout = %v", cfg.Policy.RequestTimeout)
+	}
+	if cfg.Rollout.History != "rerender" {
+		t.Errorf("rollout.history = %q, want rerender from PARLEY_ROLLOUT_HISTORY", cfg.Rollout.History)
 	}
 }
 

@@ -211,6 +211,7 @@ func (c Config) validateCurriculum(k *checker) {
 	k.positive("rollout.group_size", c.Rollout.GroupSize)
 	k.positive("rollout.prompts_per_step", c.Rollout.PromptsPerStep)
 	k.positive("rollout.concurrency", c.Rollout.Concurrency)
+	k.oneOf("rollout.history", c.Rollout.History, rollout.HistoryModes)
 }
 
 // RolePolicies are roles.<role>.policy's values.

@@ -163,7 +163,10 @@ type unloadLoRARequest struct {
 // LoadLoRA loads the adapter at path (as the server sees it) under name on
 // every endpoint (POST /v1/load_lora_adapter). An endpoint that already has
 // the name loaded counts as success, so a resumed run can repeat the call.
-// The server needs VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora.
+// The server needs VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora:
+// a server without either, an adapter path the server cannot see and a rank
+// above --max-lora-rank each fail at once with a *CauseError naming the
+// fix (ErrLoRADisabled, ErrAdapterNotFound, ErrLoRARank).
 func (c *Client) LoadLoRA(ctx context.Context, name, path string) error {
 	if name == "" || path == "" {
 		return errors.New("llm.LoadLoRA: name and path are both required")
@@ -178,15 +181,16 @@ func (c *Client) LoadLoRA(ctx context.Context, name, path string) error {
 			accept: func(e *APIError) bool {
 				already = isAlreadyLoaded(e)
 				return already
-			}})
+			},
+			classify: loraCause})
 		if err != nil {
-			return loraHint(err)
+			return err
 		}
 		c.log.Info("llm: LoRA adapter loaded", zap.String("endpoint", ep.name),
 			zap.String("name", name), zap.String("path", path), zap.Bool("already_loaded", already))
 		return nil
 	})
-	return summarize("llm.LoadLoRA", "failed to load "+name, errs)
+	return summarize("llm.LoadLoRA", "failed to load "+name+" from "+path, errs)
 }
 
 // UnloadLoRA unloads the adapter name from every endpoint (POST
@@ -202,9 +206,9 @@ func (c *Client) UnloadLoRA(ctx context.Context, name string) error {
 	}
 	errs := c.onEvery(func(_ int, ep *endpoint) error {
 		err := c.do(ctx, &call{method: http.MethodPost, path: pathUnloadLoRA, body: body, pin: ep,
-			accept: isAdapterNotFound})
+			accept: isAdapterNotFound, classify: loraCause})
 		if err != nil {
-			return loraHint(err)
+			return err
 		}
 		c.log.Info("llm: LoRA adapter unloaded", zap.String("endpoint", ep.name), zap.String("name", name))
 		return nil
@@ -228,13 +232,4 @@ func isAdapterNotFound(e *APIError) bool {
 	m := strings.ToLower(e.Message)
 	return strings.Contains(m, "adapter") &&
 		(strings.Contains(m, "cannot be found") || strings.Contains(m, "not found") || strings.Contains(m, "does not exist"))
-}
-
-// loraHint adds the likely cause to a LoRA route that does not exist.
-func loraHint(err error) error {
-	var e *APIError
-	if errors.As(err, &e) && (e.Status == http.StatusNotFound || e.Status == http.StatusMethodNotAllowed) {
-		return fmt.Errorf("%w (the server has no LoRA routes: start vLLM with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora)", err)
-	}
-	return err
 }

@@ -107,6 +107,8 @@ type endpoint struct {
 	consecErrs  atomic.Int32 // consecutive transport errors
 	attempts    atomic.Int64
 	transport   atomic.Int64 // transport errors
+	answered    atomic.Bool  // it has answered at least once (any status)
+	refusing    atomic.Bool  // its last attempt was refused and it has never answered
 }
 
 func (e *endpoint) isDown(now int64) bool { return e.downUntil.Load() > now }

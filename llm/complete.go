@@ -28,10 +28,11 @@ func (c *Client) Complete(ctx context.Context, req CompletionRequest) ([]Complet
 	want := max(req.N, 1)
 	var out []Completion
 	err := c.do(ctx, &call{
-		method: http.MethodPost,
-		path:   pathCompletions,
-		body:   body,
-		slot:   true,
+		method:   http.MethodPost,
+		path:     pathCompletions,
+		body:     body,
+		slot:     true,
+		classify: modelNotServed,
 		handle: func(b []byte) error {
 			var err error
 			out, err = decodeCompletion(b, want, sent)

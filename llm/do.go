@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/parleyhq/parley/internal/retry"
@@ -36,6 +37,9 @@ type call struct {
 	handle func(body []byte) error
 	// accept turns an error status into success (idempotent LoRA calls).
 	accept func(*APIError) bool
+	// classify recognises an error status whose cause no retry can cure
+	// and returns the final error naming it (nil: the usual retry rules).
+	classify func(*APIError) error
 }
 
 // bufPool holds response buffers.
@@ -172,6 +176,12 @@ func (c *Client) attempt(ctx context.Context, ep *endpoint, cl *call) (time.Dura
 	if ep.consecErrs.Load() != 0 {
 		ep.consecErrs.Store(0)
 	}
+	if !ep.answered.Load() {
+		ep.answered.Store(true)
+	}
+	if ep.refusing.Load() {
+		ep.refusing.Store(false)
+	}
 	c.stats.countStatus(resp.StatusCode)
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		if cl.handle == nil {
@@ -185,6 +195,18 @@ func (c *Client) attempt(ctx context.Context, ep *endpoint, cl *call) (time.Dura
 	apiErr := parseAPIError(ep.name, cl.path, resp.StatusCode, buf.Bytes())
 	if cl.accept != nil && cl.accept(apiErr) {
 		return -1, false, nil
+	}
+	if dead := engineDead(apiErr); dead != nil {
+		// A dead engine answers every request with this 500 until it is
+		// restarted: take the endpoint out of rotation and retry only on
+		// another endpoint, if there is one.
+		c.markDown(ep, time.Now().Add(c.opts.DownFor).UnixNano(), "engine dead", dead)
+		return -1, cl.pin == nil && c.anotherUp(ep), dead
+	}
+	if cl.classify != nil {
+		if err := cl.classify(apiErr); err != nil {
+			return -1, false, err
+		}
 	}
 	again := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500
 	retryAfter := time.Duration(-1)
@@ -207,16 +229,47 @@ func (c *Client) transportFailure(ctx, actx context.Context, ep *endpoint, cl *c
 	}
 	c.stats.transport.Add(1)
 	ep.transport.Add(1)
-	if errors.Is(actx.Err(), context.DeadlineExceeded) {
+	again := true
+	switch {
+	case errors.Is(actx.Err(), context.DeadlineExceeded):
 		c.stats.timeouts.Add(1)
 		err = fmt.Errorf("%s %s on %s: no complete response within %v (attempt timeout; server hung or overloaded): %w",
 			cl.method, cl.path, ep.name, timeout, err)
-	} else {
+	case errors.Is(err, syscall.ECONNREFUSED) && !ep.answered.Load():
+		// Nothing has ever listened there: a server that is not running
+		// (or a wrong port), not one restarting. Say so now rather than
+		// after the whole retry budget, unless another endpoint may answer.
+		ep.refusing.Store(true)
+		err = &CauseError{Cause: ErrNotRunning, Err: fmt.Errorf("%s %s on %s: %w", cl.method, cl.path, ep.name, err), Fix: fixNotRunning}
+		again = cl.pin == nil && c.anotherNotRefusing(ep)
+	default:
 		err = fmt.Errorf("%s %s on %s: %w", cl.method, cl.path, ep.name, err)
 	}
 	if n := ep.consecErrs.Add(1); int(n) >= c.opts.DownAfter {
 		c.markDown(ep, time.Now().Add(c.opts.DownFor).UnixNano(),
 			strconv.Itoa(int(n))+" consecutive transport errors", err)
 	}
-	return -1, true, err
+	return -1, again, err
+}
+
+// anotherUp reports whether an endpoint other than ep is in rotation.
+func (c *Client) anotherUp(ep *endpoint) bool {
+	now := time.Now().UnixNano()
+	for _, e := range c.eps {
+		if e != ep && !e.isDown(now) {
+			return true
+		}
+	}
+	return false
+}
+
+// anotherNotRefusing reports whether an endpoint other than ep may answer:
+// it has not refused connections without ever answering.
+func (c *Client) anotherNotRefusing(ep *endpoint) bool {
+	for _, e := range c.eps {
+		if e != ep && !e.refusing.Load() {
+			return true
+		}
+	}
+	return false
 }

@@ -132,3 +132,112 @@ func clip(s string) string {
 	}
 	return s[:cut] + fmt.Sprintf("… (%d bytes)", len(s))
 }
+
+// Causes parley recognises in a server's answers. Each error that carries
+// one names the server, what it answered and the fix; test for them with
+// errors.Is.
+var (
+	// ErrNotRunning: nothing listens at the endpoint (connection refused)
+	// and it has never answered this client.
+	ErrNotRunning = errors.New("nothing is listening there (connection refused)")
+	// ErrEngineDead: the server is up but its engine has died (vLLM's
+	// EngineDeadError); every request fails until it is restarted.
+	ErrEngineDead = errors.New("the vLLM engine has died")
+	// ErrModelNotServed: the server does not serve the requested model or
+	// adapter name.
+	ErrModelNotServed = errors.New("the server does not serve this model")
+	// ErrLoRADisabled: the server cannot load LoRA adapters at run time.
+	ErrLoRADisabled = errors.New("the server cannot load LoRA adapters at run time")
+	// ErrLoRARank: the adapter's rank exceeds the server's --max-lora-rank.
+	ErrLoRARank = errors.New("the adapter's LoRA rank exceeds the server's --max-lora-rank")
+	// ErrAdapterNotFound: the server found no adapter at the path given.
+	ErrAdapterNotFound = errors.New("the server found no LoRA adapter at that path")
+	// ErrServerTooOld: the server's version is older than parley needs.
+	ErrServerTooOld = errors.New("the server's vLLM is older than 0.10.2")
+)
+
+// Fixes, named once.
+const (
+	fixEngineDead = "restart the server (parley restarts one it started itself with train.server_command); " +
+		"its log names the root cause. On CPU, serve with --no-enable-chunked-prefill: vLLM 0.32's engine dies " +
+		"on a seeded request whose prefill is chunked (\"CPU Generator does not use offset\")"
+	fixModel = "set policy.model to a name the server serves (vLLM's --served-model-name; GET /v1/models lists " +
+		"them), or load the adapter before sampling from it"
+	fixLoRARoutes = "start vLLM with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True (which adds /v1/load_lora_adapter) " +
+		"and --enable-lora --max-lora-rank R (R at least trainer.lora_r)"
+	fixLoRAEnable = "start vLLM with --enable-lora --max-lora-rank R (R at least trainer.lora_r)"
+	fixLoRARank   = "start vLLM with --max-lora-rank at least trainer.lora_r"
+	fixAdapter    = "vLLM loads adapters by path: it must see the run directory at the same path (the same " +
+		"machine or a shared file system), and the trainer must have written the adapter there " +
+		"(adapter_config.json and the weights)"
+	fixNotRunning = "start the inference server (vLLM, or parley serve-sim for a dry run) or fix policy.endpoints"
+)
+
+// CauseError is an error answer (or a refused connection) whose cause
+// parley recognises: Cause is one of the Err* values above, Fix what to do.
+// It unwraps to Cause and to the underlying error (an *APIError for an
+// answer).
+type CauseError struct {
+	Cause error
+	Err   error
+	Fix   string
+}
+
+// Error reads "<what the server answered> — cause: <cause>; fix: <fix>".
+func (e *CauseError) Error() string {
+	return e.Err.Error() + " — cause: " + e.Cause.Error() + "; fix: " + e.Fix
+}
+
+// Unwrap returns the cause and the underlying error.
+func (e *CauseError) Unwrap() []error { return []error{e.Cause, e.Err} }
+
+// engineDeadMarkers are the messages of a dead engine: vLLM V1's
+// EngineDeadError ("EngineCore encountered an issue...") and the V0
+// engine's AsyncEngineDeadError ("Background loop has errored already").
+var engineDeadMarkers = []string{"EngineCore encountered an issue", "EngineDeadError", "Background loop has errored", "AsyncEngineDeadError"}
+
+// engineDead recognises a dead engine's answer: a 5xx whose message is
+// vLLM's EngineDeadError.
+func engineDead(e *APIError) error {
+	if e.Status < 500 {
+		return nil
+	}
+	for _, m := range engineDeadMarkers {
+		if strings.Contains(e.Message, m) || strings.Contains(e.Type, m) {
+			return &CauseError{Cause: ErrEngineDead, Err: e, Fix: fixEngineDead}
+		}
+	}
+	return nil
+}
+
+// modelNotServed recognises vLLM's 404 "The model `x` does not exist."
+// on a request naming a model.
+func modelNotServed(e *APIError) error {
+	m := strings.ToLower(e.Message)
+	if e.Status == http.StatusNotFound && strings.Contains(m, "model") && strings.Contains(m, "does not exist") {
+		return &CauseError{Cause: ErrModelNotServed, Err: e, Fix: fixModel}
+	}
+	return nil
+}
+
+// loraCause tells apart the LoRA failures vLLM answers: a 404 or 405 from
+// the framework for a route that does not exist (the server runs without
+// VLLM_ALLOW_RUNTIME_LORA_UPDATING: FastAPI's {"detail":"Not Found"}; any
+// 404 that is not about a "lora adapter"), a
+// 404 "No adapter found for <path>" (the route exists, the path does not),
+// "LoRA is not enabled" (no --enable-lora) and a rank above
+// --max-lora-rank. Anything else is left to the retry rules.
+func loraCause(e *APIError) error {
+	m := e.Message
+	switch {
+	case strings.Contains(m, "No adapter found"):
+		return &CauseError{Cause: ErrAdapterNotFound, Err: e, Fix: fixAdapter}
+	case strings.Contains(m, "LoRA is not enabled"):
+		return &CauseError{Cause: ErrLoRADisabled, Err: e, Fix: fixLoRAEnable}
+	case strings.Contains(m, "max_lora_rank"):
+		return &CauseError{Cause: ErrLoRARank, Err: e, Fix: fixLoRARank}
+	case (e.Status == http.StatusNotFound || e.Status == http.StatusMethodNotAllowed) && !strings.Contains(strings.ToLower(m), "lora adapter"):
+		return &CauseError{Cause: ErrLoRADisabled, Err: e, Fix: fixLoRARoutes}
+	}
+	return nil
+}

@@ -70,10 +70,11 @@ func (c *Client) Tokenize(ctx context.Context, req TokenizeRequest) (TokenizeRes
 	}
 	var out TokenizeResult
 	err = c.do(ctx, &call{
-		method: http.MethodPost,
-		path:   pathTokenize,
-		body:   body,
-		slot:   true,
+		method:   http.MethodPost,
+		path:     pathTokenize,
+		body:     body,
+		slot:     true,
+		classify: modelNotServed,
 		handle: func(b []byte) error {
 			var err error
 			out, err = parseTokenize(b)

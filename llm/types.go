@@ -4,10 +4,29 @@
 // loading), over several load-balanced endpoints with retries.
 package llm
 
+import "encoding/json"
+
 // Message is one chat message as the server's chat template renders it.
 type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+	// Reasoning, when set, is an assistant message's reasoning, which
+	// templates such as Qwen3's render in a think block (or, set to "", as
+	// none). It is sent both as "reasoning" (vLLM 0.11 and later) and as
+	// "reasoning_content" (older servers).
+	Reasoning *string `json:"-"`
+}
+
+// MarshalJSON writes role and content, and the reasoning under both names
+// when it is set.
+func (m Message) MarshalJSON() ([]byte, error) {
+	type plain struct {
+		Role             string  `json:"role"`
+		Content          string  `json:"content"`
+		Reasoning        *string `json:"reasoning,omitempty"`
+		ReasoningContent *string `json:"reasoning_content,omitempty"`
+	}
+	return json.Marshal(plain{m.Role, m.Content, m.Reasoning, m.Reasoning})
 }
 
 // TokenizeRequest asks the server to render messages with its chat template

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/parleyhq/parley/dataset"
@@ -79,7 +80,41 @@ type Player struct {
 	Chat Chatter
 	// Trained marks the role's sequences for training batches.
 	Trained bool
+	// Bridge renders Tokens' bridges (HistoryTokens); nil: the recorder's
+	// own for the trained policy's client, a new one for another client.
+	Bridge *Bridge
 }
+
+// HistoryMode is how a Recorder carries an agent's conversation from one
+// turn to the next (config rollout.history).
+type HistoryMode string
+
+const (
+	// HistoryTokens keeps each agent's sampled tokens verbatim and appends,
+	// for each new message, only the bridge tokens the server renders (see
+	// Bridge): one training sequence per agent, whatever the template does
+	// to earlier turns when it renders them again. The default.
+	HistoryTokens HistoryMode = "tokens"
+	// HistoryRerender renders the agent's whole view every turn and extends
+	// its sequence when the rendering starts with it; otherwise (a prefix
+	// break: Qwen3's template strips the think blocks of earlier turns) it
+	// starts a new sequence.
+	HistoryRerender HistoryMode = "rerender"
+)
+
+// ParseHistoryMode reads a history mode; "" is HistoryTokens.
+func ParseHistoryMode(s string) (HistoryMode, error) {
+	switch HistoryMode(s) {
+	case "", HistoryTokens:
+		return HistoryTokens, nil
+	case HistoryRerender:
+		return HistoryRerender, nil
+	}
+	return "", fmt.Errorf("rollout: history mode %q is not %s or %s", s, HistoryTokens, HistoryRerender)
+}
+
+// HistoryModes lists the history modes, for validation and help.
+var HistoryModes = []string{string(HistoryTokens), string(HistoryRerender)}
 
 // RecorderOptions configure a Recorder.
 type RecorderOptions struct {
@@ -95,36 +130,197 @@ type RecorderOptions struct {
 	ChatTemplateKwargs map[string]any
 	// Seed is the rollout's seed.
 	Seed int64
+	// History is HistoryTokens (the default) or HistoryRerender.
+	History HistoryMode
+	// Bridge renders the bridges of HistoryTokens; share one across the
+	// recorders of a run (nil: the recorder makes its own).
+	Bridge *Bridge
 }
 
 // Recorder implements Agents for one rollout and holds its trajectories.
+//
+// Its invariant: what is sampled is what is trained, bit for bit. Every
+// completion is sampled from exactly the current token sequence of its
+// agent, the sampled ids are appended to that sequence verbatim under mask
+// 1 with their logprobs, and a sequence is only ever appended to; every
+// other token is under mask 0. In HistoryTokens mode an agent's sequence is
+// its first rendered prompt, then per turn its sampled ids and the bridge
+// to its next generation prompt, so a turn is never rendered again.
 type Recorder struct {
-	opts  RecorderOptions
-	seqs  []dataset.Sequence
-	cur   map[string]int // role → index of its current sequence in seqs
-	turns map[string]int // role → turns taken
+	opts    RecorderOptions
+	seqs    []dataset.Sequence
+	agents  map[string]*agentState
+	bridges map[Policy]*Bridge // bridges of players' other clients
 
-	// PrefixBreaks counts re-rendered prompts that did not extend the
-	// agent's sequence, each of which started a new training sequence.
-	PrefixBreaks  int
-	Requests      int
-	PromptTokens  int
+	// PrefixBreaks counts turns that could not extend their agent's
+	// sequence and started a new one: in HistoryRerender a rendering that
+	// does not start with the sequence, in HistoryTokens a view that did
+	// not grow by appending to the last one (the game rewrote history);
+	// in both, a change of the role's sequence kind.
+	PrefixBreaks int
+	// Requests counts /tokenize and /v1/completions requests (a Bridge's
+	// one-off template probe not included).
+	Requests int
+	// PromptTokens counts the tokens added to sequences under mask 0:
+	// rendered prompts, bridges and closing tokens.
+	PromptTokens int
+	// SampledTokens counts the tokens sampled (mask 1).
 	SampledTokens int
+	// PromptTokensSent counts the prompt tokens of completion requests.
+	PromptTokensSent int
+	// ClosedTurns counts turns (HistoryTokens) that ended without the
+	// template's end-of-turn token — cut at max_tokens or by a stop
+	// string — and were closed by appending it under mask 0, as the
+	// template would render the turn, so the agent's sequence goes on.
+	ClosedTurns int
+}
+
+// agentState is what a Recorder keeps of one role.
+type agentState struct {
+	seq   int           // index in seqs of its current sequence (-1: none)
+	turns int           // turns taken
+	view  []llm.Message // its view at its last turn (HistoryTokens)
+	raw   string        // its last reply as decoded (HistoryTokens)
 }
 
 // NewRecorder returns a Recorder for one rollout.
 func NewRecorder(opts RecorderOptions) *Recorder {
-	return &Recorder{opts: opts, cur: map[string]int{}, turns: map[string]int{}}
+	if opts.History != HistoryRerender {
+		opts.History = HistoryTokens
+	}
+	if opts.History == HistoryTokens && opts.Bridge == nil {
+		opts.Bridge = NewBridge(opts.Policy)
+	}
+	return &Recorder{opts: opts, agents: map[string]*agentState{}}
 }
 
-// Turn renders msgs with the chat template, extends (or, on a prefix break,
-// restarts) the role's training sequence with the rendered tokens under mask
-// 0, samples a reply from exactly that sequence, and appends the sampled
-// tokens under mask 1 with their logprobs.
+// Turn samples role's reply to msgs, its whole view of the conversation,
+// and records it. The sequence it samples from is, in HistoryRerender, msgs
+// rendered by the chat template (extending the role's sequence when the
+// rendering starts with it); in HistoryTokens, the role's sequence so far
+// followed by the bridge for the messages msgs added since its last turn
+// (its first turn, or a view that did not grow by appending, renders msgs
+// whole into a new sequence).
 func (r *Recorder) Turn(ctx context.Context, role string, msgs []llm.Message, opts TurnOptions) (Reply, error) {
+	kind := opts.Kind
+	if kind == "" {
+		kind = dataset.KindDialogue
+	}
+	st := r.agents[role]
+	if st == nil {
+		st = &agentState{seq: -1}
+		r.agents[role] = st
+	}
 	pl := r.Player(role)
 	if pl.Chat != nil {
-		return r.chatTurn(ctx, role, pl, msgs, opts)
+		return r.chatTurn(ctx, role, st, pl, msgs, opts)
+	}
+	var maxModelLen int
+	var err error
+	if r.opts.History == HistoryTokens {
+		maxModelLen, err = r.extendTokens(ctx, role, st, pl, msgs, kind)
+	} else {
+		maxModelLen, err = r.extendRerender(ctx, role, st, pl, msgs, kind)
+	}
+	if err != nil {
+		return Reply{}, err
+	}
+	s := &r.seqs[st.seq]
+
+	sp := r.opts.Sampling
+	if opts.MaxTokens > 0 {
+		sp.MaxTokens = opts.MaxTokens
+	}
+	if maxModelLen > 0 {
+		room := maxModelLen - len(s.InputIDs)
+		if room <= 0 {
+			return Reply{}, fmt.Errorf("rollout: turn of %s: the prompt fills the context (%d tokens, max_model_len %d)", role, len(s.InputIDs), maxModelLen)
+		}
+		if sp.MaxTokens > room {
+			sp.MaxTokens = room
+		}
+	}
+	turn := st.turns
+	st.turns++
+	seed := DeriveSeed(r.opts.Seed, role, int64(turn))
+	sp.Seed = &seed
+	sp.N = 1
+	// The prompt is the sequence itself: the sampled ids extend exactly
+	// the tokens they were sampled from.
+	prompt := s.InputIDs
+	choices, err := pl.Tokens.Complete(ctx, llm.CompletionRequest{Model: pl.Model, Prompt: prompt, Sampling: sp})
+	r.Requests++
+	r.PromptTokensSent += len(prompt)
+	if err != nil {
+		return Reply{}, fmt.Errorf("rollout: sample turn %d of %s: %w", turn+1, role, err)
+	}
+	if len(choices) == 0 {
+		return Reply{}, fmt.Errorf("rollout: sample turn %d of %s: the server returned no choices", turn+1, role)
+	}
+	c := choices[0]
+	appendSampled(s, c.TokenIDs, c.Logprobs)
+	r.SampledTokens += len(c.TokenIDs)
+	st.view = slices.Clone(msgs)
+	st.raw = c.Text
+	return Reply{Text: CleanText(c.Text), Raw: c.Text, Tokens: len(c.TokenIDs), FinishReason: c.FinishReason}, nil
+}
+
+// extendRerender renders msgs whole and extends the role's sequence with
+// the rendering when it starts with the sequence, or else starts a new one.
+func (r *Recorder) extendRerender(ctx context.Context, role string, st *agentState, pl Player, msgs []llm.Message, kind string) (int, error) {
+	tok, err := pl.Tokens.Tokenize(ctx, llm.TokenizeRequest{
+		Model:               pl.Model,
+		Messages:            msgs,
+		AddGenerationPrompt: true,
+		ChatTemplateKwargs:  r.opts.ChatTemplateKwargs,
+	})
+	r.Requests++
+	if err != nil {
+		return 0, fmt.Errorf("rollout: tokenize turn of %s: %w", role, err)
+	}
+	if st.seq >= 0 && r.seqs[st.seq].Kind == kind && hasPrefix(tok.Tokens, r.seqs[st.seq].InputIDs) {
+		s := &r.seqs[st.seq]
+		r.appendPrompt(s, tok.Tokens[len(s.InputIDs):])
+		return tok.MaxModelLen, nil
+	}
+	if st.seq >= 0 {
+		r.PrefixBreaks++
+	}
+	r.startSequence(role, st, kind, tok.Tokens)
+	return tok.MaxModelLen, nil
+}
+
+// extendTokens extends the role's sequence with the bridge to msgs, or,
+// on its first turn or when msgs is not its last view plus its reply plus
+// new messages, renders msgs whole into a new sequence.
+func (r *Recorder) extendTokens(ctx context.Context, role string, st *agentState, pl Player, msgs []llm.Message, kind string) (int, error) {
+	// The template's end of turn, learned once per run; asking at every
+	// first turn names a template that cannot render bridges at once.
+	bridge := r.bridgeFor(pl)
+	eot, _, err := bridge.TemplateEnd(ctx, pl.Model, r.opts.ChatTemplateKwargs)
+	if err != nil {
+		return 0, fmt.Errorf("rollout: turn of %s: %w", role, err)
+	}
+	if st.seq >= 0 && r.seqs[st.seq].Kind == kind {
+		if added, ok := st.added(msgs); ok {
+			ids, maxModelLen, err := bridge.Render(ctx, pl.Model, r.opts.ChatTemplateKwargs, added)
+			r.Requests++
+			if err != nil {
+				return 0, fmt.Errorf("rollout: turn %d of %s: %w", st.turns+1, role, err)
+			}
+			s := &r.seqs[st.seq]
+			if s.InputIDs[len(s.InputIDs)-1] != eot {
+				// The turn was cut (max_tokens, a stop string) before the
+				// model ended it: end it as the template would render it.
+				r.appendPrompt(s, []int32{eot})
+				r.ClosedTurns++
+			}
+			r.appendPrompt(s, ids)
+			return maxModelLen, nil
+		}
+	}
+	if st.seq >= 0 {
+		r.PrefixBreaks++
 	}
 	tok, err := pl.Tokens.Tokenize(ctx, llm.TokenizeRequest{
 		Model:               pl.Model,
@@ -134,72 +330,62 @@ func (r *Recorder) Turn(ctx context.Context, role string, msgs []llm.Message, op
 	})
 	r.Requests++
 	if err != nil {
-		return Reply{}, fmt.Errorf("rollout: tokenize turn of %s: %w", role, err)
+		return 0, fmt.Errorf("rollout: tokenize turn of %s: %w", role, err)
 	}
-	kind := opts.Kind
-	if kind == "" {
-		kind = dataset.KindDialogue
-	}
-	idx, ok := r.cur[role]
-	if ok && r.seqs[idx].Kind == kind && hasPrefix(tok.Tokens, r.seqs[idx].InputIDs) {
-		s := &r.seqs[idx]
-		delta := tok.Tokens[len(s.InputIDs):]
-		s.InputIDs = append(s.InputIDs, delta...)
-		s.LossMask = append(s.LossMask, make([]int8, len(delta))...)
-		s.Logprobs = append(s.Logprobs, make([]float32, len(delta))...)
-		r.PromptTokens += len(delta)
-	} else {
-		if ok {
-			r.PrefixBreaks++
-		}
-		r.seqs = append(r.seqs, dataset.Sequence{
-			Role:     role,
-			Kind:     kind,
-			InputIDs: append([]int32(nil), tok.Tokens...),
-			LossMask: make([]int8, len(tok.Tokens)),
-			Logprobs: make([]float32, len(tok.Tokens)),
-		})
-		idx = len(r.seqs) - 1
-		r.cur[role] = idx
-		r.PromptTokens += len(tok.Tokens)
-	}
-	s := &r.seqs[idx]
+	r.startSequence(role, st, kind, tok.Tokens)
+	return tok.MaxModelLen, nil
+}
 
-	sp := r.opts.Sampling
-	if opts.MaxTokens > 0 {
-		sp.MaxTokens = opts.MaxTokens
+// added returns the messages msgs adds to the agent's last view: msgs must
+// be that view, then the agent's reply (as an assistant message whose
+// visible text is the reply's), then anything. ok is false when the view
+// did not grow by appending.
+func (st *agentState) added(msgs []llm.Message) ([]llm.Message, bool) {
+	n := len(st.view)
+	if len(msgs) <= n {
+		return nil, false
 	}
-	if tok.MaxModelLen > 0 {
-		room := tok.MaxModelLen - len(s.InputIDs)
-		if room <= 0 {
-			return Reply{}, fmt.Errorf("rollout: turn of %s: the prompt fills the context (%d tokens, max_model_len %d)", role, len(s.InputIDs), tok.MaxModelLen)
+	for i, m := range st.view {
+		if !sameMessage(m, msgs[i]) {
+			return nil, false
 		}
-		if sp.MaxTokens > room {
-			sp.MaxTokens = room
-		}
 	}
-	turn := r.turns[role]
-	r.turns[role] = turn + 1
-	seed := DeriveSeed(r.opts.Seed, role, int64(turn))
-	sp.Seed = &seed
-	sp.N = 1
-	prompt := s.InputIDs
-	choices, err := pl.Tokens.Complete(ctx, llm.CompletionRequest{Model: pl.Model, Prompt: prompt, Sampling: sp})
-	r.Requests++
-	if err != nil {
-		return Reply{}, fmt.Errorf("rollout: sample turn %d of %s: %w", turn+1, role, err)
+	if reply := msgs[n]; reply.Role != "assistant" || CleanText(reply.Content) != CleanText(st.raw) {
+		return nil, false
 	}
-	if len(choices) == 0 {
-		return Reply{}, fmt.Errorf("rollout: sample turn %d of %s: the server returned no choices", turn+1, role)
+	return msgs[n+1:], true
+}
+
+func sameMessage(a, b llm.Message) bool {
+	if a.Role != b.Role || a.Content != b.Content || (a.Reasoning == nil) != (b.Reasoning == nil) {
+		return false
 	}
-	c := choices[0]
-	s.InputIDs = append(s.InputIDs, c.TokenIDs...)
-	for range c.TokenIDs {
+	return a.Reasoning == nil || *a.Reasoning == *b.Reasoning
+}
+
+// startSequence starts a new training sequence for role with a rendered
+// prompt.
+func (r *Recorder) startSequence(role string, st *agentState, kind string, prompt []int32) {
+	r.seqs = append(r.seqs, dataset.Sequence{Role: role, Kind: kind})
+	st.seq = len(r.seqs) - 1
+	r.appendPrompt(&r.seqs[st.seq], prompt)
+}
+
+// appendPrompt appends tokens the policy did not sample: mask 0, logprob 0.
+func (r *Recorder) appendPrompt(s *dataset.Sequence, ids []int32) {
+	s.InputIDs = append(s.InputIDs, ids...)
+	s.LossMask = append(s.LossMask, make([]int8, len(ids))...)
+	s.Logprobs = append(s.Logprobs, make([]float32, len(ids))...)
+	r.PromptTokens += len(ids)
+}
+
+// appendSampled appends sampled tokens verbatim: mask 1, their logprobs.
+func appendSampled(s *dataset.Sequence, ids []int32, logprobs []float32) {
+	s.InputIDs = append(s.InputIDs, ids...)
+	for range ids {
 		s.LossMask = append(s.LossMask, 1)
 	}
-	s.Logprobs = append(s.Logprobs, c.Logprobs...)
-	r.SampledTokens += len(c.TokenIDs)
-	return Reply{Text: CleanText(c.Text), Raw: c.Text, Tokens: len(c.TokenIDs), FinishReason: c.FinishReason}, nil
+	s.Logprobs = append(s.Logprobs, logprobs...)
 }
 
 // Player returns what plays role: its entry in Players, or the trained
@@ -214,11 +400,31 @@ func (r *Recorder) Player(role string) Player {
 	return Player{Kind: dataset.PolicyTrained, Model: r.opts.Model, Tokens: r.opts.Policy, Trained: true}
 }
 
+// bridgeFor returns the Bridge of pl's client: its own, the recorder's for
+// the trained policy's client, or one made for this recorder.
+func (r *Recorder) bridgeFor(pl Player) *Bridge {
+	if pl.Bridge != nil {
+		return pl.Bridge
+	}
+	if pl.Tokens == r.opts.Policy {
+		return r.opts.Bridge
+	}
+	if r.bridges == nil {
+		r.bridges = map[Policy]*Bridge{}
+	}
+	b := r.bridges[pl.Tokens]
+	if b == nil {
+		b = NewBridge(pl.Tokens)
+		r.bridges[pl.Tokens] = b
+	}
+	return b
+}
+
 // chatTurn asks an external player for its turn through the chat API: no
 // token sequence is recorded (the role cannot be trained).
-func (r *Recorder) chatTurn(ctx context.Context, role string, pl Player, msgs []llm.Message, opts TurnOptions) (Reply, error) {
-	turn := r.turns[role]
-	r.turns[role] = turn + 1
+func (r *Recorder) chatTurn(ctx context.Context, role string, st *agentState, pl Player, msgs []llm.Message, opts TurnOptions) (Reply, error) {
+	turn := st.turns
+	st.turns++
 	seed := DeriveSeed(r.opts.Seed, role, int64(turn))
 	req := chat.Request{Seed: &seed, MaxTokens: opts.MaxTokens}
 	if opts.MaxTokens <= 0 {

@@ -33,10 +33,16 @@ type RunnerOptions struct {
 	Step          int
 	PolicyVersion int
 	Logger        *zap.Logger
+	// History is how agents' conversations carry from turn to turn:
+	// HistoryTokens ("" too) or HistoryRerender.
+	History HistoryMode
 }
 
 // Runner samples G rollouts of every prompt row with a bounded worker pool.
-type Runner struct{ opts RunnerOptions }
+type Runner struct {
+	opts   RunnerOptions
+	bridge *Bridge // shared by the recorders (HistoryTokens)
+}
 
 // NewRunner returns a Runner.
 func NewRunner(opts RunnerOptions) (*Runner, error) {
@@ -52,25 +58,70 @@ func NewRunner(opts RunnerOptions) (*Runner, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	return &Runner{opts: opts}, nil
+	h, err := ParseHistoryMode(string(opts.History))
+	if err != nil {
+		return nil, fmt.Errorf("rollout.NewRunner: %w", err)
+	}
+	opts.History = h
+	r := &Runner{opts: opts}
+	if h == HistoryTokens {
+		r.bridge = NewBridge(opts.Policy)
+		r.opts.Players = sharedBridges(opts.Players, opts.Policy)
+	}
+	return r, nil
+}
+
+// sharedBridges returns players with one Bridge for each token-level client
+// other than the trained policy's, shared by every recorder of a run.
+func sharedBridges(players map[string]Player, policy Policy) map[string]Player {
+	if len(players) == 0 {
+		return players
+	}
+	out := make(map[string]Player, len(players))
+	made := map[Policy]*Bridge{}
+	for role, pl := range players {
+		if pl.Tokens != nil && pl.Tokens != policy && pl.Bridge == nil {
+			if made[pl.Tokens] == nil {
+				made[pl.Tokens] = NewBridge(pl.Tokens)
+			}
+			pl.Bridge = made[pl.Tokens]
+		}
+		out[role] = pl
+	}
+	return out
 }
 
 // Summary describes a finished (or interrupted) set of rollouts.
 type Summary struct {
-	Rollouts      int           `json:"rollouts"`
-	Failed        int           `json:"failed"`
-	Interrupted   int           `json:"interrupted"`
-	Agreed        int           `json:"agreed"`
-	AgreementRate float64       `json:"agreement_rate"`
-	MeanRounds    float64       `json:"mean_rounds"`
-	RoundsToAgree float64       `json:"rounds_to_agreement"`
-	PromptTokens  int64         `json:"prompt_tokens"`
-	SampledTokens int64         `json:"sampled_tokens"`
-	Requests      int64         `json:"requests"`
-	PrefixBreaks  int64         `json:"prefix_breaks"`
-	Elapsed       time.Duration `json:"elapsed_ns"`
-	PerSecond     float64       `json:"rollouts_per_second"`
-	FailedIDs     []string      `json:"failed_ids,omitempty"`
+	Rollouts      int     `json:"rollouts"`
+	Failed        int     `json:"failed"`
+	Interrupted   int     `json:"interrupted"`
+	Agreed        int     `json:"agreed"`
+	AgreementRate float64 `json:"agreement_rate"`
+	MeanRounds    float64 `json:"mean_rounds"`
+	RoundsToAgree float64 `json:"rounds_to_agreement"`
+	PromptTokens  int64   `json:"prompt_tokens"`
+	SampledTokens int64   `json:"sampled_tokens"`
+	Requests      int64   `json:"requests"`
+	PrefixBreaks  int64   `json:"prefix_breaks"`
+	// Sequences and TrainerTokens total the training sequences of the
+	// rollouts and their tokens: what the trainer processes.
+	Sequences     int64 `json:"sequences"`
+	TrainerTokens int64 `json:"trainer_tokens"`
+	// SequencesPerRollout is Sequences per rollout (rollout.history: tokens
+	// gives one per agent plus the final completion's);
+	// TrainerTokensPerSampled is TrainerTokens per sampled token.
+	SequencesPerRollout     float64 `json:"sequences_per_rollout"`
+	TrainerTokensPerSampled float64 `json:"trainer_tokens_per_sampled_token"`
+	// PromptTokensSent totals the prompt tokens of the completion requests.
+	PromptTokensSent int64 `json:"prompt_tokens_sent"`
+	// ClosedTurns counts turns cut before their end-of-turn token
+	// (max_tokens, a stop string) that rollout.history: tokens closed by
+	// appending it under mask 0.
+	ClosedTurns int64         `json:"closed_turns"`
+	Elapsed     time.Duration `json:"elapsed_ns"`
+	PerSecond   float64       `json:"rollouts_per_second"`
+	FailedIDs   []string      `json:"failed_ids,omitempty"`
 }
 
 // Add counts one written rollout.
@@ -90,6 +141,17 @@ func (s *Summary) Add(r *dataset.Rollout) {
 	s.SampledTokens += int64(r.SampledTokens)
 	s.Requests += int64(r.Requests)
 	s.PrefixBreaks += int64(r.PrefixBreaks)
+	s.Sequences += int64(len(r.Sequences))
+	for _, q := range r.Sequences {
+		s.TrainerTokens += int64(len(q.InputIDs))
+	}
+}
+
+// played is a finished rollout with the recorder counts the rollout record
+// does not keep.
+type played struct {
+	rec                      *dataset.Rollout
+	promptTokensSent, closed int
 }
 
 // finish turns sums into means.
@@ -98,6 +160,10 @@ func (s *Summary) finish(elapsed time.Duration) {
 	if ok > 0 {
 		s.AgreementRate = float64(s.Agreed) / float64(ok)
 		s.MeanRounds /= float64(ok)
+		s.SequencesPerRollout = float64(s.Sequences) / float64(ok)
+	}
+	if s.SampledTokens > 0 {
+		s.TrainerTokensPerSampled = float64(s.TrainerTokens) / float64(s.SampledTokens)
 	}
 	if s.Agreed > 0 {
 		s.RoundsToAgree /= float64(s.Agreed)
@@ -132,7 +198,7 @@ func (r *Runner) Run(ctx context.Context, prompts []dataset.Prompt, sink func(*d
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan job)
-	results := make(chan *dataset.Rollout, r.opts.Concurrency)
+	results := make(chan played, r.opts.Concurrency)
 	total := len(prompts) * r.opts.GroupSize
 	workers := min(r.opts.Concurrency, total)
 	var wg sync.WaitGroup
@@ -141,8 +207,8 @@ func (r *Runner) Run(ctx context.Context, prompts []dataset.Prompt, sink func(*d
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				if rec := r.playOne(ctx, j.p, j.group, j.index); rec != nil {
-					results <- rec
+				if p := r.playOne(ctx, j.p, j.group, j.index); p.rec != nil {
+					results <- p
 				}
 			}
 		}()
@@ -163,16 +229,20 @@ func (r *Runner) Run(ctx context.Context, prompts []dataset.Prompt, sink func(*d
 
 	var sum Summary
 	var sinkErr error
-	for rec := range results {
+	for p := range results {
 		if sinkErr != nil {
 			continue // drain
 		}
-		if err := sink(rec); err != nil {
+		if err := sink(p.rec); err != nil {
 			sinkErr = fmt.Errorf("rollout.Run: %w", err)
 			cancel()
 			continue
 		}
-		sum.Add(rec)
+		sum.Add(p.rec)
+		if !p.rec.Failed {
+			sum.PromptTokensSent += int64(p.promptTokensSent)
+			sum.ClosedTurns += int64(p.closed)
+		}
 	}
 	if ctx.Err() != nil {
 		sum.Interrupted = total - sum.Rollouts
@@ -199,8 +269,9 @@ func RoleOutcomes(roles []string, agents *Recorder) []dataset.RoleOutcome {
 	return out
 }
 
-// playOne plays one rollout; nil means it was interrupted by cancellation.
-func (r *Runner) playOne(ctx context.Context, p dataset.Prompt, group, index int) *dataset.Rollout {
+// playOne plays one rollout; a nil record means it was interrupted by
+// cancellation.
+func (r *Runner) playOne(ctx context.Context, p dataset.Prompt, group, index int) played {
 	groupID := GroupID(r.opts.Step, group)
 	seed := DeriveSeed(r.opts.Seed, groupID, int64(index))
 	rec := &dataset.Rollout{
@@ -225,6 +296,7 @@ func (r *Runner) playOne(ctx context.Context, p dataset.Prompt, group, index int
 	agents := NewRecorder(RecorderOptions{
 		Policy: r.opts.Policy, Model: r.opts.Model, Players: r.opts.Players, Sampling: r.opts.Sampling,
 		ChatTemplateKwargs: r.opts.ChatTemplateKwargs, Seed: seed,
+		History: r.opts.History, Bridge: r.bridge,
 	})
 	rec.Roles = RoleOutcomes(r.opts.Game.Roles(p), agents)
 	t0 := time.Now()
@@ -237,11 +309,11 @@ func (r *Runner) playOne(ctx context.Context, p dataset.Prompt, group, index int
 	rec.Requests = int32(agents.Requests)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil
+			return played{}
 		}
 		rec.Failed = true
 		rec.Error = err.Error()
 		r.opts.Logger.Warn("rollout failed", zap.String("rollout_id", rec.RolloutID), zap.Error(err))
 	}
-	return rec
+	return played{rec: rec, promptTokensSent: agents.PromptTokensSent, closed: agents.ClosedTurns}
 }

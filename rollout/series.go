@@ -80,6 +80,15 @@ func RunSeries(ctx context.Context, opts RunnerOptions, dir string, series []Ser
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 1
 	}
+	h, err := ParseHistoryMode(string(opts.History))
+	if err != nil {
+		return sum, fmt.Errorf("rollout.RunSeries: %w", err)
+	}
+	var bridge *Bridge
+	if opts.History = h; h == HistoryTokens {
+		bridge = NewBridge(opts.Policy)
+		opts.Players = sharedBridges(opts.Players, opts.Policy)
+	}
 	sum.Series = len(series)
 	var (
 		mu       sync.Mutex
@@ -97,7 +106,7 @@ func RunSeries(ctx context.Context, opts RunnerOptions, dir string, series []Ser
 				return
 			}
 			defer func() { <-sem }()
-			st, err := runOneSeries(ctx, sg, opts, dir, s)
+			st, err := runOneSeries(ctx, sg, opts, bridge, dir, s)
 			mu.Lock()
 			defer mu.Unlock()
 			sum.Played += st.Played
@@ -116,7 +125,7 @@ func RunSeries(ctx context.Context, opts RunnerOptions, dir string, series []Ser
 }
 
 // runOneSeries plays the games of s not yet recorded, in order.
-func runOneSeries(ctx context.Context, g SeriesGame, opts RunnerOptions, dir string, s Series) (SeriesSummary, error) {
+func runOneSeries(ctx context.Context, g SeriesGame, opts RunnerOptions, bridge *Bridge, dir string, s Series) (SeriesSummary, error) {
 	var sum SeriesSummary
 	recs, err := ReadSeries(dir, s.ID)
 	if err != nil {
@@ -134,7 +143,7 @@ func runOneSeries(ctx context.Context, g SeriesGame, opts RunnerOptions, dir str
 		if err := ctx.Err(); err != nil {
 			return sum, err
 		}
-		rec, next, err := playSeriesGame(ctx, g, opts, s, i, state)
+		rec, next, err := playSeriesGame(ctx, g, opts, bridge, s, i, state)
 		if err != nil {
 			return sum, err // cancelled: the game is not recorded
 		}
@@ -161,7 +170,7 @@ func runOneSeries(ctx context.Context, g SeriesGame, opts RunnerOptions, dir str
 // playSeriesGame plays game i of s from state; it returns the rollout (a
 // failed one included) and the state after it, or an error only when ctx
 // was cancelled.
-func playSeriesGame(ctx context.Context, g SeriesGame, opts RunnerOptions, s Series, i int, state []byte) (*dataset.Rollout, []byte, error) {
+func playSeriesGame(ctx context.Context, g SeriesGame, opts RunnerOptions, bridge *Bridge, s Series, i int, state []byte) (*dataset.Rollout, []byte, error) {
 	p := s.Games[i]
 	seed := DeriveSeed(opts.Seed, "series/"+s.ID, int64(i))
 	rec := &dataset.Rollout{
@@ -173,7 +182,7 @@ func playSeriesGame(ctx context.Context, g SeriesGame, opts RunnerOptions, s Ser
 	}
 	agents := NewRecorder(RecorderOptions{
 		Policy: opts.Policy, Model: opts.Model, Players: opts.Players, Sampling: opts.Sampling,
-		ChatTemplateKwargs: opts.ChatTemplateKwargs, Seed: seed,
+		ChatTemplateKwargs: opts.ChatTemplateKwargs, Seed: seed, History: opts.History, Bridge: bridge,
 	})
 	rec.Roles = RoleOutcomes(g.Roles(p), agents)
 	t0 := time.Now()

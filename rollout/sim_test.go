@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -25,14 +26,44 @@ import (
 	"github.com/parleyhq/parley/sim"
 )
 
-// recorder is HTTP middleware in front of serve-sim that keeps, for each
-// successful response, what the server rendered (/tokenize) and what it
-// sampled (/v1/completions, by prompt), so that trajectories can be checked
-// against the server's own words rather than the client's.
+// recorder is HTTP middleware in front of serve-sim (or a real vLLM) that
+// keeps, for each successful response, what the server rendered
+// (/tokenize) and what it sampled (/v1/completions, by prompt), so that
+// trajectories can be checked against the server's own words rather than
+// the client's.
 type recorder struct {
 	mu        sync.Mutex
 	renders   map[[32]byte]bool      // hash of a /tokenize response's tokens
 	completes map[[32]byte][][]int32 // hash of a prompt → every token_ids sampled for it
+	// byTail holds every /tokenize response by the hash of its last
+	// tailLen tokens, to find the rendering a bridge was cut from.
+	byTail  map[[32]byte][][]int32
+	prompts [][]int32 // every completion prompt, in arrival order
+}
+
+const tailLen = 8
+
+func tailKey(ids []int32) [32]byte { return hashIDs(ids[max(0, len(ids)-tailLen):]) }
+
+// isRenderSuffix reports whether run ends some /tokenize rendering.
+func (rec *recorder) isRenderSuffix(run []int32) bool {
+	if len(run) < tailLen {
+		// short runs: any rendering with the same tail
+		for _, rs := range rec.byTail {
+			for _, r := range rs {
+				if len(r) >= len(run) && slices.Equal(r[len(r)-len(run):], run) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, r := range rec.byTail[tailKey(run)] {
+		if len(r) >= len(run) && slices.Equal(r[len(r)-len(run):], run) {
+			return true
+		}
+	}
+	return false
 }
 
 func hashIDs(ids []int32) [32]byte {
@@ -80,6 +111,8 @@ func (rec *recorder) wrap(h http.Handler) http.Handler {
 			var resp struct{ Tokens []int32 }
 			if json.Unmarshal(cw.buf.Bytes(), &resp) == nil {
 				rec.renders[hashIDs(resp.Tokens)] = true
+				k := tailKey(resp.Tokens)
+				rec.byTail[k] = append(rec.byTail[k], resp.Tokens)
 			}
 		case "/v1/completions":
 			var req struct{ Prompt []int32 }
@@ -91,13 +124,80 @@ func (rec *recorder) wrap(h http.Handler) http.Handler {
 			if json.Unmarshal(body, &req) == nil && json.Unmarshal(cw.buf.Bytes(), &resp) == nil && len(resp.Choices) == 1 {
 				k := hashIDs(req.Prompt)
 				rec.completes[k] = append(rec.completes[k], resp.Choices[0].TokenIDs)
+				rec.prompts = append(rec.prompts, req.Prompt)
 			}
 		}
 	})
 }
 
 func newRecorder() *recorder {
-	return &recorder{renders: map[[32]byte]bool{}, completes: map[[32]byte][][]int32{}}
+	return &recorder{renders: map[[32]byte]bool{}, completes: map[[32]byte][][]int32{}, byTail: map[[32]byte][][]int32{}}
+}
+
+// checkTrajectories checks every training sequence of rs against what the
+// server said: every mask-1 run is exactly a token_ids the server returned
+// for exactly the tokens before it; the first mask-0 run of a sequence is a
+// /tokenize rendering; every later mask-0 run is, in rerender mode, the
+// end of a rendering of everything before it, and in tokens mode a bridge:
+// the end of a /tokenize rendering cut right after an end-of-turn token
+// eot, which is the last sampled token, or else the run's first token (a
+// cut turn closed by hand). It returns the numbers of masked and unmasked
+// runs and of closed turns.
+func checkTrajectories(t *testing.T, rec *recorder, rs []dataset.Rollout, history rollout.HistoryMode, eot int32) (masked, unmasked, closed int) {
+	t.Helper()
+	for _, r := range rs {
+		for _, s := range r.Sequences {
+			if len(s.InputIDs) != len(s.LossMask) || len(s.InputIDs) != len(s.Logprobs) {
+				t.Fatalf("%s/%s: unequal lengths", r.RolloutID, s.Role)
+			}
+			// walk the runs of equal mask
+			for start := 0; start < len(s.LossMask); {
+				end := start
+				for end < len(s.LossMask) && s.LossMask[end] == s.LossMask[start] {
+					end++
+				}
+				if s.LossMask[start] == 1 {
+					masked++
+					sampled, ok := rec.completes[hashIDs(s.InputIDs[:start])]
+					if !ok {
+						t.Fatalf("%s/%s: masked run at %d follows a prompt the server never completed", r.RolloutID, s.Role, start)
+					}
+					found := false
+					for _, c := range sampled {
+						found = found || slices.Equal(c, s.InputIDs[start:end])
+					}
+					if !found {
+						t.Fatalf("%s/%s: masked run at %d = %v is not what the server sampled for that prompt", r.RolloutID, s.Role, start, s.InputIDs[start:end])
+					}
+				} else {
+					unmasked++
+					run := s.InputIDs[start:end]
+					switch {
+					case start == 0 || history == rollout.HistoryRerender:
+						if !rec.renders[hashIDs(s.InputIDs[:end])] {
+							t.Fatalf("%s/%s: tokens up to the unmasked run ending at %d are not a /tokenize rendering", r.RolloutID, s.Role, end)
+						}
+					case s.InputIDs[start-1] == eot:
+						if !rec.isRenderSuffix(s.InputIDs[start-1 : end]) {
+							t.Fatalf("%s/%s: the unmasked run %d..%d after the sampled end of turn is not the end of a /tokenize rendering that follows an end of turn", r.RolloutID, s.Role, start, end)
+						}
+					default:
+						closed++
+						if run[0] != eot || !rec.isRenderSuffix(run) {
+							t.Fatalf("%s/%s: the unmasked run %d..%d after a cut turn is not an end of turn and the end of a /tokenize rendering that follows it", r.RolloutID, s.Role, start, end)
+						}
+					}
+					for i := start; i < end; i++ {
+						if s.Logprobs[i] != 0 {
+							t.Fatalf("%s/%s: logprob at unmasked %d", r.RolloutID, s.Role, i)
+						}
+					}
+				}
+				start = end
+			}
+		}
+	}
+	return masked, unmasked, closed
 }
 
 func samplePrompts(t testing.TB, n int) []dataset.Prompt {
@@ -111,19 +211,39 @@ func samplePrompts(t testing.TB, n int) []dataset.Prompt {
 
 func runSim(t *testing.T, url string, prompts []dataset.Prompt, group int, clientOpts llm.Options) ([]dataset.Rollout, rollout.Summary) {
 	t.Helper()
-	clientOpts.Endpoints = []string{url}
+	return runGame(t, game{url: url, model: sim.DefaultModel, turnTokens: 96, finalTokens: 128, concurrency: 256,
+		kwargs: map[string]any{"enable_thinking": false}}, prompts, group, clientOpts)
+}
+
+// game is how runGame plays: the server, the history mode, the chat
+// template kwargs and the token bounds of a 5-round deliberation.
+type game struct {
+	url, model              string
+	history                 rollout.HistoryMode
+	kwargs                  map[string]any
+	turnTokens, finalTokens int
+	concurrency             int
+	stop                    []string
+}
+
+// runGame plays group 5-round deliberations of each prompt (seed 42, run id
+// "t") and returns the rollouts sorted by id and the summary.
+func runGame(t *testing.T, g game, prompts []dataset.Prompt, group int, clientOpts llm.Options) ([]dataset.Rollout, rollout.Summary) {
+	t.Helper()
+	clientOpts.Endpoints = []string{g.url}
 	client, err := llm.New(clientOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer client.Close()
 	r, err := rollout.NewRunner(rollout.RunnerOptions{
-		Game:               deliberation.New(deliberation.Options{MaxRounds: 5, TurnTokens: 96, FinalTokens: 128}),
+		Game:               deliberation.New(deliberation.Options{MaxRounds: 5, TurnTokens: g.turnTokens, FinalTokens: g.finalTokens}),
 		Policy:             client,
-		Model:              sim.DefaultModel,
-		Sampling:           llm.Sampling{MaxTokens: 96, Temperature: 1, TopP: 1},
-		ChatTemplateKwargs: map[string]any{"enable_thinking": false},
-		GroupSize:          group, Concurrency: 256, Seed: 42, RunID: "t",
+		Model:              g.model,
+		Sampling:           llm.Sampling{MaxTokens: g.turnTokens, Temperature: 1, TopP: 1, Stop: g.stop},
+		ChatTemplateKwargs: g.kwargs,
+		History:            g.history,
+		GroupSize:          group, Concurrency: g.concurrency, Seed: 42, RunID: "t",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -160,49 +280,12 @@ func TestSimRolloutTrajectories(t *testing.T) {
 	if sum.Agreed == 0 || sum.Agreed == len(rs) {
 		t.Errorf("agreed %d of %d: the simulator should agree sometimes, not always", sum.Agreed, len(rs))
 	}
-	var masked, unmasked int
 	for _, r := range rs {
-		if len(r.Sequences) < 3 {
+		if len(r.Sequences) != 3 {
 			t.Fatalf("%s: %d sequences, want A, B and final", r.RolloutID, len(r.Sequences))
 		}
-		for _, s := range r.Sequences {
-			if len(s.InputIDs) != len(s.LossMask) || len(s.InputIDs) != len(s.Logprobs) {
-				t.Fatalf("%s/%s: unequal lengths", r.RolloutID, s.Role)
-			}
-			// walk the runs of equal mask
-			for start := 0; start < len(s.LossMask); {
-				end := start
-				for end < len(s.LossMask) && s.LossMask[end] == s.LossMask[start] {
-					end++
-				}
-				if s.LossMask[start] == 1 {
-					masked++
-					sampled, ok := rec.completes[hashIDs(s.InputIDs[:start])]
-					if !ok {
-						t.Fatalf("%s/%s: masked run at %d follows a prompt the server never completed", r.RolloutID, s.Role, start)
-					}
-					run, found := fmt.Sprint(s.InputIDs[start:end]), false
-					for _, c := range sampled {
-						found = found || fmt.Sprint(c) == run
-					}
-					if !found {
-						t.Fatalf("%s/%s: masked run at %d = %v is not what the server sampled for that prompt", r.RolloutID, s.Role, start, s.InputIDs[start:end])
-					}
-				} else {
-					unmasked++
-					if !rec.renders[hashIDs(s.InputIDs[:end])] {
-						t.Fatalf("%s/%s: tokens up to the unmasked run ending at %d are not a /tokenize rendering", r.RolloutID, s.Role, end)
-					}
-					for i := start; i < end; i++ {
-						if s.Logprobs[i] != 0 {
-							t.Fatalf("%s/%s: logprob at unmasked %d", r.RolloutID, s.Role, i)
-						}
-					}
-				}
-				start = end
-			}
-		}
 	}
+	masked, unmasked, _ := checkTrajectories(t, rec, rs, rollout.HistoryTokens, sim.TokenIMEnd)
 	t.Logf("checked %d masked and %d unmasked runs; agreement %.2f, rounds %.2f", masked, unmasked, sum.AgreementRate, sum.RoundsToAgree)
 
 	dir := t.TempDir()

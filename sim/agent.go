@@ -346,3 +346,28 @@ func (t *Tokenizer) agentReply(st dialogueState, prof agentProfile, rng *rand.Ra
 		return c.fill(c.pick(personaBody))
 	}, closing, minReplyTokens, maxReplyTokens)
 }
+
+// thinkLines are the sentences of a scripted agent's reasoning block.
+var thinkLines = []string{
+	"The other side cares about {o}, and my persona puts {k} first.",
+	"I should weigh {k} against {k2} before I answer.",
+	"A proposal that keeps {k} safe could still leave room on {o}.",
+	"What would expand the agency of both of us here?",
+}
+
+// thinkBlock returns the tokens of a reasoning block as Qwen3 writes one
+// when thinking is enabled: "<think>\n", one or two sentences,
+// "\n</think>\n\n".
+func (t *Tokenizer) thinkBlock(st dialogueState, rng *rand.Rand) []int32 {
+	c := &composer{tok: t, rng: rng, kw: keywords(st.context, 24), other: keywords(st.lastOther, 12)}
+	var b strings.Builder
+	b.WriteString("<think>\n")
+	for i, n := 0, 1+rng.IntN(2); i < n; i++ {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(c.fill(c.pick(thinkLines)))
+	}
+	b.WriteString("\n</think>\n\n")
+	return t.Encode(b.String())
+}

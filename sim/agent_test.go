@@ -18,9 +18,9 @@ func stateOf(t *testing.T, msgs []Message) dialogueState {
 
 func TestAgentAgreement(t *testing.T) {
 	tok := NewTokenizer()
-	first := []Message{{"system", testSystem}, {"user", "Agent B opens: justice for the innocent comes first. [AGREE]"}}
-	later := append(first[:2:2], Message{"assistant", "My proposal: protect the client."}, Message{"user", "Agent B: I see it differently."})
-	laterAgreed := append(first[:2:2], Message{"assistant", "My proposal: protect the client."}, Message{"user", "Agent B: fine. [AGREE]"})
+	first := []Message{{Role: "system", Content: testSystem}, {Role: "user", Content: "Agent B opens: justice for the innocent comes first. [AGREE]"}}
+	later := append(first[:2:2], Message{Role: "assistant", Content: "My proposal: protect the client."}, Message{Role: "user", Content: "Agent B: I see it differently."})
+	laterAgreed := append(first[:2:2], Message{Role: "assistant", Content: "My proposal: protect the client."}, Message{Role: "user", Content: "Agent B: fine. [AGREE]"})
 	tests := []struct {
 		name      string
 		msgs      []Message
@@ -60,7 +60,7 @@ func TestAgentAgreement(t *testing.T) {
 
 func TestAgentReplyShape(t *testing.T) {
 	tok := NewTokenizer()
-	st := stateOf(t, []Message{{"system", testSystem}, {"user", "Begin."}})
+	st := stateOf(t, []Message{{Role: "system", Content: testSystem}, {Role: "user", Content: "Begin."}})
 	kws := keywords(st.context, 24)
 	usesPersona := 0
 	for seed := uint64(0); seed < 300; seed++ {
@@ -85,8 +85,8 @@ func TestAgentReplyShape(t *testing.T) {
 
 func TestAgentFinalSolution(t *testing.T) {
 	tok := NewTokenizer()
-	msgs := []Message{{"system", testSystem}, {"user", "Begin."}, {"assistant", "Proposal. [AGREE]"},
-		{"user", "Agreed. [AGREE]\n\nNow write the FINAL Solution to the task."}}
+	msgs := []Message{{Role: "system", Content: testSystem}, {Role: "user", Content: "Begin."}, {Role: "assistant", Content: "Proposal. [AGREE]"},
+		{Role: "user", Content: "Agreed. [AGREE]\n\nNow write the FINAL Solution to the task."}}
 	st := stateOf(t, msgs)
 	if !st.final {
 		t.Fatalf("readDialogue: final = false for %q, want true", msgs[3].Content)
@@ -107,8 +107,8 @@ func TestAgentFinalSolution(t *testing.T) {
 // them apart.
 func TestAdapterShiftsBehaviour(t *testing.T) {
 	tok := NewTokenizer()
-	later := stateOf(t, []Message{{"system", testSystem}, {"user", "Begin."}, {"assistant", "Proposal."}, {"user", "Counter-proposal."}})
-	final := stateOf(t, []Message{{"system", testSystem}, {"user", "Write the final solution."}})
+	later := stateOf(t, []Message{{Role: "system", Content: testSystem}, {Role: "user", Content: "Begin."}, {Role: "assistant", Content: "Proposal."}, {Role: "user", Content: "Counter-proposal."}})
+	final := stateOf(t, []Message{{Role: "system", Content: testSystem}, {Role: "user", Content: "Write the final solution."}})
 	base, adapter := agentProfile{agreeProb: 0.3}, agentProfile{agreeProb: 0.6, caBias: 0.25}
 	var agreeBase, agreeAdapter, scoreBase, scoreAdapter int
 	for seed := uint64(0); seed < 300; seed++ {

@@ -57,6 +57,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if !s.readJSON(w, r, &req) {
 		return
 	}
+	if s.engineDead(w, false) {
+		return
+	}
 	if s.injectFault(w, r) {
 		return
 	}
@@ -92,7 +95,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	msgs := toMessages(req.Messages)
 	tmpl := TemplateOptions{AddGenerationPrompt: true, DisableThinking: thinkingDisabled(req.ChatTemplateKwargs),
-		StripHistoryThink: s.opts.StripHistoryThink}
+		Qwen3: s.opts.Template == TemplateQwen3}
 	prompt := s.tok.ApplyChatTemplate(msgs, tmpl)
 	content := s.chatContent(&req, msgs, prompt, model)
 	toks := s.tok.Encode(content)

@@ -232,14 +232,19 @@ type generation struct {
 	logprobs   *genLogprobs
 }
 
-// generate samples choice i of a completion for prompt.
-func (s *Server) generate(st dialogueState, key uint64, prof agentProfile, sp sampling, i int) generation {
+// generate samples choice i of a completion for prompt. With think set (a
+// Qwen3 generation prompt with thinking enabled) the reply opens with a
+// reasoning block, as Qwen3's does.
+func (s *Server) generate(st dialogueState, key uint64, prof agentProfile, sp sampling, i int, think bool) generation {
 	seed := choiceSeed(sp, i)
 	rng := rand.New(rand.NewPCG(key, seed))
 	_, toks := s.tok.agentReply(st, prof, rng)
-	full := make([]int32, len(toks)+1)
-	copy(full, toks)
-	full[len(toks)] = TokenIMEnd
+	var full []int32
+	if think {
+		full = s.tok.thinkBlock(st, rng)
+	}
+	full = append(full, toks...)
+	full = append(full, TokenIMEnd)
 
 	g := generation{tokens: full, finish: "stop"}
 	eos := true // finished by <|im_end|>, whose text is not part of the output
@@ -399,6 +404,9 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	if fast && len(req.Prompt) > 0 && string(req.Prompt) != "null" {
 		fast = false // a duplicate "prompt" key: the last one wins, as in encoding/json
 	}
+	if s.engineDead(w, true) {
+		return
+	}
 	if s.injectFault(w, r) {
 		return
 	}
@@ -458,8 +466,9 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	for pi, p := range prompts {
 		st := s.dialogueFromPrompt(p)
 		key := contentKey(p, model, sp)
+		think := s.opts.Template == TemplateQwen3 && s.tok.endsWithBareGenerationPrompt(p)
 		for i := 0; i < sp.n; i++ {
-			g := s.generate(st, key, prof, sp, i)
+			g := s.generate(st, key, prof, sp, i, think)
 			c := choiceOut{index: pi*sp.n + i, gen: g}
 			if sp.tokenIDs {
 				c.promptIDs = p

@@ -16,9 +16,16 @@
 // older flat {"object": "error", ...} one with Options.LegacyErrors.
 //
 // The tokenizer (NewTokenizer) is deterministic and reversible, with Qwen's
-// special token ids, and the ChatML template (RenderChat) re-renders a
-// conversation as an exact extension of its earlier prompts (unless
-// Options.StripHistoryThink reproduces Qwen3's prefix break).
+// special token ids (<think> and </think> are single tokens too). The
+// default ChatML template (RenderChat) re-renders a conversation as an
+// exact extension of its earlier prompts; Options.Template TemplateQwen3
+// renders exactly as Qwen3's template does (enable_thinking, the empty
+// think block at the generation prompt, reasoning stripped from assistant
+// turns before the last user query, reasoning_content), so re-rendering
+// breaks the prefix, and its agents open each reply with a <think> block
+// when thinking is enabled. Options.EngineDiesAfter reproduces vLLM's dead
+// engine (500 "EngineCore encountered an issue" on every completion,
+// /health 503).
 //
 // Completions come from persona-driven scripted agents. The agent parses the
 // ChatML messages of its prompt: system messages are its persona and task

@@ -89,12 +89,12 @@ func choicesOf(t *testing.T, body []byte) []completionChoice {
 }
 
 func gameMessages(turns int) []Message {
-	msgs := []Message{{"system", "You are Agent B. Persona: Pursue justice for the innocent. " +
+	msgs := []Message{{Role: "system", Content: "You are Agent B. Persona: Pursue justice for the innocent. " +
 		"Task: a client confesses to a crime another person is jailed for. Negotiate; mark acceptance with [AGREE]."},
-		{"user", "Agent A: I must honor patient confidentiality."}}
+		{Role: "user", Content: "Agent A: I must honor patient confidentiality."}}
 	for i := 0; i < turns; i++ {
-		msgs = append(msgs, Message{"assistant", "I hear you. We should protect the innocent person together."},
-			Message{"user", "Agent A: Perhaps an anonymous report could work for both of us."})
+		msgs = append(msgs, Message{Role: "assistant", Content: "I hear you. We should protect the innocent person together."},
+			Message{Role: "user", Content: "Agent A: Perhaps an anonymous report could work for both of us."})
 	}
 	return msgs
 }

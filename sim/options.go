@@ -35,10 +35,18 @@ type Options struct {
 	// AdapterAgreeProb is AgreeProb for completions served by a LoRA adapter
 	// (default AgreeProb+0.3, at most 1; negative means never).
 	AdapterAgreeProb float64
-	// StripHistoryThink makes the chat template drop think blocks from
-	// earlier assistant turns, as Qwen3's does, so re-rendering with
-	// thinking disabled breaks the prefix (see TemplateOptions).
-	StripHistoryThink bool
+	// Template is the chat template of /tokenize and chat completions:
+	// TemplateChatML (the default) or TemplateQwen3, which renders exactly
+	// as Qwen3's template does (so re-rendering a conversation breaks the
+	// prefix its turns were sampled from) and whose agents, when thinking
+	// is enabled, open each reply with a <think> block.
+	Template string
+	// EngineDiesAfter, when positive, kills the simulated engine after that
+	// many completion requests, as vLLM 0.32's CPU engine dies on a seeded,
+	// chunked prefill: every later completion and chat completion gets
+	// vLLM's 500 "EngineCore encountered an issue", /health answers 503,
+	// and /tokenize and /v1/models keep working (they need no engine).
+	EngineDiesAfter int
 	// LegacyErrors answers errors in the older flat shape
 	// {"object":"error","message",...} instead of {"error":{...}}.
 	LegacyErrors bool
@@ -126,6 +134,9 @@ func (o Options) withDefaults() (Options, error) {
 	case o.AdapterAgreeProb < 0:
 		o.AdapterAgreeProb = 0
 	}
+	if o.Template == "" {
+		o.Template = TemplateChatML
+	}
 	if o.TailMult == 0 {
 		o.TailMult = DefaultTailMult
 	}
@@ -145,6 +156,8 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	}
 	prob := func(p float64) bool { return p < 0 || p > 1 || p != p }
+	check("Template (must be "+TemplateChatML+" or "+TemplateQwen3+")", o.Template != TemplateChatML && o.Template != TemplateQwen3)
+	check("EngineDiesAfter (must not be negative)", o.EngineDiesAfter < 0)
 	check("MaxModelLen (must be positive)", o.MaxModelLen < 0)
 	check("AgreeProb (must be at most 1)", o.AgreeProb > 1)
 	check("AdapterAgreeProb (must be at most 1)", o.AdapterAgreeProb > 1)

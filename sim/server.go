@@ -57,6 +57,7 @@ type Server struct {
 	promptTok atomic.Int64
 	genTok    atomic.Int64
 	reqSeq    atomic.Uint64
+	engineN   atomic.Int64 // completion requests seen, for EngineDiesAfter
 	requests  map[string]*atomic.Int64
 	faultsN   map[string]*atomic.Int64
 
@@ -342,7 +343,39 @@ func (s *Server) checkModel(w http.ResponseWriter, model string) (adapter bool, 
 	return false, false
 }
 
-func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if s.isEngineDead() {
+		// vLLM's /health answers 503 with no body once EngineDeadError is raised.
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// EngineDeadMessage is what vLLM (0.8 and later, V1 engine) answers every
+// request with once its engine core has died (EngineDeadError).
+const EngineDeadMessage = "EngineCore encountered an issue. See stack trace (above) for the root cause."
+
+func (s *Server) isEngineDead() bool {
+	return s.opts.EngineDiesAfter > 0 && s.engineN.Load() >= int64(s.opts.EngineDiesAfter)
+}
+
+// engineDead answers vLLM's 500 for a dead engine and reports true once
+// Options.EngineDiesAfter completion requests have been seen; count makes
+// this request one of them.
+func (s *Server) engineDead(w http.ResponseWriter, count bool) bool {
+	if s.opts.EngineDiesAfter <= 0 {
+		return false
+	}
+	if s.isEngineDead() {
+		s.writeError(w, http.StatusInternalServerError, "InternalServerError", EngineDeadMessage, "")
+		return true
+	}
+	if count {
+		s.engineN.Add(1)
+	}
+	return false
+}
 
 func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, map[string]string{"version": simVersionString})

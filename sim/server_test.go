@@ -114,8 +114,8 @@ func TestGameSequenceProperty(t *testing.T) {
 				t.Fatalf("turn %d: prompt_token_ids differ from the prompt", turn)
 			}
 			user := fmt.Sprintf("Agent A: turn %d reply.", turn)
-			msgs = append(msgs, Message{"assistant", ch.Text}, Message{"user", user})
-			tail := RenderChat([]Message{{"user", user}}, TemplateOptions{AddGenerationPrompt: true, DisableThinking: kwargs != nil})
+			msgs = append(msgs, Message{Role: "assistant", Content: ch.Text}, Message{Role: "user", Content: user})
+			tail := RenderChat([]Message{{Role: "user", Content: user}}, TemplateOptions{AddGenerationPrompt: true, DisableThinking: kwargs != nil})
 			seq = append(append(seq, ch.TokenIDs...), tok.Encode("\n"+tail)...)
 			if got := tokenizeHTTP(t, ts.URL, msgs, kwargs); !slices.Equal(got, seq) {
 				t.Fatalf("kwargs %v turn %d: re-rendered tokens differ at %d (len %d vs %d)", kwargs, turn, firstDiff(got, seq), len(got), len(seq))
@@ -354,7 +354,7 @@ func TestTokenizeEndpoint(t *testing.T) {
 		res.MaxModelLen != DefaultMaxModelLen || strings.Join(res.TokenStrs, "") != "Hello world" {
 		t.Errorf("tokenize prompt form = %+v", res)
 	}
-	msgs := []Message{{"user", "hi"}}
+	msgs := []Message{{Role: "user", Content: "hi"}}
 	mustPost(t, ts.URL+PathTokenize, map[string]any{"messages": msgs}, &res)
 	if want := tok.ApplyChatTemplate(msgs, TemplateOptions{AddGenerationPrompt: true}); !slices.Equal(res.Tokens, want) {
 		t.Errorf("add_generation_prompt defaults to true as in vLLM: got %v, want %v", res.Tokens, want)
@@ -512,6 +512,8 @@ func TestOptionsValidation(t *testing.T) {
 		{"negative concurrency", Options{MaxConcurrent: -1}, "MaxConcurrent"},
 		{"judge rates", Options{JudgeRefusalRate: 0.7, JudgeMalformedRate: 0.7}, "must not exceed 1"},
 		{"agree prob", Options{AgreeProb: 2}, "AgreeProb"},
+		{"template", Options{Template: "llama3"}, "Template"},
+		{"engine dies", Options{EngineDiesAfter: -1}, "EngineDiesAfter"},
 	}
 	for _, tt := range tests {
 		_, err := New(tt.o)

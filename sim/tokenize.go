@@ -53,12 +53,23 @@ func (c *msgContent) UnmarshalJSON(b []byte) error {
 type chatMessage struct {
 	Role    string     `json:"role"`
 	Content msgContent `json:"content"`
+	// Reasoning is an assistant message's reasoning: vLLM (0.11 and
+	// later) reads "reasoning" and hands it to the template as
+	// reasoning_content; older servers read "reasoning_content".
+	Reasoning        *string `json:"reasoning"`
+	ReasoningContent *string `json:"reasoning_content"`
 }
 
 func toMessages(in []chatMessage) []Message {
 	out := make([]Message, len(in))
 	for i, m := range in {
 		out[i] = Message{Role: m.Role, Content: string(m.Content)}
+		if m.Role == "assistant" {
+			out[i].Reasoning = m.Reasoning
+			if out[i].Reasoning == nil {
+				out[i].Reasoning = m.ReasoningContent
+			}
+		}
 	}
 	return out
 }
@@ -119,7 +130,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 			AddGenerationPrompt:  addGen,
 			DisableThinking:      thinkingDisabled(req.ChatTemplateKwargs),
 			ContinueFinalMessage: req.ContinueFinalMessage,
-			StripHistoryThink:    s.opts.StripHistoryThink,
+			Qwen3:                s.opts.Template == TemplateQwen3,
 		})
 	case req.Prompt != nil:
 		toks = s.tok.Encode(*req.Prompt)

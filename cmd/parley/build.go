@@ -200,6 +200,7 @@ func runnerOptions(cfg config.Config, policy *llm.Client, log *zap.Logger) (roll
 		Sampling: sampling(cfg), ChatTemplateKwargs: chatKwargs(cfg),
 		GroupSize: cfg.Rollout.GroupSize, Concurrency: cfg.Rollout.Concurrency,
 		Seed: cfg.Run.Seed, RunID: cfg.Run.Name, Logger: log,
+		History: rollout.HistoryMode(cfg.Rollout.History),
 	}, func() { closePlayers(); closeGame() }, nil
 }
 

@@ -107,7 +107,10 @@ func (g *Game) Validate(p dataset.Prompt) error {
 	return nil
 }
 
-func (g *Game) system(p dataset.Prompt, self, other, persona string) string {
+// System is agent self's system prompt: the task, its persona and the
+// Collective Agency objective, facing agent other.
+func (g *Game) System(p dataset.Prompt, self, other string) string {
+	persona := p.Persona(self)
 	return fmt.Sprintf(`You are Agent %s, negotiating with Agent %s to decide what to do about the task below.
 
 Task: %s
@@ -120,8 +123,8 @@ Argue from your persona, listen to Agent %s, and work toward a concrete proposal
 		self, other, p.Task, persona, CollectiveAgency, other, other, g.opts.Marker, g.opts.Marker)
 }
 
-// opening is the first user message of agent A's view.
-const opening = "Agent B is listening. Open the negotiation with your proposal."
+// Opening is the first user message of agent A's view.
+const Opening = "Agent B is listening. Open the negotiation with your proposal."
 
 // view renders agent self's conversation: its system prompt, then every
 // turn so far — its own as assistant messages, exactly as sampled (raw,
@@ -130,7 +133,7 @@ const opening = "Agent B is listening. Open the negotiation with your proposal."
 func (g *Game) view(sys, self string, turns []dataset.Turn, raw []string) []llm.Message {
 	msgs := []llm.Message{{Role: "system", Content: sys}}
 	if self == "A" {
-		msgs = append(msgs, llm.Message{Role: "user", Content: opening})
+		msgs = append(msgs, llm.Message{Role: "user", Content: Opening})
 	}
 	for i, t := range turns {
 		if t.Agent == self {
@@ -145,8 +148,8 @@ func (g *Game) view(sys, self string, turns []dataset.Turn, raw []string) []llm.
 // Play implements rollout.Game.
 func (g *Game) Play(ctx context.Context, p dataset.Prompt, agents rollout.Agents, rec *dataset.Rollout) error {
 	sys := map[string]string{
-		"A": g.system(p, "A", "B", p.Persona("A")),
-		"B": g.system(p, "B", "A", p.Persona("B")),
+		"A": g.System(p, "A", "B"),
+		"B": g.System(p, "B", "A"),
 	}
 	prevAgree := false
 	rounds := 0

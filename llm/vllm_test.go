@@ -1,0 +1,56 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestVLLMBadInput asks a real vLLM (PARLEY_VLLM_URL, PARLEY_VLLM_MODEL)
+// what the table tests fake: a model it does not serve and an adapter path
+// it cannot read must each give one clear error, at once.
+func TestVLLMBadInput(t *testing.T) {
+	base, model := os.Getenv("PARLEY_VLLM_URL"), os.Getenv("PARLEY_VLLM_MODEL")
+	if base == "" || model == "" {
+		t.Skip("PARLEY_VLLM_URL and PARLEY_VLLM_MODEL unset: no real vLLM to ask (the CI harness sets them)")
+	}
+	c := newTestClient(t, Options{Endpoints: []string{base}, RequestTimeout: 5 * time.Minute, MaxRetries: 3})
+	ctx := context.Background()
+	info, err := c.Preflight(ctx, model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("preflight: %+v", info)
+	if _, err := c.Preflight(ctx, model+"-not-served"); !errors.Is(err, ErrModelNotServed) {
+		t.Errorf("Preflight of a model it does not serve = %v, want ErrModelNotServed", err)
+	}
+	tests := []struct {
+		name string
+		op   func() error
+		want error
+		says string
+	}{
+		{"another model", func() error {
+			_, err := c.Complete(ctx, CompletionRequest{Model: model + "-not-served", Prompt: []int32{1, 2}, Sampling: Sampling{MaxTokens: 2}})
+			return err
+		}, ErrModelNotServed, "policy.model"},
+		{"adapter path missing", func() error {
+			return c.LoadLoRA(ctx, "parley-missing", filepath.Join(t.TempDir(), "no-adapter-here"))
+		}, ErrAdapterNotFound, "no-adapter-here"},
+	}
+	for _, tt := range tests {
+		before := c.Stats().Attempts
+		err := tt.op()
+		t.Logf("%s: %v", tt.name, err)
+		if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.says) {
+			t.Errorf("%s: %v, want %v saying %q", tt.name, err, tt.want, tt.says)
+		}
+		if n := c.Stats().Attempts - before; n != 1 {
+			t.Errorf("%s: %d attempts, want 1", tt.name, n)
+		}
+	}
+}

@@ -297,9 +297,16 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 		return fmt.Errorf("train.Loop step %d: %w", step, err)
 	}
 	judgeSec := time.Since(t1).Seconds()
+	for cause, n := range sum.Errors {
+		l.log.Warn("rollouts failed", zap.Int("step", step), zap.Int("count", n), zap.String("cause", cause))
+	}
 	if failed := sum.Failed + res.Judge.Failed; float64(failed) > l.opts.MaxFailedFraction*float64(max(len(rs), 1)) {
-		return fmt.Errorf("train.Loop step %d: %d of %d rollouts failed (%d sampling, %d judging), more than train.max_failed_fraction %g; first error: %s",
-			step, failed, len(rs), sum.Failed, res.Judge.Failed, l.opts.MaxFailedFraction, firstError(rs))
+		msg := fmt.Sprintf("train.Loop step %d: %d of %d rollouts failed (%d sampling, %d judging), more than train.max_failed_fraction %g; first error",
+			step, failed, len(rs), sum.Failed, res.Judge.Failed, l.opts.MaxFailedFraction)
+		if sum.FirstErr != nil {
+			return fmt.Errorf("%s: %w", msg, sum.FirstErr)
+		}
+		return fmt.Errorf("%s: %s", msg, firstError(rs))
 	}
 	if len(res.Rows) == 0 {
 		l.log.Warn("the step's batch is empty (every group dropped or failed)", zap.Int("step", step),
@@ -315,6 +322,8 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 		"judge_failed": res.Judge.Failed, "judge_cached": res.Judge.Cached,
 		"groups": res.Advantage.Groups, "groups_dropped_zero_variance": res.Advantage.DroppedZeroVariance,
 		"prompt_tokens": sum.PromptTokens, "sampled_tokens": sum.SampledTokens, "prefix_breaks": sum.PrefixBreaks,
+		"sequences_per_rollout": sum.SequencesPerRollout, "trainer_tokens_per_sampled_token": sum.TrainerTokensPerSampled,
+		"prompt_tokens_sent": sum.PromptTokensSent, "closed_turns": sum.ClosedTurns,
 		"batch_rows": res.Batch.Rows, "batch_tokens": res.Batch.Tokens, "trained_tokens": res.Batch.TrainedTokens,
 		"sample_seconds": sampleSec, "judge_seconds": judgeSec,
 	}

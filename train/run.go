@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/fsutil"
 	"github.com/parleyhq/parley/internal/proc"
+	"github.com/parleyhq/parley/llm"
 	"go.uber.org/zap"
 )
 
@@ -22,12 +24,21 @@ const (
 )
 
 // Server is what a run needs of the inference server beyond loading
-// adapters: its health and the models it serves (the llm client).
+// adapters: its health, and a preflight that checks it serves the model
+// and reports its version (the llm client).
 type Server interface {
 	AdapterLoader
 	Health(ctx context.Context) error
-	Models(ctx context.Context) ([]string, error)
+	Preflight(ctx context.Context, model string) ([]llm.ServerInfo, error)
 }
+
+// ServerFile is the run directory's record of the inference servers of the
+// last start: their versions and models, and the command parley started.
+const ServerFile = "server.json"
+
+// maxEngineRestarts bounds the restarts of a dead inference engine in one
+// run (parley restarts only a server it started).
+const maxEngineRestarts = 3
 
 // RunOptions configure Run: the loop, and the processes and servers around
 // it that parley may start.
@@ -94,12 +105,8 @@ func Run(ctx context.Context, opts RunOptions) (State, error) {
 	if srv != nil {
 		children = append(children, srv)
 	}
-	models, err := opts.Server.Models(ctx)
-	if err != nil {
-		return State{}, fmt.Errorf("train.Run: list the served models: %w", err)
-	}
-	if !slices.Contains(models, opts.Model) {
-		return State{}, fmt.Errorf("train.Run: policy.model %q is not served by policy.endpoints (they serve %v)", opts.Model, models)
+	if err := preflight(ctx, opts); err != nil {
+		return State{}, err
 	}
 
 	trainerArgs, hint, env := opts.TrainerCommand, opts.TrainerHint, []string(nil)
@@ -128,14 +135,42 @@ func Run(ctx context.Context, opts RunOptions) (State, error) {
 	} else {
 		log.Info("waiting for an external trainer; start it with", zap.Strings("command", hint))
 	}
-	l, err := NewLoop(loop)
+	for restarts := 0; ; restarts++ {
+		l, err := NewLoop(loop)
+		if err != nil {
+			return State{}, err
+		}
+		err = l.Run(ctx)
+		if err == nil || srv == nil || ctx.Err() != nil || restarts >= maxEngineRestarts ||
+			!(errors.Is(err, llm.ErrEngineDead) || errors.Is(err, llm.ErrNotRunning)) {
+			return l.State(), err
+		}
+		// The engine parley started died (vLLM's EngineDeadError): restart
+		// it and go on from the state; the step in progress had written
+		// nothing and is sampled again.
+		log.Warn("the inference engine died; restarting it", zap.Int("restart", restarts+1), zap.Error(err))
+		srv.Kill(10 * time.Second)
+		if err := waitHealthy(ctx, srv, opts); err != nil {
+			return l.State(), err
+		}
+		if err := preflight(ctx, opts); err != nil {
+			return l.State(), err
+		}
+	}
+}
+
+// preflight checks the inference servers once (health, version, the
+// model) and records what they are in the run directory.
+func preflight(ctx context.Context, opts RunOptions) error {
+	infos, err := opts.Server.Preflight(ctx, opts.Model)
 	if err != nil {
-		return State{}, err
+		return fmt.Errorf("train.Run: policy.endpoints: %w", err)
 	}
-	if err := l.Run(ctx); err != nil {
-		return l.State(), err
+	b, err := json.MarshalIndent(map[string]any{"servers": infos, "server_command": opts.ServerCommand}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("train.Run: %w", err)
 	}
-	return l.State(), nil
+	return fsutil.WriteFileAtomic(filepath.Join(opts.Loop.Dir.Root(), ServerFile), append(b, '\n'), 0o644)
 }
 
 // freezeConfig writes the config of a new run; an existing one is kept.
@@ -164,14 +199,22 @@ func startServer(ctx context.Context, opts RunOptions, log *zap.Logger) (*proc.S
 	if err != nil {
 		return nil, err
 	}
-	hctx, cancel := context.WithTimeout(ctx, opts.ServerStartTimeout)
-	err = srv.WaitHealthy(hctx, opts.Server.Health, 500*time.Millisecond)
-	cancel()
-	if err != nil {
+	if err := waitHealthy(ctx, srv, opts); err != nil {
 		srv.Stop(10 * time.Second)
-		return nil, fmt.Errorf("train.Run: inference server (train.server_command) never became healthy: %w; see %s", err, logPath)
+		return nil, err
 	}
 	return srv, nil
+}
+
+// waitHealthy waits up to ServerStartTimeout for the server parley started.
+func waitHealthy(ctx context.Context, srv *proc.Supervisor, opts RunOptions) error {
+	hctx, cancel := context.WithTimeout(ctx, opts.ServerStartTimeout)
+	defer cancel()
+	if err := srv.WaitHealthy(hctx, opts.Server.Health, 500*time.Millisecond); err != nil {
+		return fmt.Errorf("train.Run: inference server (train.server_command) never became healthy: %w; see %s",
+			err, filepath.Join(opts.Loop.Dir.Root(), "server.log"))
+	}
+	return nil
 }
 
 // startHandshake starts the HTTP handshake server and returns the trainer

@@ -199,6 +199,22 @@ func (s *Supervisor) Stop(grace time.Duration) {
 	<-s.done
 }
 
+// Kill ends the running process (SIGTERM to its group, SIGKILL after
+// grace) without stopping the supervisor: a process with Restart is then
+// started again (a dead inference engine that did not exit by itself).
+func (s *Supervisor) Kill(grace time.Duration) {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.mu.Unlock()
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(grace):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	}
+}
+
 // WaitHealthy polls check until it returns nil, the process exits, or ctx
 // ends.
 func (s *Supervisor) WaitHealthy(ctx context.Context, check func(context.Context) error, poll time.Duration) error {

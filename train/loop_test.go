@@ -15,6 +15,7 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
+	"github.com/parleyhq/parley/internal/retry"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
@@ -59,7 +60,7 @@ func (f *fakeTrainer) run(ctx context.Context) {
 
 func newLoop(t *testing.T, dir dataset.RunDir, url string, steps, staleness int) *train.Loop {
 	t.Helper()
-	return newLoopClient(t, dir, llm.Options{Endpoints: []string{url}, BackoffBase: time.Millisecond}, steps, staleness)
+	return newLoopClient(t, dir, llm.Options{Endpoints: []string{url}, Retry: retry.Policy{BackoffBase: time.Millisecond}}, steps, staleness)
 }
 
 func newLoopClient(t *testing.T, dir dataset.RunDir, copts llm.Options, steps, staleness int) *train.Loop {
@@ -242,7 +243,7 @@ func TestLoopFailsOnFailedRollouts(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	dir := dataset.RunDir(t.TempDir())
-	l := newLoopClient(t, dir, llm.Options{Endpoints: []string{ts.URL}, MaxRetries: -1}, 2, 0)
+	l := newLoopClient(t, dir, llm.Options{Endpoints: []string{ts.URL}, Retry: retry.Policy{MaxRetries: -1}}, 2, 0)
 	err := l.Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "max_failed_fraction") || !strings.Contains(err.Error(), "first error") {
 		t.Fatalf("Run with a failing server = %v, want the failed-fraction error", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
+	"github.com/parleyhq/parley/internal/retry"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
@@ -55,7 +56,7 @@ func TestRunRestartsDeadEngine(t *testing.T) {
 	ln.Close()
 	t.Setenv("PARLEY_TEST_SIM_ADDR", addr)
 	dir := dataset.RunDir(filepath.Join(t.TempDir(), "run"))
-	client, err := llm.New(llm.Options{Endpoints: []string{"http://" + addr}, BackoffBase: time.Millisecond, MaxRetries: 2})
+	client, err := llm.New(llm.Options{Endpoints: []string{"http://" + addr}, Retry: retry.Policy{BackoffBase: time.Millisecond, MaxRetries: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/internal/fsutil"
 	"github.com/parleyhq/parley/internal/proc"
 	"github.com/parleyhq/parley/llm"
@@ -39,6 +41,10 @@ const ServerFile = "server.json"
 // maxEngineRestarts bounds the restarts of a dead inference engine in one
 // run (parley restarts only a server it started).
 const maxEngineRestarts = 3
+
+// maxTrainerRestarts bounds the restarts of a trainer parley started that
+// crashes again and again without completing a step.
+const maxTrainerRestarts = 3
 
 // RunOptions configure Run: the loop, and the processes and servers around
 // it that parley may start.
@@ -72,8 +78,52 @@ type RunOptions struct {
 	TokenEnv  string
 	// OnURL, if set, is called with the handshake server's URL (HTTP mode)
 	// before the trainer starts, so its command line can be completed.
-	OnURL  func(url string) []string
-	Logger *zap.Logger
+	OnURL func(url string) []string
+	// Secrets names the environment variables the processes parley starts
+	// must not see (the judge's and the generator's keys); ServerEnv and
+	// TrainerEnv name those they need although they look secret (the
+	// policy's API key for the server; tracking keys for the trainer).
+	Secrets               []string
+	ServerEnv, TrainerEnv []string
+	Logger                *zap.Logger
+}
+
+// childEnv is parley's environment without the variables a child must not
+// see: those named in secrets, and any that looks like a secret (a key,
+// token, secret, password or credential) unless allowed. Hugging Face's
+// token stays: the server and the trainer may need it to load the model.
+func childEnv(secrets, allow []string) []string {
+	allow = append(slices.Clone(allow), "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+	return proc.FilterEnv(os.Environ(), func(name string) bool {
+		if slices.Contains(allow, name) {
+			return true
+		}
+		if slices.Contains(secrets, name) {
+			return false
+		}
+		up := strings.ToUpper(name)
+		for _, w := range []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"} {
+			if strings.Contains(up, w) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// cleanTemps removes what interrupted atomic writes left in the run
+// directory (.state.json.tmp-*, …), saying so.
+func cleanTemps(dir dataset.RunDir, log *zap.Logger) error {
+	for _, d := range []string{dir.Root(), dir.BatchesDir(), dir.RolloutsDir()} {
+		removed, err := fsutil.RemoveTemps(d)
+		if err != nil {
+			return err
+		}
+		if len(removed) > 0 {
+			log.Info("removed the temporary files of interrupted writes", zap.String("dir", d), zap.Strings("files", removed))
+		}
+	}
+	return nil
 }
 
 // Run trains a run end to end: it freezes the config, starts the inference
@@ -87,6 +137,9 @@ func Run(ctx context.Context, opts RunOptions) (State, error) {
 	}
 	dir := opts.Loop.Dir
 	if err := dir.Create(); err != nil {
+		return State{}, err
+	}
+	if err := cleanTemps(dir, log); err != nil {
 		return State{}, err
 	}
 	if err := freezeConfig(dir.ConfigPath(), opts.FrozenConfig); err != nil {
@@ -125,13 +178,20 @@ func Run(ctx context.Context, opts RunOptions) (State, error) {
 	loop := opts.Loop
 	loop.Adapters = opts.Server
 	if len(trainerArgs) > 0 {
-		tr, err := proc.Start(proc.Options{Name: "trainer", Argv: trainerArgs, Env: env,
-			LogPath: filepath.Join(dir.Root(), "trainer.out"), Restart: true, MaxRestarts: 10, Logger: log})
+		tr, err := proc.Start(proc.Options{Name: "trainer", Argv: trainerArgs, Env: env, Environ: childEnv(opts.Secrets, opts.TrainerEnv),
+			LogPath: filepath.Join(dir.Root(), "trainer.out"), Restart: true, MaxRestarts: maxTrainerRestarts, Logger: log})
 		if err != nil {
 			return State{}, err
 		}
 		children = append(children, tr)
 		loop.TrainerAlive, loop.TrainerGone = tr.Alive, tr.GaveUp
+		onStep := loop.OnStep
+		loop.OnStep = func(m map[string]any) {
+			tr.ResetRestarts() // a completed step is progress: the budget is for crashes in a row
+			if onStep != nil {
+				onStep(m)
+			}
+		}
 	} else {
 		log.Info("waiting for an external trainer; start it with", zap.Strings("command", hint))
 	}
@@ -194,7 +254,7 @@ func startServer(ctx context.Context, opts RunOptions, log *zap.Logger) (*proc.S
 		return nil, nil
 	}
 	logPath := filepath.Join(opts.Loop.Dir.Root(), "server.log")
-	srv, err := proc.Start(proc.Options{Name: "inference server", Argv: opts.ServerCommand,
+	srv, err := proc.Start(proc.Options{Name: "inference server", Argv: opts.ServerCommand, Environ: childEnv(opts.Secrets, opts.ServerEnv),
 		LogPath: logPath, Restart: true, MaxRestarts: 5, Logger: log})
 	if err != nil {
 		return nil, err

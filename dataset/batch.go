@@ -257,8 +257,12 @@ func checkBatchSchema(path string, pf *parquet.File) error {
 		return fmt.Errorf("%s: schema_version %q, want %d to %d", path, v, MinSchemaVersion, SchemaVersion)
 	}
 	if n >= 2 {
+		have := map[string]bool{}
+		for _, f := range pf.Schema().Fields() {
+			have[f.Name()] = true
+		}
 		for _, name := range batchV2Columns {
-			if _, ok := pf.Schema().Lookup(name); !ok {
+			if !have[name] {
 				return fmt.Errorf("%s: missing column %q (schema_version %d)", path, name, n)
 			}
 		}

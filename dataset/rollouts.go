@@ -144,6 +144,39 @@ func (w *RolloutWriter) Abort() {
 // readBatchRows is how many rows readers decode at a time.
 const readBatchRows = 64
 
+// rolloutColumns are the columns every rollouts file has, in every schema
+// version.
+var rolloutColumns = []columnSpec{
+	{name: "rollout_id", types: []string{"string"}},
+	{name: "group_id", types: []string{"string"}},
+	{name: "env", types: []string{"string"}},
+	{name: "final", types: []string{"string"}},
+	{name: "failed", types: []string{"bool"}},
+}
+
+// checkRolloutsFile refuses a parquet file that is not a rollouts file,
+// saying what it looks like instead (a training batch is the likely
+// mistake: judging it would judge empty finals).
+func checkRolloutsFile(path string) error {
+	f, pf, err := openParquet(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	schema := pf.Schema()
+	has := map[string]bool{}
+	for _, f := range schema.Fields() {
+		has[f.Name()] = true
+	}
+	if has["input_ids"] && has["loss_mask"] {
+		return fmt.Errorf("%s is a training batch (input_ids, loss_mask), not a rollouts file: give a rollouts file (rollouts/step-N.parquet, or parley rollout's rollouts.parquet)", path)
+	}
+	if err := checkColumns(path, schema, rolloutColumns, false); err != nil {
+		return fmt.Errorf("%w: not a rollouts file", err)
+	}
+	return nil
+}
+
 // rolloutCompat is a Rollout with the columns schema version 1 had and
 // version 2 replaced: the persona pair and the rollout-level reward and
 // advantage, now per role.
@@ -191,6 +224,9 @@ func (c rolloutCompat) upgrade() Rollout {
 // the read and is returned as is. Files of schema version 1 (no
 // schema_version metadata) are upgraded row by row (see rolloutCompat).
 func ReadRollouts(path string, fn func(Rollout) error) error {
+	if err := checkRolloutsFile(path); err != nil {
+		return fmt.Errorf("dataset.ReadRollouts: %w", err)
+	}
 	err := streamParquetMeta(path, func(version int, c rolloutCompat) error {
 		if version < 2 {
 			return fn(c.upgrade())

@@ -125,6 +125,10 @@ type RescoreOptions struct {
 	Step, PolicyVersion int
 	// Force replaces a batch already written for the step.
 	Force bool
+	// MaxFailedFraction fails the rescoring, writing nothing, when more
+	// than this share of the rollouts failed (in sampling or judging);
+	// 0 means 0.5.
+	MaxFailedFraction float64
 	// Score configures judging, advantages and the mask; its Step and
 	// PolicyVersion are set by Rescore.
 	Score  ScoreOptions
@@ -181,6 +185,14 @@ func Rescore(ctx context.Context, opts RescoreOptions) (RescoreSummary, error) {
 	if err != nil {
 		return sum, err
 	}
+	if err := checkFailed(rs, res, opts.MaxFailedFraction); err != nil {
+		return sum, fmt.Errorf("train.Rescore %s: %w", opts.In, err)
+	}
+	if len(res.Rows) == 0 {
+		return sum, fmt.Errorf("train.Rescore %s: no batch written: no rollout has a trainable sequence with an advantage "+
+			"(%d groups, %d dropped for zero variance, %d rollouts failed or unjudged)",
+			opts.In, res.Advantage.Groups, res.Advantage.DroppedZeroVariance, res.Advantage.Excluded)
+	}
 	ready, err := WriteStep(opts.Out, step, pv, rs, res.Rows, nil, opts.Logger)
 	if err != nil {
 		return sum, err
@@ -194,4 +206,25 @@ func Rescore(ctx context.Context, opts RescoreOptions) (RescoreSummary, error) {
 		return sum, err
 	}
 	return sum, nil
+}
+
+// checkFailed is the train.max_failed_fraction rule: an error naming the
+// counts and the first failure when more than max (0: 0.5) of rs failed in
+// sampling or judging.
+func checkFailed(rs []dataset.Rollout, res ScoreResult, max float64) error {
+	if max <= 0 {
+		max = 0.5
+	}
+	sampled := 0
+	for _, r := range rs {
+		if r.Failed {
+			sampled++
+		}
+	}
+	failed := sampled + res.Judge.Failed
+	if float64(failed) <= max*float64(len(rs)) {
+		return nil
+	}
+	return fmt.Errorf("%d of %d rollouts failed (%d sampling, %d judging), more than train.max_failed_fraction %g; first error: %s",
+		failed, len(rs), sampled, res.Judge.Failed, max, firstError(rs))
 }

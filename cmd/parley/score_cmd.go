@@ -35,8 +35,9 @@ func newScoreCmd(a *app) *cobra.Command {
 			defer closeJudge()
 			sum, err := train.Rescore(cmd.Context(), train.RescoreOptions{
 				In: in, Out: dataset.RunDir(out), Step: step, PolicyVersion: policyVersion, Force: force,
-				Score: train.ScoreOptions{RunID: cfg.Run.Name, Advantage: advantageOptions(cfg.GRPO), Mask: cfg.GRPO.Mask, JudgeConcurrency: cfg.Judge.Concurrency},
-				Judge: judge, Logger: log,
+				MaxFailedFraction: cfg.Train.MaxFailedFraction,
+				Score:             train.ScoreOptions{RunID: cfg.Run.Name, Advantage: advantageOptions(cfg.GRPO), Mask: cfg.GRPO.Mask, JudgeConcurrency: cfg.Judge.Concurrency},
+				Judge:             judge, Logger: log,
 			})
 			if err != nil {
 				return err

@@ -4,6 +4,7 @@
 package config
 
 import (
+	"strings"
 	"time"
 )
 
@@ -23,6 +24,25 @@ type Config struct {
 	Train     Train                `yaml:"train"`
 	Trainer   Trainer              `yaml:"trainer"`
 	Log       Log                  `yaml:"log"`
+
+	// given holds the key paths the file, the environment or flags set
+	// (Given); the others hold defaults.
+	given map[string]bool
+}
+
+// Given reports whether key (a key path such as policy.endpoints, or a
+// section such as judge) was set by the config file, a PARLEY_* variable
+// or a flag, rather than left at its default.
+func (c Config) Given(key string) bool {
+	if c.given[key] {
+		return true
+	}
+	for k := range c.given {
+		if strings.HasPrefix(k, key+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // Run names the run and fixes its seed.

@@ -27,6 +27,7 @@ const EnvPrefix = "PARLEY"
 // are errors naming the file, line and key path.
 func Load(path string, fs *pflag.FlagSet) (Config, error) {
 	cfg := Default()
+	cfg.given = map[string]bool{}
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -52,6 +53,7 @@ func Load(path string, fs *pflag.FlagSet) (Config, error) {
 // Load without a file, environment or flags.
 func Parse(data []byte) (Config, error) {
 	cfg := Default()
+	cfg.given = map[string]bool{}
 	if err := decodeStrict(data, &cfg); err != nil {
 		return cfg, fmt.Errorf("config: %w", err)
 	}
@@ -77,6 +79,9 @@ func decodeStrict(data []byte, cfg *Config) error {
 	}
 	if err := checkKeys(doc, reflect.TypeOf(*cfg), ""); err != nil {
 		return err
+	}
+	if cfg.given != nil {
+		givenKeys(doc, "", cfg.given)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -130,6 +135,21 @@ func checkKeys(n *yaml.Node, t reflect.Type, prefix string) error {
 		}
 	}
 	return nil
+}
+
+// givenKeys records the key path of every mapping entry under n.
+func givenKeys(n *yaml.Node, prefix string, out map[string]bool) {
+	if n.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		path := n.Content[i].Value
+		if prefix != "" {
+			path = prefix + "." + path
+		}
+		out[path] = true
+		givenKeys(n.Content[i+1], path, out)
+	}
 }
 
 func yamlName(f reflect.StructField) string {
@@ -219,6 +239,9 @@ func applyOverrides(cfg *Config, fs *pflag.FlagSet) error {
 		}
 		if err := setFromString(l.v, v.GetString(l.key)); err != nil {
 			return fmt.Errorf("config: %s: key %s: %w", src, l.key, err)
+		}
+		if cfg.given != nil {
+			cfg.given[l.key] = true
 		}
 	}
 	return nil

@@ -60,6 +60,21 @@ func (a *app) progress(label string, total int) (tick func(), end func(failed bo
 	}
 }
 
+// setup loads --config (with environment and --<key> overrides), builds the
+// logger from it, and says which server keys are at their defaults.
+func (a *app) setup(cmd *cobra.Command, path string) (config.Config, *zap.Logger, error) {
+	cfg, err := a.loadConfig(cmd, path)
+	if err != nil {
+		return cfg, nil, err
+	}
+	log, err := a.logger(&cfg)
+	if err != nil {
+		return cfg, nil, err
+	}
+	warnDefaults(cfg, path, log)
+	return cfg, log, nil
+}
+
 // loadConfig loads --config with environment and --<key> overrides.
 func (a *app) loadConfig(cmd *cobra.Command, path string) (config.Config, error) {
 	return config.Load(path, cmd.Flags())

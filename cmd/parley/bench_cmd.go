@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"path/filepath"
+
 	"github.com/parleyhq/parley/eval/harness"
 	"github.com/spf13/cobra"
 )
@@ -28,6 +31,7 @@ letters are.`
 // newBenchCmd is `parley bench`: benchmark checks on the policy.
 func newBenchCmd(a *app) *cobra.Command {
 	var path string
+	var force bool
 	var o harness.BenchOptions
 	cmd := &cobra.Command{
 		Use:       "bench ifeval|gpqa|aime24|aime25 --config F --data FILE",
@@ -36,11 +40,7 @@ func newBenchCmd(a *app) *cobra.Command {
 		Args:      cobra.ExactArgs(1),
 		Long:      benchLong,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := a.loadConfig(cmd, path)
-			if err != nil {
-				return err
-			}
-			log, err := a.logger(&cfg)
+			cfg, log, err := a.setup(cmd, path)
 			if err != nil {
 				return err
 			}
@@ -57,12 +57,22 @@ func newBenchCmd(a *app) *cobra.Command {
 			if o.Concurrency <= 0 {
 				o.Concurrency = cfg.Rollout.Concurrency
 			}
+			name, err := harness.BenchmarkName(o.Benchmark)
+			if err != nil {
+				return err
+			}
+			if err := checkOut(filepath.Join(o.Out, name+".json"), force); err != nil {
+				return fmt.Errorf("bench: --out: %w", err)
+			}
 			if len(o.Responses) == 0 {
 				policy, err := newPolicy(cfg, log)
 				if err != nil {
 					return err
 				}
 				defer policy.Close()
+				if err := preflightPolicy(cmd.Context(), policy, cfg.Policy.Model); err != nil {
+					return fmt.Errorf("bench: %w", err)
+				}
 				o.Policy, o.Loader, o.BaseModel = policy, policy, cfg.Policy.Model
 			}
 			results, err := harness.RunBench(cmd.Context(), o)
@@ -83,5 +93,6 @@ func newBenchCmd(a *app) *cobra.Command {
 	f.Int64Var(&o.Seed, "seed", 0, "seed of sampling and of GPQA's choice shuffle (default: run.seed)")
 	f.StringArrayVar(&o.Responses, "responses", nil, "score this responses file instead of generating: [MODEL=]FILE, repeatable (MODEL defaults to base)")
 	f.StringVar(&o.Out, "out", "bench-results", "output directory")
+	f.BoolVar(&force, "force", false, "replace OUT/<benchmark>.json and its files when they exist")
 	return cmd
 }

@@ -17,20 +17,20 @@ import (
 func newRolloutCmd(a *app) *cobra.Command {
 	var path, out string
 	var prompts, group int
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "rollout --config F --out DIR",
 		Short: "Sample G rollouts per prompt row and write DIR/rollouts.parquet and DIR/summary.json",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.loadConfig(cmd, path)
-			if err != nil {
-				return err
-			}
-			log, err := a.logger(&cfg)
+			cfg, log, err := a.setup(cmd, path)
 			if err != nil {
 				return err
 			}
 			if out == "" {
 				return fmt.Errorf("rollout: --out DIR is required")
+			}
+			if err := checkOut(out, force); err != nil {
+				return fmt.Errorf("rollout: --out: %w", err)
 			}
 			if group > 0 {
 				cfg.Rollout.GroupSize = group
@@ -47,6 +47,9 @@ func newRolloutCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer policy.Close()
+			if err := preflightPolicy(cmd.Context(), policy, cfg.Policy.Model); err != nil {
+				return fmt.Errorf("rollout: %w", err)
+			}
 			ro, closePlayers, err := runnerOptions(cfg, policy, log)
 			if err != nil {
 				return err
@@ -61,19 +64,20 @@ func newRolloutCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return reportRollouts(sum, policy.Stats(), out, log)
+			return reportRollouts(sum, policy.Stats(), out, cfg.Train.MaxFailedFraction, log)
 		},
 	}
 	configFlags(cmd, &path)
 	cmd.Flags().StringVar(&out, "out", "", "output directory")
 	cmd.Flags().IntVar(&prompts, "prompts", 0, "number of prompt rows to draw with the curriculum mix (0: every row once)")
 	cmd.Flags().IntVar(&group, "group-size", 0, "rollouts per row (0: rollout.group_size)")
+	cmd.Flags().BoolVar(&force, "force", false, "replace what --out holds")
 	return cmd
 }
 
 // reportRollouts logs the rollout summary and writes OUT/summary.json; an
 // interrupted run is an error.
-func reportRollouts(sum rollout.Summary, st llm.Stats, out string, log *zap.Logger) error {
+func reportRollouts(sum rollout.Summary, st llm.Stats, out string, maxFailed float64, log *zap.Logger) error {
 	log.Info("rollout summary",
 		zap.Int("rollouts", sum.Rollouts), zap.Int("failed", sum.Failed), zap.Int("interrupted", sum.Interrupted),
 		zap.Float64("agreement_rate", sum.AgreementRate), zap.Float64("rounds_to_agreement", sum.RoundsToAgree),
@@ -91,6 +95,10 @@ func reportRollouts(sum rollout.Summary, st llm.Stats, out string, log *zap.Logg
 	}
 	if sum.Interrupted > 0 {
 		return fmt.Errorf("rollout: interrupted: %d rollouts written to %s, %d not run: %w", sum.Rollouts, out, sum.Interrupted, context.Canceled)
+	}
+	if float64(sum.Failed) > maxFailed*float64(max(sum.Rollouts, 1)) {
+		return fmt.Errorf("rollout: %d of %d rollouts failed, more than train.max_failed_fraction %g (they are in %s, marked failed); first error: %w",
+			sum.Failed, sum.Rollouts, maxFailed, out, sum.FirstErr)
 	}
 	return nil
 }

@@ -17,16 +17,15 @@ func newScoreCmd(a *app) *cobra.Command {
 		Use:   "score --config F --in ROLLOUTS.parquet --out DIR",
 		Short: "Judge a rollouts parquet, compute advantages and write the batch (re-score without rolling out again)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.loadConfig(cmd, path)
-			if err != nil {
-				return err
-			}
-			log, err := a.logger(&cfg)
+			cfg, log, err := a.setup(cmd, path)
 			if err != nil {
 				return err
 			}
 			if in == "" || out == "" {
 				return fmt.Errorf("score: --in and --out are required")
+			}
+			if err := preflightJudge(cmd.Context(), cfg, log); err != nil {
+				return fmt.Errorf("score: %w", err)
 			}
 			judge, closeJudge, err := newJudge(cfg, out, log)
 			if err != nil {

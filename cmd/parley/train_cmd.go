@@ -23,15 +23,11 @@ func newTrainCmd(a *app) *cobra.Command {
 		Use:   "train --config F [--resume]",
 		Short: "Run the training loop: roll out, judge, write batches, hand them to the trainer, load its adapters",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.loadConfig(cmd, path)
+			cfg, log, err := a.setup(cmd, path)
 			if err != nil {
 				return err
 			}
 			runDir := dataset.RunDir(cfg.RunDir())
-			log, err := a.logger(&cfg)
-			if err != nil {
-				return err
-			}
 			if cfg, err = resumeConfig(cmd, cfg, runDir, path, resume, log); err != nil {
 				return err
 			}
@@ -127,6 +123,9 @@ func trainerArgs(cfg config.Config, runDir string) []string {
 func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.RunDir, log *zap.Logger) error {
 	if cfg.Rollout.GroupSize < 2 && cfg.GRPO.Advantage != grpo.ModeRoleBaseline {
 		return fmt.Errorf("train: config key rollout.group_size: a group of %d has no group-relative advantage in %s mode: use 2 or more", cfg.Rollout.GroupSize, cfg.GRPO.Advantage)
+	}
+	if err := preflightJudge(ctx, cfg, log); err != nil {
+		return fmt.Errorf("train: %w", err)
 	}
 	frozen, err := cfg.YAML()
 	if err != nil {

@@ -671,3 +671,26 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// Check makes one cheap request (GET /models) to see that the API answers
+// and accepts the key, before long work: a refused connection, a 401 or a
+// 403 is an error naming the fix; an API without /models (404) passes.
+func (c *Client) Check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, min(c.opts.Timeout, 30*time.Second))
+	defer cancel()
+	_, err := c.client.ListModels(ctx)
+	if err == nil {
+		return nil
+	}
+	var apiErr *openai.APIError
+	var reqErr *openai.RequestError
+	switch {
+	case errors.As(err, &apiErr) && (apiErr.HTTPStatusCode == http.StatusUnauthorized || apiErr.HTTPStatusCode == http.StatusForbidden):
+		return c.redact(fmt.Errorf("%s at %s rejects the API key (HTTP %d): set the right key in the variable the config's api_key_env names", c.opts.Name, c.opts.BaseURL, apiErr.HTTPStatusCode))
+	case errors.As(err, &reqErr) && (reqErr.HTTPStatusCode == http.StatusUnauthorized || reqErr.HTTPStatusCode == http.StatusForbidden):
+		return c.redact(fmt.Errorf("%s at %s rejects the API key (HTTP %d): set the right key in the variable the config's api_key_env names", c.opts.Name, c.opts.BaseURL, reqErr.HTTPStatusCode))
+	case errors.As(err, &apiErr) || errors.As(err, &reqErr):
+		return nil // it answered: only the key matters here
+	}
+	return c.redact(fmt.Errorf("%s at %s does not answer: %w", c.opts.Name, c.opts.BaseURL, err))
+}

@@ -77,9 +77,14 @@ type Policy struct {
 
 // Sampling holds the policy's sampling parameters for rollouts.
 type Sampling struct {
+	// Temperature is the sampling temperature (0: greedy).
 	Temperature float64 `yaml:"temperature"`
-	TopP        float64 `yaml:"top_p"`
-	TopK        int     `yaml:"top_k"`
+	// TopP is nucleus sampling's probability mass (1: off).
+	TopP float64 `yaml:"top_p"`
+	// TopK keeps the k likeliest tokens (0: off; sent to vLLM as -1, so
+	// that its generation-config defaults cannot change the sampling the
+	// trainer assumes).
+	TopK int `yaml:"top_k"`
 	// MaxTokens bounds each negotiation turn.
 	MaxTokens int `yaml:"max_tokens"`
 	// FinalMaxTokens bounds the final completion (and the single-agent answer).
@@ -265,8 +270,9 @@ type Train struct {
 // Trainer holds the PyTorch trainer's hyperparameters; parley passes them as flags.
 type Trainer struct {
 	// Model is the base model folder (or hub id for real runs).
-	Model string  `yaml:"model"`
-	LR    float64 `yaml:"lr"`
+	Model string `yaml:"model"`
+	// LR is the optimizer's learning rate (AdamW).
+	LR float64 `yaml:"lr"`
 	// EpsilonLow and EpsilonHigh clip the ratio (0.2/0.28).
 	EpsilonLow  float64 `yaml:"epsilon_low"`
 	EpsilonHigh float64 `yaml:"epsilon_high"`
@@ -274,15 +280,22 @@ type Trainer struct {
 	KLBeta float64 `yaml:"kl_beta"`
 	// Aggregation is token_mean, seq_mean_token_mean or dr_grpo.
 	Aggregation string `yaml:"aggregation"`
-	// LoRA settings; FullFinetune trains every weight instead.
-	LoRAR        int     `yaml:"lora_r"`
-	LoRAAlpha    int     `yaml:"lora_alpha"`
-	LoRADropout  float64 `yaml:"lora_dropout"`
-	FullFinetune bool    `yaml:"full_finetune"`
+	// LoRAR is the LoRA rank (vLLM must serve with --max-lora-rank at
+	// least this).
+	LoRAR int `yaml:"lora_r"`
+	// LoRAAlpha is the LoRA scaling numerator (the update is scaled by
+	// alpha/r).
+	LoRAAlpha int `yaml:"lora_alpha"`
+	// LoRADropout is the dropout on the LoRA input.
+	LoRADropout float64 `yaml:"lora_dropout"`
+	// FullFinetune trains every weight instead of a LoRA adapter (refused:
+	// vLLM hot-loads only adapters).
+	FullFinetune bool `yaml:"full_finetune"`
 	// MicroBatchTokens is the token budget of a micro-batch.
 	MicroBatchTokens int `yaml:"micro_batch_tokens"`
 	// MaxGradNorm clips gradients.
 	MaxGradNorm float64 `yaml:"max_grad_norm"`
+	// WeightDecay is AdamW's weight decay.
 	WeightDecay float64 `yaml:"weight_decay"`
 	// ExtraArgs are appended to the trainer's command line as they are.
 	ExtraArgs []string `yaml:"extra_args"`

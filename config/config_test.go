@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/config/internal/keydocs"
 	"github.com/parleyhq/parley/internal/toygame"
 	"github.com/parleyhq/parley/rollout/deliberation"
 	_ "github.com/parleyhq/parley/rollout/games"
@@ -241,5 +243,43 @@ func TestChanges(t *testing.T) {
 	}
 	if op, frozen := Changes(a, Default()); len(op)+len(frozen) != 0 {
 		t.Errorf("Changes(Default, Default) = %v, %v; want none", op, frozen)
+	}
+}
+
+// TestKeyDocsCurrent fails when a config field's comment changed without
+// go generate ./config, and when a key has no doc at all.
+func TestKeyDocsCurrent(t *testing.T) {
+	want, err := keydocs.Generate("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("keydocs_gen.go")
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("keydocs_gen.go is stale: run go generate ./config")
+	}
+	for _, k := range KeyInfos() {
+		if k.Doc == "" {
+			t.Errorf("key %s has no doc comment on its field", k.Key)
+		}
+	}
+}
+
+// TestConfigDocCurrent fails when docs/config.md is not what parley config
+// keys --markdown writes.
+func TestConfigDocCurrent(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteKeysMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("../docs/config.md")
+	// The test-only toy game is registered here, not in parley.
+	var want []string
+	for _, line := range strings.SplitAfter(b.String(), "\n") {
+		if !strings.HasPrefix(line, "| `game.toy.") {
+			want = append(want, line)
+		}
+	}
+	if err != nil || string(got) != strings.Join(want, "") {
+		t.Errorf("docs/config.md is stale: run go run ./cmd/parley config keys --markdown > docs/config.md")
 	}
 }

@@ -25,6 +25,8 @@ type ScoreOptions struct {
 	Mask string
 	// JudgeConcurrency bounds judge calls in flight.
 	JudgeConcurrency int
+	// OnJudged, if set, is called after each rollout is judged (progress).
+	OnJudged func()
 }
 
 // ScoreResult is what ScoreStep produced: the batch rows and the counts of
@@ -54,7 +56,7 @@ func ScoreStep(ctx context.Context, j reward.Judge, rs []dataset.Rollout, baseli
 			ro.Scored, ro.Score, ro.Reward, ro.Advantage = false, 0, 0, 0
 		}
 	}
-	res.Judge = reward.ScoreAll(ctx, j, rs, opts.JudgeConcurrency)
+	res.Judge = reward.ScoreAllFunc(ctx, j, rs, opts.JudgeConcurrency, opts.OnJudged)
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("train.ScoreStep: %w", err)
 	}

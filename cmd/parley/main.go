@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	// The built-in games (seeds 000, 001, 002) register themselves.
@@ -38,6 +39,7 @@ func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "parley",
 		Short:         "Self-play alignment training with RLAIF and GRPO",
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -57,4 +59,31 @@ func newRoot() *cobra.Command {
 		newReportCmd(a),
 	)
 	return root
+}
+
+// version is the module version and the commit parley was built from (Go
+// stamps the VCS state into the binary).
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	var rev, dirty, when string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = " (modified)"
+			}
+		case "vcs.time":
+			when = s.Value
+		}
+	}
+	if rev == "" {
+		return v + ", commit unknown (built without VCS information)"
+	}
+	return fmt.Sprintf("%s, commit %s%s, %s, %s", v, rev, dirty, when, bi.GoVersion)
 }

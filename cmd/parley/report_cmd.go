@@ -7,7 +7,6 @@ import (
 
 	"github.com/parleyhq/parley/eval/report"
 	"github.com/spf13/cobra"
-	"go.uber.org/zap"
 )
 
 // newReportCmd is `parley report`: the markdown report with PNG charts.
@@ -59,9 +58,7 @@ OUT/report.md with its PNGs beside it (default OUT: RUN_DIR/report, else
 			}); err != nil {
 				return err
 			}
-			path := filepath.Join(out, report.ReportFile)
-			fmt.Fprintln(cmd.OutOrStdout(), path)
-			log.Info("report written", zap.String("path", path))
+			fmt.Fprintln(cmd.OutOrStdout(), filepath.Join(out, report.ReportFile))
 			return nil
 		},
 	}

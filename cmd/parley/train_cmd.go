@@ -165,7 +165,8 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.Run
 			Rollout: ro, Judge: judge, JudgeConcurrency: cfg.Judge.Concurrency,
 			Advantage: advantageOptions(cfg.GRPO), Mask: cfg.GRPO.Mask, AdapterPrefix: cfg.Train.AdapterPrefix,
 			TrainerTimeout: cfg.Train.TrainerTimeout, MaxFailedFraction: cfg.Train.MaxFailedFraction, Logger: log,
-			OnStart: func(done int) { bar.SetCurrent(int64(done)) },
+			OnStart:  func(done int) { bar.SetCurrent(int64(done)) },
+			Progress: bars.Start,
 			OnStep: func(m map[string]any) {
 				bar.Increment()
 				log.Info("step done", zap.Any("step", m["step"]), zap.Any("reward_mean", m["reward_mean"]),

@@ -44,9 +44,22 @@ func (b *Bars) Add(name string, total int64) *Bar {
 	}
 	bar := b.p.AddBar(total,
 		mpb.PrependDecorators(decor.Name(name+" "), decor.CountersNoUnit("%d/%d")),
-		mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace), decor.Name(" "), decor.AverageETA(decor.ET_STYLE_GO)),
+		mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace), decor.Name(" "),
+			decor.AverageSpeed(0, "%.1f/s", decor.WCSyncSpace), decor.Name(" ETA "), decor.AverageETA(decor.ET_STYLE_GO)),
+		mpb.BarRemoveOnComplete(),
 	)
 	return &Bar{b: bar}
+}
+
+// Start adds a bar and returns its tick and its end call (a failed end
+// leaves the bar drawn where it stopped; a finished bar is removed).
+func (b *Bars) Start(name string, total int) (tick func(), end func(failed bool)) {
+	bar := b.Add(name, int64(total))
+	return bar.Increment, func(failed bool) {
+		if failed {
+			bar.Abort()
+		}
+	}
 }
 
 // Increment advances the bar by one.

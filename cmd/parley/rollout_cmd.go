@@ -8,6 +8,7 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/internal/fsutil"
+	"github.com/parleyhq/parley/internal/summary"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/rollout"
 	"github.com/spf13/cobra"
@@ -64,7 +65,7 @@ func newRolloutCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return reportRollouts(sum, policy.Stats(), out, cfg.Train.MaxFailedFraction, log)
+			return reportRollouts(a, sum, policy.Stats(), out, cfg.Train.MaxFailedFraction)
 		},
 	}
 	configFlags(cmd, &path)
@@ -75,17 +76,19 @@ func newRolloutCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// reportRollouts logs the rollout summary and writes OUT/summary.json; an
-// interrupted run is an error.
-func reportRollouts(sum rollout.Summary, st llm.Stats, out string, maxFailed float64, log *zap.Logger) error {
-	log.Info("rollout summary",
-		zap.Int("rollouts", sum.Rollouts), zap.Int("failed", sum.Failed), zap.Int("interrupted", sum.Interrupted),
-		zap.Float64("agreement_rate", sum.AgreementRate), zap.Float64("rounds_to_agreement", sum.RoundsToAgree),
-		zap.Int64("prompt_tokens", sum.PromptTokens), zap.Int64("sampled_tokens", sum.SampledTokens),
-		zap.Int64("prefix_breaks", sum.PrefixBreaks), zap.Float64("sequences_per_rollout", sum.SequencesPerRollout),
-		zap.Float64("trainer_tokens_per_sampled_token", sum.TrainerTokensPerSampled),
-		zap.Int64("requests", sum.Requests), zap.Int64("retries", st.Retries),
-		zap.Duration("elapsed", sum.Elapsed), zap.Float64("rollouts_per_second", sum.PerSecond))
+// reportRollouts prints the rollout summary and writes OUT/summary.json;
+// an interrupted run, or one past the failure threshold, is an error.
+func reportRollouts(a *app, sum rollout.Summary, st llm.Stats, out string, maxFailed float64) error {
+	log := a.log
+	a.summarize(summary.New("rollout").
+		Add("rollouts", sum.Rollouts).AddIf(sum.Failed > 0, "failed", sum.Failed).AddIf(sum.Interrupted > 0, "interrupted", sum.Interrupted).
+		Add("agreement rate", sum.AgreementRate).Add("rounds to agreement", sum.RoundsToAgree).
+		Add("sampled tokens", sum.SampledTokens).Add("prompt tokens sent", sum.PromptTokensSent).
+		Add("prefix breaks", sum.PrefixBreaks).Add("sequences per rollout", sum.SequencesPerRollout).
+		Add("trainer tokens per sampled", sum.TrainerTokensPerSampled).
+		Add("requests", sum.Requests).AddIf(st.Retries > 0, "retries", st.Retries).
+		Add("elapsed", sum.Elapsed).Add("rollouts per second", sum.PerSecond).
+		Add("output", filepath.Join(out, "rollouts.parquet")))
 	for cause, n := range sum.Errors {
 		log.Warn("rollouts failed", zap.Int("count", n), zap.String("cause", cause))
 	}

@@ -4,9 +4,9 @@ import (
 	"fmt"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/internal/summary"
 	"github.com/parleyhq/parley/train"
 	"github.com/spf13/cobra"
-	"go.uber.org/zap"
 )
 
 func newScoreCmd(a *app) *cobra.Command {
@@ -41,11 +41,11 @@ func newScoreCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			log.Info("scored",
-				zap.Int("judged", sum.Judge.Judged), zap.Int("judge_failed", sum.Judge.Failed), zap.Int("cached", sum.Judge.Cached),
-				zap.Int("groups", sum.Advantage.Groups), zap.Int("dropped_zero_variance", sum.Advantage.DroppedZeroVariance),
-				zap.Float64("score_mean", sum.Advantage.ScoreMean), zap.Int("rows", sum.Ready.Rows), zap.Int64("tokens", sum.Ready.Tokens),
-				zap.String("batch", sum.BatchPath))
+			a.summarize(summary.New("score").
+				Add("judged", sum.Judge.Judged).AddIf(sum.Judge.Failed > 0, "judge failed", sum.Judge.Failed).AddIf(sum.Judge.Cached > 0, "from cache", sum.Judge.Cached).
+				Add("groups", sum.Advantage.Groups).Add("dropped (zero variance)", sum.Advantage.DroppedZeroVariance).
+				Add("score mean", sum.Advantage.ScoreMean).Add("rows", sum.Ready.Rows).Add("tokens", sum.Ready.Tokens).
+				Add("batch", sum.BatchPath))
 			return nil
 		},
 	}
@@ -77,9 +77,10 @@ func newExportCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			log.Info("exported", zap.Int64("read", st.Read), zap.Int64("written", st.Written),
-				zap.Int64("skipped_failed", st.SkippedFailed), zap.Int64("skipped_filters", st.SkippedFilters),
-				zap.Strings("outputs", st.Outputs))
+			a.summarize(summary.New("export").
+				Add("read", st.Read).Add("written", st.Written).
+				Add("skipped (failed)", st.SkippedFailed).Add("skipped (filters)", st.SkippedFilters).
+				Add("outputs", st.Outputs))
 			return nil
 		},
 	}

@@ -7,10 +7,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
+	"github.com/parleyhq/parley/internal/summary"
 	"github.com/parleyhq/parley/train"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -158,6 +160,8 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.Run
 	bars := a.bars()
 	defer bars.Wait()
 	bar := bars.Add("steps", int64(cfg.Train.Steps))
+	var first, last map[string]any
+	start := time.Now()
 	st, err := train.Run(ctx, train.RunOptions{
 		Loop: train.LoopOptions{
 			Dir: runDir, RunID: cfg.Run.Name, Seed: cfg.Run.Seed, Steps: cfg.Train.Steps, MaxStaleness: cfg.Train.MaxStaleness,
@@ -169,6 +173,10 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.Run
 			Progress: bars.Start,
 			OnStep: func(m map[string]any) {
 				bar.Increment()
+				if first == nil {
+					first = m
+				}
+				last = m
 				log.Info("step done", zap.Any("step", m["step"]), zap.Any("reward_mean", m["reward_mean"]),
 					zap.Any("score_max", m["score_max"]), zap.Any("agreement_rate", m["agreement_rate"]),
 					zap.Any("loss", m["trainer/loss"]), zap.Any("sampled_tokens", m["sampled_tokens"]))
@@ -186,6 +194,23 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.Run
 	if err != nil {
 		return err
 	}
-	log.Info("training finished", zap.Int("steps", st.Step), zap.String("run", runDir.Root()), zap.String("adapter", st.Adapter))
+	bars.Wait()
+	a.summarize(trainSummary(st.Step, first, last, time.Since(start)).
+		Add("run", runDir.Root()).Add("adapter", st.Adapter))
 	return nil
+}
+
+// trainSummary is parley train's closing table: steps done and how the
+// step metrics moved from the first step of this invocation to the last.
+func trainSummary(steps int, first, last map[string]any, elapsed time.Duration) *summary.Table {
+	t := summary.New("train").Add("steps", steps).Add("elapsed", elapsed)
+	for _, k := range []string{"reward_mean", "agreement_rate", "rounds_to_agreement", "trainer/loss"} {
+		a, okA := first[k].(float64)
+		b, okB := last[k].(float64)
+		if !okA || !okB {
+			continue
+		}
+		t.Add(strings.ReplaceAll(k, "_", " ")+" (first → last)", summary.Format(a)+" → "+summary.Format(b))
+	}
+	return t
 }

@@ -180,8 +180,9 @@ func runPairwise(cmd *cobra.Command, a *app, cfg config.Config, fl pairwiseFlags
 		return err
 	}
 	defer closeJudge()
-	tickR, endR := a.progress("rollouts", 2*len(rows)*fl.runs*len(decs))
-	tickJ, endJ := a.progress("comparisons", len(rows)*fl.runs*len(decs)*len(asp))
+	bars := a.bars()
+	tickR, endR := bars.Start("rollouts", 2*len(rows)*fl.runs*len(decs))
+	tickJ, endJ := bars.Start("comparisons", len(rows)*fl.runs*len(decs)*len(asp))
 	rep, err := harness.RunPairwise(ctx, harness.PairwiseOptions{
 		Left: l, Right: r, Prompts: rows, Set: setLabel, Aspects: asp, Decodings: decs,
 		Runs: fl.runs, Seed: cfg.Run.Seed, ChatTemplateKwargs: chatKwargs(cfg),
@@ -190,6 +191,7 @@ func runPairwise(cmd *cobra.Command, a *app, cfg config.Config, fl pairwiseFlags
 	})
 	endR(err != nil)
 	endJ(err != nil)
+	bars.Wait()
 	return writePairwise(cmd, rep, err, fl, log)
 }
 

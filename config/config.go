@@ -247,6 +247,11 @@ type Train struct {
 	Handshake string `yaml:"handshake"`
 	// HTTPAddr is the handshake server's listen address (loopback by default).
 	HTTPAddr string `yaml:"http_addr"`
+	// MetricsAddr, if set (host:port), serves Prometheus metrics of the
+	// run at http://MetricsAddr/metrics: steps, rollouts in flight and by
+	// outcome, judge latency and failures, policy requests and retries,
+	// and every numeric metric of the last step. "" serves none.
+	MetricsAddr string `yaml:"metrics_addr"`
 	// TokenEnv names the environment variable holding the handshake bearer token.
 	TokenEnv string `yaml:"token_env"`
 	// TrainerTimeout bounds the wait for one step's DONE.

@@ -335,7 +335,7 @@ var operationalKeys = []string{
 	"judge.api_key_env", "judge.concurrency", "judge.requests_per_minute", "judge.tokens_per_minute",
 	"judge.max_retries", "judge.timeout",
 	"generator.",
-	"train.steps", "train.http_addr", "train.token_env", "train.trainer_timeout", "train.trainer_command",
+	"train.steps", "train.http_addr", "train.metrics_addr", "train.token_env", "train.trainer_timeout", "train.trainer_command",
 	"train.server_command", "train.max_failed_fraction", "train.server_start_timeout",
 	"log.",
 }

@@ -569,3 +569,29 @@ func TestTrimEndTokens(t *testing.T) {
 		}
 	}
 }
+
+func TestRunnerOnActiveCountsInFlight(t *testing.T) {
+	pol := &bytePolicy{calls: map[string]int{}, failAfter: 3}
+	var mu sync.Mutex
+	active, peak, starts := 0, 0, 0
+	r, err := rollout.NewRunner(rollout.RunnerOptions{Game: single.New(single.Options{}), Policy: pol, Model: "m", GroupSize: 4, Concurrency: 3,
+		Sampling: llm.Sampling{MaxTokens: 8},
+		OnActive: func(d int) {
+			mu.Lock()
+			defer mu.Unlock()
+			active += d
+			peak = max(peak, active)
+			if d > 0 {
+				starts++
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(context.Background(), []dataset.Prompt{prompt, {ID: "d2", Task: "t2"}}, func(*dataset.Rollout) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if active != 0 || starts != 8 || peak < 1 || peak > 3 {
+		t.Errorf("after the run: active %d, starts %d, peak %d; want 0, 8 (a failed one too), 1..3", active, starts, peak)
+	}
+}

@@ -36,6 +36,9 @@ type RunnerOptions struct {
 	// History is how agents' conversations carry from turn to turn:
 	// HistoryTokens ("" too) or HistoryRerender.
 	History HistoryMode
+	// OnActive, if set, is told when a rollout starts (+1) and ends (-1),
+	// for a gauge of rollouts in flight.
+	OnActive func(delta int)
 }
 
 // Runner samples G rollouts of every prompt row with a bounded worker pool.
@@ -236,7 +239,8 @@ func (r *Runner) Run(ctx context.Context, prompts []dataset.Prompt, sink func(*d
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				if p := r.playOne(ctx, j.p, j.group, j.index); p.rec != nil {
+				p := r.active(func() played { return r.playOne(ctx, j.p, j.group, j.index) })
+				if p.rec != nil {
 					results <- p
 				}
 			}
@@ -297,6 +301,16 @@ func RoleOutcomes(roles []string, agents *Recorder) []dataset.RoleOutcome {
 		out[i] = dataset.RoleOutcome{Role: role, Policy: pl.Kind, Model: model, Endpoint: pl.Endpoint, Trained: pl.Trained}
 	}
 	return out
+}
+
+// active runs play, telling OnActive of its start and end.
+func (r *Runner) active(play func() played) played {
+	if r.opts.OnActive == nil {
+		return play()
+	}
+	r.opts.OnActive(1)
+	defer r.opts.OnActive(-1)
+	return play()
 }
 
 // playOne plays one rollout; a nil record means it was interrupted by

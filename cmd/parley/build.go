@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/dataset"
@@ -121,7 +122,7 @@ func loadCurriculum(cfg config.Config) ([]dataset.Prompt, error) {
 
 // newJudge builds the configured reward judge; cacheDir holds the judge
 // cache ("" for none). The returned func releases it.
-func newJudge(cfg config.Config, cacheDir string, log *zap.Logger) (reward.Judge, func(), error) {
+func newJudge(cfg config.Config, cacheDir string, observe func(time.Duration, error), log *zap.Logger) (reward.Judge, func(), error) {
 	if cfg.Judge.Kind == "game" {
 		spec, _ := rollout.Lookup(cfg.Game.Env)
 		j, err := spec.Scorer(cfg.Game.Active())
@@ -142,7 +143,9 @@ func newJudge(cfg config.Config, cacheDir string, log *zap.Logger) (reward.Judge
 		}
 		return j, func() {}, nil
 	}
-	c, err := chat.New(judgeClient(cfg, cacheDir, log))
+	opts := judgeClient(cfg, cacheDir, log)
+	opts.Observe = observe
+	c, err := chat.New(opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("config key judge: %w", err)
 	}

@@ -444,12 +444,12 @@ func runAgreement(cmd *cobra.Command, cfg config.Config, fl agreementFlags, log 
 		}
 		rs = append(rs, part...)
 	}
-	ja, closeA, err := newJudge(cfg, "", log)
+	ja, closeA, err := newJudge(cfg, "", nil, log)
 	if err != nil {
 		return fmt.Errorf("eval judge-agreement: judge A: %w", err)
 	}
 	defer closeA()
-	jb, closeB, err := newJudge(cfgB, "", log.Named("b"))
+	jb, closeB, err := newJudge(cfgB, "", nil, log.Named("b"))
 	if err != nil {
 		return fmt.Errorf("eval judge-agreement: judge B: %w", err)
 	}

@@ -27,7 +27,7 @@ func newScoreCmd(a *app) *cobra.Command {
 			if err := preflightJudge(cmd.Context(), cfg, log); err != nil {
 				return fmt.Errorf("score: %w", err)
 			}
-			judge, closeJudge, err := newJudge(cfg, out, log)
+			judge, closeJudge, err := newJudge(cfg, out, nil, log)
 			if err != nil {
 				return err
 			}

@@ -13,6 +13,8 @@ import (
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
 	"github.com/parleyhq/parley/internal/summary"
+	"github.com/parleyhq/parley/internal/telemetry"
+	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/train"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -147,7 +149,12 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.Run
 		return err
 	}
 	defer closePlayers()
-	judge, closeJudge, err := newJudge(cfg, runDir.Root(), log)
+	tm, err := serveMetrics(ctx, cfg, policy, log)
+	if err != nil {
+		return err
+	}
+	ro.OnActive = tm.Active
+	judge, closeJudge, err := newJudge(cfg, runDir.Root(), tm.ObserveJudge, log)
 	if err != nil {
 		return err
 	}
@@ -173,6 +180,7 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.Run
 			Progress: bars.Start,
 			OnStep: func(m map[string]any) {
 				bar.Increment()
+				tm.Step(m)
 				if first == nil {
 					first = m
 				}
@@ -213,4 +221,19 @@ func trainSummary(steps int, first, last map[string]any, elapsed time.Duration) 
 		t.Add(strings.ReplaceAll(k, "_", " ")+" (first → last)", summary.Format(a)+" → "+summary.Format(b))
 	}
 	return t
+}
+
+// serveMetrics serves the run's Prometheus metrics on train.metrics_addr;
+// with none set it returns nil metrics, which ignore every call.
+func serveMetrics(ctx context.Context, cfg config.Config, policy *llm.Client, log *zap.Logger) (*telemetry.Metrics, error) {
+	if cfg.Train.MetricsAddr == "" {
+		return nil, nil
+	}
+	tm := telemetry.New(policy.Stats)
+	url, err := tm.Serve(ctx, cfg.Train.MetricsAddr, log)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	log.Info("serving Prometheus metrics", zap.String("url", url))
+	return tm, nil
 }

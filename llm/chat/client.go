@@ -85,6 +85,11 @@ type Options struct {
 	// Sleep waits d or until ctx is done, between attempts; nil means a
 	// real timer (tests replace it).
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Observe, if set, is told of every request sent (cache hits are not
+	// requests): its time from the first attempt to the last, retries
+	// included, and its error (nil when it succeeded). It feeds parley
+	// train's /metrics.
+	Observe func(elapsed time.Duration, err error)
 }
 
 // withDefaults returns o with defaults applied.
@@ -447,7 +452,16 @@ type exchange struct {
 
 // send runs the attempts of one request: the retry loop shared by every
 // caller.
-func (c *Client) send(ctx context.Context, ex exchange) (any, error) {
+func (c *Client) send(ctx context.Context, ex exchange) (v any, err error) {
+	if c.opts.Observe != nil {
+		start := time.Now()
+		defer func() { c.opts.Observe(time.Since(start), err) }()
+	}
+	return c.sendAttempts(ctx, ex)
+}
+
+// sendAttempts is send's retry loop.
+func (c *Client) sendAttempts(ctx context.Context, ex exchange) (any, error) {
 	var lastErr error
 	for attempt := 0; attempt < c.opts.Retry.Attempts(); attempt++ {
 		if attempt > 0 {

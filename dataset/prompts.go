@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/internal/fsutil"
+	"github.com/parleyhq/parley/internal/textfile"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -303,7 +304,7 @@ func formatOf(path string) (string, error) {
 // readJSONL decodes one T per non-blank line, rejecting unknown fields and
 // trailing data, and calls fn with the 1-based line number.
 func readJSONL[T any](name string, r io.Reader, fn func(line int, v T) error) error {
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := textfile.NewReader(r, 64<<10)
 	for line := 1; ; line++ {
 		raw, err := br.ReadBytes('\n')
 		if err != nil && err != io.EOF {

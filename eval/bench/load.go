@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
@@ -14,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/parleyhq/parley/internal/textfile"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -128,7 +128,7 @@ func ReadJSONL(path string) ([]Record, error) {
 }
 
 func decodeJSONL(r io.Reader, name string) ([]Record, error) {
-	br := bufio.NewReader(r)
+	br := textfile.NewReader(r, 64<<10)
 	var recs []Record
 	for line := 1; ; line++ {
 		b, err := br.ReadBytes('\n')
@@ -169,7 +169,7 @@ func decodeObject(b []byte) (map[string]any, error) {
 // ReadJSONArray reads a file holding one JSON array of objects (numbers kept
 // as json.Number). Errors name the file and the 1-based element.
 func ReadJSONArray(path string) ([]Record, error) {
-	b, err := os.ReadFile(path)
+	b, err := textfile.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("bench.ReadJSONArray: %w", err)
 	}
@@ -209,7 +209,7 @@ func ReadCSV(path string) ([]Record, error) {
 }
 
 func decodeCSV(r io.Reader, name string) ([]Record, error) {
-	cr := csv.NewReader(r)
+	cr := csv.NewReader(textfile.NewReader(r, 64<<10))
 	cr.LazyQuotes = false
 	cr.FieldsPerRecord = 0 // the header's count, enforced on every record
 	header, err := cr.Read()
@@ -219,7 +219,6 @@ func decodeCSV(r io.Reader, name string) ([]Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	header[0] = strings.TrimPrefix(header[0], "\ufeff")
 	seen := make(map[string]bool, len(header))
 	for i, h := range header {
 		if seen[h] {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/parleyhq/parley/internal/textfile"
 )
 
 // Input is one benchmark prompt, a line of IFEval's input_data.jsonl.
@@ -68,7 +70,7 @@ func readJSONL(path string, fn func(data []byte) error) error {
 		return err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(textfile.NewReader(f, 64<<10))
 	sc.Buffer(make([]byte, 0, 1<<20), 1<<30)
 	for n := 1; sc.Scan(); n++ {
 		data := sc.Bytes()

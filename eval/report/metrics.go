@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -11,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+
+	"github.com/parleyhq/parley/internal/textfile"
 )
 
 // Keys of a run's metrics.jsonl that the report charts, as the training loop
@@ -63,7 +64,7 @@ func decodeMetrics(r io.Reader, path string) (*Metrics, error) {
 	name := filepath.Base(path)
 	m := &Metrics{File: path}
 	bySteps := map[int]map[string]float64{}
-	br := bufio.NewReader(r)
+	br := textfile.NewReader(r, 64<<10)
 	for line := 1; ; line++ {
 		b, err := br.ReadBytes('\n')
 		if err != nil && err != io.EOF {

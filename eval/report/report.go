@@ -21,6 +21,7 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/internal/fsutil"
+	"github.com/parleyhq/parley/internal/textfile"
 	"github.com/parleyhq/parley/rollout"
 	"go.uber.org/zap"
 	"gopkg.in/yaml.v3"
@@ -190,7 +191,7 @@ func (g *generator) games() error {
 // runGame reads game.env from a run directory's frozen config.yaml ("" when
 // there is none).
 func runGame(runDir string) (string, error) {
-	b, err := os.ReadFile(dataset.RunDir(runDir).ConfigPath())
+	b, err := textfile.ReadFile(dataset.RunDir(runDir).ConfigPath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}

@@ -184,7 +184,7 @@ func TestExportHFFolder(t *testing.T) {
 	}
 	for i := 0; i < 4; i++ {
 		path := filepath.Join(out, "data", fmt.Sprintf("train-%05d-of-00004.parquet", i))
-		f, pf, err := openParquet(path)
+		f, pf, err := OpenParquet(path)
 		if err != nil {
 			t.Fatalf("shard %d: %v", i, err)
 		}

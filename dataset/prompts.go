@@ -358,7 +358,7 @@ var (
 // columns strictly (unknown columns are errors), and calls fn per row
 // with the 0-based row index.
 func readParquetTable[T any](path string, cols []columnSpec, fn func(row int, v T) error) error {
-	f, pf, err := openParquet(path)
+	f, pf, err := OpenParquet(path)
 	if err != nil {
 		return err
 	}

@@ -158,7 +158,7 @@ var rolloutColumns = []columnSpec{
 // saying what it looks like instead (a training batch is the likely
 // mistake: judging it would judge empty finals).
 func checkRolloutsFile(path string) error {
-	f, pf, err := openParquet(path)
+	f, pf, err := OpenParquet(path)
 	if err != nil {
 		return err
 	}
@@ -270,7 +270,7 @@ func streamParquet[T any](path string, fn func(T) error) error {
 // streamParquetMeta is streamParquet that also passes the file's
 // schema_version (1 when the metadata is absent).
 func streamParquetMeta[T any](path string, fn func(version int, v T) error) error {
-	f, pf, err := openParquet(path)
+	f, pf, err := OpenParquet(path)
 	if err != nil {
 		return err
 	}

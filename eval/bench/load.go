@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/internal/textfile"
 	"github.com/parquet-go/parquet-go"
 )
@@ -247,29 +248,22 @@ func decodeCSV(r io.Reader, name string) ([]Record, error) {
 
 // ReadParquet reads every row of a parquet file into generic records, keyed
 // by top-level column name (a null is nil; a list is []any; a group is
-// map[string]any). Errors name the file and row.
+// map[string]any). pandas' index columns (__index_level_N__) are dropped.
+// Errors name the file and row.
 func ReadParquet(path string) ([]Record, error) {
-	f, err := os.Open(path)
+	f, pf, err := dataset.OpenParquet(path)
 	if err != nil {
 		return nil, fmt.Errorf("bench.ReadParquet: %w", err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("bench.ReadParquet: %w", err)
-	}
-	recs, err := decodeParquet(f, st.Size(), path)
+	recs, err := decodeParquet(pf, path)
 	if err != nil {
 		return nil, fmt.Errorf("bench.ReadParquet: %w", err)
 	}
 	return recs, nil
 }
 
-func decodeParquet(r io.ReaderAt, size int64, name string) (recs []Record, err error) {
-	pf, err := parquet.OpenFile(r, size)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
+func decodeParquet(pf *parquet.File, name string) (recs []Record, err error) {
 	reader := parquet.NewGenericReader[map[string]any](pf, pf.Schema())
 	defer reader.Close()
 	defer func() {
@@ -286,6 +280,11 @@ func decodeParquet(r io.ReaderAt, size int64, name string) (recs []Record, err e
 		}
 		n, rerr := reader.Read(buf)
 		for _, m := range buf[:n] {
+			for k := range m {
+				if dataset.IsPandasIndex(k) {
+					delete(m, k)
+				}
+			}
 			recs = append(recs, Record{File: name, Row: len(recs) + 1, Fields: m})
 		}
 		if rerr == io.EOF {

@@ -154,10 +154,10 @@ var rolloutColumns = []columnSpec{
 	{name: "failed", types: []string{"bool"}},
 }
 
-// checkRolloutsFile refuses a parquet file that is not a rollouts file,
+// CheckRolloutsFile refuses a parquet file that is not a rollouts file,
 // saying what it looks like instead (a training batch is the likely
 // mistake: judging it would judge empty finals).
-func checkRolloutsFile(path string) error {
+func CheckRolloutsFile(path string) error {
 	f, pf, err := OpenParquet(path)
 	if err != nil {
 		return err
@@ -224,7 +224,7 @@ func (c rolloutCompat) upgrade() Rollout {
 // the read and is returned as is. Files of schema version 1 (no
 // schema_version metadata) are upgraded row by row (see rolloutCompat).
 func ReadRollouts(path string, fn func(Rollout) error) error {
-	if err := checkRolloutsFile(path); err != nil {
+	if err := CheckRolloutsFile(path); err != nil {
 		return fmt.Errorf("dataset.ReadRollouts: %w", err)
 	}
 	err := streamParquetMeta(path, func(version int, c rolloutCompat) error {

@@ -24,6 +24,9 @@ func newScoreCmd(a *app) *cobra.Command {
 			if in == "" || out == "" {
 				return fmt.Errorf("score: --in and --out are required")
 			}
+			if err := dataset.CheckRolloutsFile(in); err != nil {
+				return fmt.Errorf("score: --in: %w", err)
+			}
 			if err := preflightJudge(cmd.Context(), cfg, log); err != nil {
 				return fmt.Errorf("score: %w", err)
 			}

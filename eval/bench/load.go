@@ -155,7 +155,7 @@ func decodeObject(b []byte) (map[string]any, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("malformed JSON: %w", err)
 	}
 	if dec.More() {
 		return nil, errors.New("more than one JSON value")
@@ -178,7 +178,7 @@ func ReadJSONArray(path string) ([]Record, error) {
 	dec.UseNumber()
 	var raw []json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
-		return nil, fmt.Errorf("bench.ReadJSONArray: %s: %w", path, err)
+		return nil, fmt.Errorf("bench.ReadJSONArray: %s: not a JSON array of objects: %w", path, err)
 	}
 	recs := make([]Record, 0, len(raw))
 	for i, m := range raw {

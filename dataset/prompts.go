@@ -17,8 +17,9 @@ import (
 )
 
 // promptRecord is a Prompt as curriculum files hold it: the columns id,
-// category, task, persona_pair_id, persona_a, persona_b, split and
-// scenario, and a personas list for roles other than A and B.
+// category, task, persona_pair_id, persona_a, persona_b (and their short
+// names persona_a_name, persona_b_name), split and scenario, and a
+// personas list for roles other than A and B.
 type promptRecord struct {
 	ID            string    `json:"id" parquet:"id"`
 	Category      string    `json:"category" parquet:"category"`
@@ -26,6 +27,8 @@ type promptRecord struct {
 	PersonaPairID string    `json:"persona_pair_id,omitempty" parquet:"persona_pair_id"`
 	PersonaA      string    `json:"persona_a,omitempty" parquet:"persona_a"`
 	PersonaB      string    `json:"persona_b,omitempty" parquet:"persona_b"`
+	PersonaAName  string    `json:"persona_a_name,omitempty" parquet:"persona_a_name"`
+	PersonaBName  string    `json:"persona_b_name,omitempty" parquet:"persona_b_name"`
 	Personas      []Persona `json:"personas,omitempty" parquet:"personas,list"`
 	Split         string    `json:"split,omitempty" parquet:"split"`
 	Scenario      string    `json:"scenario,omitempty" parquet:"scenario"`
@@ -34,7 +37,7 @@ type promptRecord struct {
 func (r promptRecord) prompt() Prompt {
 	p := Prompt{ID: r.ID, Category: r.Category, Task: r.Task, PersonaPairID: r.PersonaPairID, Split: r.Split, Scenario: r.Scenario}
 	if r.PersonaA != "" || r.PersonaB != "" {
-		p.Personas = PersonaPairOf(r.PersonaA, r.PersonaB)
+		p.Personas = PersonaPair{A: r.PersonaA, B: r.PersonaB, NameA: r.PersonaAName, NameB: r.PersonaBName}.Personas()
 	}
 	p.Personas = append(p.Personas, r.Personas...)
 	return p
@@ -45,9 +48,9 @@ func (p Prompt) record() promptRecord {
 	for _, x := range p.Personas {
 		switch x.Role {
 		case "A":
-			r.PersonaA = x.Text
+			r.PersonaA, r.PersonaAName = x.Text, x.Name
 		case "B":
-			r.PersonaB = x.Text
+			r.PersonaB, r.PersonaBName = x.Text, x.Name
 		default:
 			r.Personas = append(r.Personas, x)
 		}
@@ -90,10 +93,12 @@ type LoadOptions struct {
 // "builtin:open-ended"). Errors name the file and the line (JSONL, from 1)
 // or row (parquet, from 0) and the field.
 //
-// A prompt gives its personas inline (persona_a and persona_b) or by
-// persona_pair_id, which is resolved against opts.Personas and filled in;
-// when both are given the inline personas win and the id is kept as a
-// label.
+// A prompt gives its personas inline (persona_a and persona_b, with
+// optional short names persona_a_name and persona_b_name) or by
+// persona_pair_id, which is resolved against opts.Personas (names
+// included) and filled in; when both are given the inline personas win and
+// the id is kept as a label. A row without a split is in SplitTrain; rows
+// of SplitEval are held out for evaluation.
 func LoadPrompts(path string, opts LoadOptions) ([]Prompt, error) {
 	prompts, err := loadPrompts(path, opts)
 	if err != nil {
@@ -170,6 +175,9 @@ func (v *promptValidator) check(loc string, p *Prompt) error {
 	if strings.TrimSpace(p.Task) == "" {
 		return errors.New("field task: empty")
 	}
+	if p.Split == "" {
+		p.Split = SplitTrain
+	}
 	if !validCategory(p.Category) {
 		return fmt.Errorf("field category: unknown category %q (want one of %s)", p.Category, strings.Join(Categories, ", "))
 	}
@@ -185,7 +193,7 @@ func (v *promptValidator) check(loc string, p *Prompt) error {
 		if err := checkPersonas("persona_a", "persona_b", pair.A, pair.B); err != nil {
 			return fmt.Errorf("persona pair %q: %w", pair.ID, err)
 		}
-		p.Personas = append(PersonaPairOf(pair.A, pair.B), p.Personas...)
+		p.Personas = append(pair.Personas(), p.Personas...)
 	} else if v.opts.RequirePersonas {
 		return errors.New("fields persona_pair_id, persona_a, persona_b: no personas (the deliberation game needs persona_pair_id or persona_a and persona_b)")
 	}
@@ -343,7 +351,9 @@ var (
 		{name: "persona_pair_id", types: []string{"string"}, optional: true},
 		{name: "persona_a", types: []string{"string"}, optional: true},
 		{name: "persona_b", types: []string{"string"}, optional: true},
-		{name: "personas", types: []string{"list<struct<role:string,text:string>>"}, optional: true},
+		{name: "persona_a_name", types: []string{"string"}, optional: true},
+		{name: "persona_b_name", types: []string{"string"}, optional: true},
+		{name: "personas", types: []string{"list<struct<role:string,text:string>>", "list<struct<role:string,text:string,name:string>>"}, optional: true},
 		{name: "split", types: []string{"string"}, optional: true},
 		{name: "scenario", types: []string{"string"}, optional: true},
 	}
@@ -351,6 +361,8 @@ var (
 		{name: "id", types: []string{"string"}},
 		{name: "a", types: []string{"string"}},
 		{name: "b", types: []string{"string"}},
+		{name: "name_a", types: []string{"string"}, optional: true},
+		{name: "name_b", types: []string{"string"}, optional: true},
 	}
 )
 

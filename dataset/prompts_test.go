@@ -65,9 +65,9 @@ func TestLoadPromptsGood(t *testing.T) {
 	}
 	lib := PersonaLibrary()
 	want := []Prompt{
-		{ID: "g1", Category: CategoryProfessional, Task: "A hospital must choose which of two wards to close. Which one, and why?", PersonaPairID: "p05", Personas: PersonaPairOf(lib[4].A, lib[4].B)},
+		{ID: "g1", Category: CategoryProfessional, Task: "A hospital must choose which of two wards to close. Which one, and why?", PersonaPairID: "p05", Personas: lib[4].Personas(), Split: SplitTrain},
 		{ID: "g2", Category: CategoryInterpersonal, Task: "Your friend asks you to lie for them. Do you?", Personas: PersonaPairOf("Always protect your friends.", "Always tell the truth."), Split: "eval"},
-		{ID: "g3", Category: CategoryOpenEnded, Task: "Imagine you plan a picnic for ten people. Plan it."},
+		{ID: "g3", Category: CategoryOpenEnded, Task: "Imagine you plan a picnic for ten people. Plan it.", Split: SplitTrain},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("LoadPrompts(good.jsonl) =\n%+v\nwant\n%+v", got, want)

@@ -6,6 +6,10 @@ package config
 import (
 	"strings"
 	"time"
+
+	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/reward"
+	"github.com/parleyhq/parley/rollout"
 )
 
 // Config is the whole of a parley run's configuration.
@@ -345,4 +349,22 @@ func Default() Config {
 		},
 		Log: Log{Level: "info", Format: "auto"},
 	}
+}
+
+// ScoreScale is the scale of the scores the configured judge gives
+// (judge.kind): the Collective Agency rubric's 1–5, a rule scorer's 0–1, or
+// the game's own scorer's (rollout.Spec.ScoreScale). Exports, reports and
+// charts label scores with it.
+func (c Config) ScoreScale() dataset.ScoreScale {
+	switch c.Judge.Kind {
+	case "rule":
+		return reward.RuleScale(c.Judge.Rule.Kind, 0, 0)
+	case "game":
+		spec, _ := rollout.Lookup(c.Game.Env)
+		if spec.ScoreScale.IsZero() {
+			return dataset.ScoreScale{Name: c.Game.Env + " score"}
+		}
+		return spec.ScoreScale
+	}
+	return reward.CAScale
 }

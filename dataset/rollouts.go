@@ -24,6 +24,8 @@ type RolloutWriterOptions struct {
 	RowGroupRows int
 	// Metadata is written as parquet key-value metadata.
 	Metadata map[string]string
+	// Scale, when not zero, is recorded as the file's ScoreScaleKey.
+	Scale ScoreScale
 	// Logger logs flushes at debug level; nil means no logging.
 	Logger *zap.Logger
 }
@@ -64,6 +66,9 @@ func NewRolloutWriter(path string, opts RolloutWriterOptions) (*RolloutWriter, e
 		parquet.KeyValueMetadata(SchemaVersionKey, strconv.Itoa(SchemaVersion)),
 	}
 	for k, v := range opts.Metadata {
+		wopts = append(wopts, parquet.KeyValueMetadata(k, v))
+	}
+	for k, v := range opts.Scale.metadata() {
 		wopts = append(wopts, parquet.KeyValueMetadata(k, v))
 	}
 	return &RolloutWriter{

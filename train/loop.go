@@ -428,7 +428,7 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 	if err != nil {
 		return fmt.Errorf("train.Loop step %d: metrics: %w", step, err)
 	}
-	ready, err := WriteStep(l.opts.Dir, step, pv, rs, res.Rows, b, l.log)
+	ready, err := WriteStep(l.opts.Dir, step, pv, rs, res.Rows, res.Scale, b, l.log)
 	if err != nil {
 		return err
 	}

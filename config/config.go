@@ -4,12 +4,15 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/internal/textfile"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
+	"gopkg.in/yaml.v3"
 )
 
 // Config is the whole of a parley run's configuration.
@@ -367,4 +370,15 @@ func (c Config) ScoreScale() dataset.ScoreScale {
 		return spec.ScoreScale
 	}
 	return reward.CAScale
+}
+
+// ScoreScaleOf is the ScoreScale of a config file's YAML (a run's frozen
+// config.yaml), read leniently over the defaults: keys this parley does not
+// know, as an older or newer run's may hold, are ignored.
+func ScoreScaleOf(data []byte) (dataset.ScoreScale, error) {
+	cfg := Default()
+	if err := yaml.Unmarshal(textfile.StripBOM(data), &cfg); err != nil {
+		return dataset.ScoreScale{}, fmt.Errorf("config.ScoreScaleOf: %w", err)
+	}
+	return cfg.ScoreScale(), nil
 }

@@ -129,9 +129,9 @@ func runScale(dir string) (dataset.ScoreScale, error) {
 	if err != nil {
 		return dataset.ScoreScale{}, err
 	}
-	cfg, err := config.Parse(b)
+	s, err := config.ScoreScaleOf(b)
 	if err != nil {
 		return dataset.ScoreScale{}, fmt.Errorf("%s: %w", dataset.RunDir(dir).ConfigPath(), err)
 	}
-	return cfg.ScoreScale(), nil
+	return s, nil
 }

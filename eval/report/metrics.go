@@ -15,7 +15,8 @@ import (
 )
 
 // Keys of a run's metrics.jsonl that the report charts, as the training loop
-// writes them. The score keys are the CA score min/mean/max within each group,
+// writes them. The score keys are the judge score (CA 1–5, a rule's 0–1, …)
+// min/mean/max within each group,
 // averaged over the step's groups. Keys under EvalPrefix are the same
 // metrics on the evaluation set ("eval/score_mean", …), written on the steps
 // that evaluate.

@@ -106,7 +106,9 @@ type Curriculum struct {
 	Personas string `yaml:"personas"`
 	// Mix weighs categories when sampling rows (empty = as in the file).
 	Mix map[string]float64 `yaml:"mix"`
-	// Split keeps only rows of this split ("" = all).
+	// Split keeps only rows of this split: train (rows without a split are
+	// train rows), eval (held out), or "" for every row. parley train
+	// refuses eval rows.
 	Split string `yaml:"split"`
 }
 
@@ -330,7 +332,8 @@ func Default() Config {
 		Sampling: Sampling{Temperature: 1.0, TopP: 1.0, MaxTokens: 256, FinalMaxTokens: 512},
 		Game:     defaultGame("deliberation"),
 		Curriculum: Curriculum{
-			Path: "builtin:dilemmas",
+			Path:  "builtin:dilemmas",
+			Split: "train",
 		},
 		Rollout: Rollout{GroupSize: 8, PromptsPerStep: 16, Concurrency: 256, History: "tokens"},
 		Judge: Judge{

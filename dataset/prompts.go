@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/parleyhq/parley/internal/fsutil"
@@ -469,4 +470,48 @@ func writeParquetTable[T any](path string, rows []T) error {
 		}
 		return pw.Close()
 	})
+}
+
+// SelectSplit returns the prompts of split (SplitTrain, SplitEval; a row
+// without a split is in SplitTrain), or every prompt when split is "". The
+// input is not modified.
+func SelectSplit(prompts []Prompt, split string) []Prompt {
+	if split == "" {
+		return prompts
+	}
+	var out []Prompt
+	for _, p := range prompts {
+		s := p.Split
+		if s == "" {
+			s = SplitTrain
+		}
+		if s == split {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// CheckTrainRows refuses to train on held-out rows: an error naming the
+// curriculum (path) and the rows of split eval among prompts, if any.
+func CheckTrainRows(path string, prompts []Prompt) error {
+	var held []string
+	for _, p := range prompts {
+		if p.Split == SplitEval {
+			held = append(held, p.ID)
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	shown := held
+	if len(shown) > 5 {
+		shown = append(slices.Clone(shown[:5]), "…")
+	}
+	n := fmt.Sprintf("%d rows are", len(held))
+	if len(held) == 1 {
+		n = "1 row is"
+	}
+	return fmt.Errorf("%s: %s in split %s (ids %s), held out for evaluation: training on them is refused",
+		path, n, SplitEval, strings.Join(shown, ", "))
 }

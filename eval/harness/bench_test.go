@@ -48,11 +48,66 @@ func roundTrip(t *testing.T, s *Suite, rs []bench.Response) []bench.Response {
 	if err := WriteGenerations(path, gens); err != nil {
 		t.Fatal(err)
 	}
-	back, err := s.ReadResponses(path)
+	back, err := s.readResponses(path) // ReadResponses less its completeness check
 	if err != nil {
 		t.Fatal(err)
 	}
 	return back
+}
+
+// TestReadResponsesIncomplete: a responses file that does not answer every
+// item of the data file in each of its runs is refused, naming the run and
+// the items, instead of scoring them as wrong answers.
+func TestReadResponsesIncomplete(t *testing.T) {
+	ifeval, err := LoadSuite(IFEval, "testdata/ifeval_inputs.jsonl", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aime, err := LoadSuite(bench.AIME2024, "testdata/aime_synthetic.jsonl", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		suite *Suite
+		lines string
+		want  string // "" for no error
+	}{
+		{"ifeval complete", ifeval, `{"id": "11", "run": 0, "response": "a"}
+{"id": "12", "run": 0, "response": "b"}
+{"id": 13, "run": 0, "response": "c"}
+`, ""},
+		{"ifeval one missing", ifeval, `{"id": "11", "run": 0, "response": "a"}
+{"id": "13", "run": 0, "response": "c"}
+`, "run 0 answers 2 of the 3 items of the data file: no response to 1 (ids 12)"},
+		{"ifeval second run short", ifeval, `{"id": "11", "run": 0, "response": "a"}
+{"id": "12", "run": 0, "response": "b"}
+{"id": "13", "run": 0, "response": "c"}
+{"id": "11", "run": 1, "response": "a"}
+`, "run 1 answers 1 of the 3 items of the data file: no response to 2 (ids 12, 13)"},
+		{"ifeval reference format missing a prompt", ifeval, `{"prompt": "Write three words without commas.", "response": "sun moon stars"}
+`, "run 0 answers 1 of the 3 items"},
+		{"aime missing", aime, `{"id": "s1", "run": 0, "response": "\boxed{42}"}
+`, "run 0 answers 1 of the 3 items of the data file: no response to 2 (ids s2, s3)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "r.jsonl")
+			if err := os.WriteFile(path, []byte(tt.lines), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := tt.suite.ReadResponses(path)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("ReadResponses = %v, want no error", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), path+": "+tt.want) {
+				t.Errorf("ReadResponses = %v, want %q after the path", err, tt.want)
+			}
+		})
+	}
 }
 
 func checkBench(t *testing.T, r report.BenchResult, bench, model string, n int, accs []float64) {
@@ -199,7 +254,7 @@ func TestScoreIFEval(t *testing.T) {
 	if err := os.WriteFile(path, []byte(ref), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.ReadResponses(path)
+	got, err := s.readResponses(path)
 	if err != nil {
 		t.Fatal(err)
 	}

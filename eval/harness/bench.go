@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/parleyhq/parley/eval/bench"
 	"github.com/parleyhq/parley/eval/ifeval"
@@ -191,7 +192,7 @@ func (s *Suite) scoreIFEval(model string, responses []bench.Response) (Scored, e
 			id := strconv.Itoa(in.Key)
 			in.Prompt = id
 			inputs[i] = in
-			resps[i] = ifeval.Response{Prompt: id, Response: strings.TrimSpace(bench.StripThinking(byRun[run][id]))}
+			resps[i] = ifeval.Response{Prompt: id, Response: IFEvalResponse(byRun[run][id])}
 		}
 		rep, err := ifeval.Evaluate(inputs, resps)
 		if err != nil {
@@ -215,6 +216,19 @@ func (s *Suite) scoreIFEval(model string, responses []bench.Response) (Scored, e
 		results[i].Mean, results[i].SD = stats.MeanSD(accs)
 	}
 	return Scored{Results: results, Detail: detail}, nil
+}
+
+// IFEvalResponse is the text IFEval scores of a response: the response
+// exactly as generated, as the reference scores it (trimming it would
+// change which lines loose mode drops and where paragraphs start), less a
+// thinking block and the white space the chat template puts between the
+// block and the answer ("</think>\n\n"). A response cut off while
+// thinking scores as an empty response.
+func IFEvalResponse(response string) string {
+	if !strings.Contains(response, "<think>") && !strings.Contains(response, "</think>") {
+		return response
+	}
+	return strings.TrimLeftFunc(bench.StripThinking(response), unicode.IsSpace)
 }
 
 // ReadResponses reads a responses file for the suite: the JSONL that

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -346,6 +347,9 @@ func exportFiles(opts ExportOptions) (files []exportFile, source string, err err
 // itself when it is a file.
 func fromPaths(opts ExportOptions) ([]string, string, error) {
 	st, err := os.Stat(opts.From)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "", fmt.Errorf("%s: no such file or directory (give a run directory, parley rollout's output directory or a rollouts file)", opts.From)
+	}
 	if err != nil {
 		return nil, "", err
 	}
@@ -773,7 +777,11 @@ func datasetCard(opts ExportOptions, source string, stats ExportStats) string {
 	b.WriteString("tags:\n- parley\n- rlaif\n- self-play\n- negotiation\n---\n\n")
 	title := source[strings.LastIndex(source, " `")+1:] // the run, directory or last file
 	fmt.Fprintf(&b, "# parley rollouts: %s\n\n", strings.Trim(title, "`"))
-	fmt.Fprintf(&b, "Rollouts exported by `parley export` from %s (%d files)", source, stats.Files)
+	files := fmt.Sprintf("%d files", stats.Files)
+	if stats.Files == 1 {
+		files = "1 file"
+	}
+	fmt.Fprintf(&b, "Rollouts exported by `parley export` from %s (%s)", source, files)
 	if stats.Written > 0 {
 		fmt.Fprintf(&b, ", steps %d to %d", stats.FirstStep, stats.LastStep)
 	}

@@ -92,6 +92,12 @@ func newExportCmd(a *app) *cobra.Command {
 			if cmd.Flags().Changed("min-reward") {
 				o.MinReward = &minReward
 			}
+			switch {
+			case o.From != "" && len(o.In) > 0:
+				return fmt.Errorf("export: give --from or --in, not both")
+			case o.From == "" && len(o.In) == 0:
+				return fmt.Errorf("export: --from or --in is required")
+			}
 			if o.Scale, err = runScale(o.From); err != nil {
 				return fmt.Errorf("export: %w", err)
 			}

@@ -4,8 +4,15 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"time"
+
+	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/internal/textfile"
+	"github.com/parleyhq/parley/reward"
+	"github.com/parleyhq/parley/rollout"
+	"gopkg.in/yaml.v3"
 )
 
 // Config is the whole of a parley run's configuration.
@@ -99,7 +106,9 @@ type Curriculum struct {
 	Personas string `yaml:"personas"`
 	// Mix weighs categories when sampling rows (empty = as in the file).
 	Mix map[string]float64 `yaml:"mix"`
-	// Split keeps only rows of this split ("" = all).
+	// Split keeps only rows of this split: train (rows without a split are
+	// train rows), eval (held out), or "" for every row. parley train
+	// refuses eval rows.
 	Split string `yaml:"split"`
 }
 
@@ -328,7 +337,8 @@ func Default() Config {
 		Sampling: Sampling{Temperature: 1.0, TopP: 1.0, MaxTokens: 256, FinalMaxTokens: 512},
 		Game:     defaultGame("deliberation"),
 		Curriculum: Curriculum{
-			Path: "builtin:dilemmas",
+			Path:  "builtin:dilemmas",
+			Split: "train",
 		},
 		Rollout: Rollout{GroupSize: 8, PromptsPerStep: 16, Concurrency: 256, History: "tokens"},
 		Judge: Judge{
@@ -350,4 +360,33 @@ func Default() Config {
 		},
 		Log: Log{Level: "info", Format: "auto"},
 	}
+}
+
+// ScoreScale is the scale of the scores the configured judge gives
+// (judge.kind): the Collective Agency rubric's 1–5, a rule scorer's 0–1, or
+// the game's own scorer's (rollout.Spec.ScoreScale). Exports, reports and
+// charts label scores with it.
+func (c Config) ScoreScale() dataset.ScoreScale {
+	switch c.Judge.Kind {
+	case "rule":
+		return reward.RuleScale(c.Judge.Rule.Kind, 0, 0)
+	case "game":
+		spec, _ := rollout.Lookup(c.Game.Env)
+		if spec.ScoreScale.IsZero() {
+			return dataset.ScoreScale{Name: c.Game.Env + " score"}
+		}
+		return spec.ScoreScale
+	}
+	return reward.CAScale
+}
+
+// ScoreScaleOf is the ScoreScale of a config file's YAML (a run's frozen
+// config.yaml), read leniently over the defaults: keys this parley does not
+// know, as an older or newer run's may hold, are ignored.
+func ScoreScaleOf(data []byte) (dataset.ScoreScale, error) {
+	cfg := Default()
+	if err := yaml.Unmarshal(textfile.StripBOM(data), &cfg); err != nil {
+		return dataset.ScoreScale{}, fmt.Errorf("config.ScoreScaleOf: %w", err)
+	}
+	return cfg.ScoreScale(), nil
 }

@@ -284,3 +284,22 @@ func TestConfigDocCurrent(t *testing.T) {
 		t.Errorf("docs/config.md is stale: run go run ./cmd/parley config keys --markdown > docs/config.md")
 	}
 }
+
+func TestScoreScale(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Config)
+		want   string
+	}{
+		{"default: the CA judge", func(*Config) {}, "CA 1–5"},
+		{"rule", func(c *Config) { c.Judge.Kind, c.Judge.Rule.Kind = "rule", "keyword_share" }, "rule keyword_share 0–1"},
+		{"a game's scorer without a scale", func(c *Config) { c.Judge.Kind, c.Game.Env = "game", "deliberation" }, "deliberation score"},
+	}
+	for _, tt := range tests {
+		c := Default()
+		tt.change(&c)
+		if got := c.ScoreScale().Label(); got != tt.want {
+			t.Errorf("%s: ScoreScale().Label() = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

@@ -8,7 +8,7 @@ var fieldDocs = map[string]string{
 	"github.com/parleyhq/parley/config.Curriculum.Mix":                       "Mix weighs categories when sampling rows (empty = as in the file).",
 	"github.com/parleyhq/parley/config.Curriculum.Path":                      "Path is a JSONL or parquet file of prompts, or builtin:dilemmas / builtin:open-ended.",
 	"github.com/parleyhq/parley/config.Curriculum.Personas":                  "Personas is a JSONL or parquet persona-pair library (\"\" = the built-in 25).",
-	"github.com/parleyhq/parley/config.Curriculum.Split":                     "Split keeps only rows of this split (\"\" = all).",
+	"github.com/parleyhq/parley/config.Curriculum.Split":                     "Split keeps only rows of this split: train (rows without a split are train rows), eval (held out), or \"\" for every row. parley train refuses eval rows.",
 	"github.com/parleyhq/parley/config.GRPO.Advantage":                       "Advantage is group, group_mean or role_baseline.",
 	"github.com/parleyhq/parley/config.GRPO.BaselineMomentum":                "BaselineMomentum is the EMA momentum of role_baseline.",
 	"github.com/parleyhq/parley/config.GRPO.Epsilon":                         "Epsilon is added to the std in group mode.",

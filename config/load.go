@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/parleyhq/parley/internal/textfile"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 	"gopkg.in/yaml.v3"
@@ -29,7 +29,7 @@ func Load(path string, fs *pflag.FlagSet) (Config, error) {
 	cfg := Default()
 	cfg.given = map[string]bool{}
 	if path != "" {
-		data, err := os.ReadFile(path)
+		data, err := textfile.ReadFile(path)
 		if err != nil {
 			return cfg, fmt.Errorf("config: read %s: %w", path, err)
 		}
@@ -66,6 +66,7 @@ func Parse(data []byte) (Config, error) {
 // decodeStrict decodes data into cfg, rejecting unknown keys with their path
 // and line, and type mismatches with their line.
 func decodeStrict(data []byte, cfg *Config) error {
+	data = textfile.StripBOM(data)
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return fmt.Errorf("invalid YAML: %w", err)

@@ -24,6 +24,8 @@ type RolloutWriterOptions struct {
 	RowGroupRows int
 	// Metadata is written as parquet key-value metadata.
 	Metadata map[string]string
+	// Scale, when not zero, is recorded as the file's ScoreScaleKey.
+	Scale ScoreScale
 	// Logger logs flushes at debug level; nil means no logging.
 	Logger *zap.Logger
 }
@@ -64,6 +66,9 @@ func NewRolloutWriter(path string, opts RolloutWriterOptions) (*RolloutWriter, e
 		parquet.KeyValueMetadata(SchemaVersionKey, strconv.Itoa(SchemaVersion)),
 	}
 	for k, v := range opts.Metadata {
+		wopts = append(wopts, parquet.KeyValueMetadata(k, v))
+	}
+	for k, v := range opts.Scale.metadata() {
 		wopts = append(wopts, parquet.KeyValueMetadata(k, v))
 	}
 	return &RolloutWriter{
@@ -154,11 +159,11 @@ var rolloutColumns = []columnSpec{
 	{name: "failed", types: []string{"bool"}},
 }
 
-// checkRolloutsFile refuses a parquet file that is not a rollouts file,
+// CheckRolloutsFile refuses a parquet file that is not a rollouts file,
 // saying what it looks like instead (a training batch is the likely
 // mistake: judging it would judge empty finals).
-func checkRolloutsFile(path string) error {
-	f, pf, err := openParquet(path)
+func CheckRolloutsFile(path string) error {
+	f, pf, err := OpenParquet(path)
 	if err != nil {
 		return err
 	}
@@ -224,7 +229,7 @@ func (c rolloutCompat) upgrade() Rollout {
 // the read and is returned as is. Files of schema version 1 (no
 // schema_version metadata) are upgraded row by row (see rolloutCompat).
 func ReadRollouts(path string, fn func(Rollout) error) error {
-	if err := checkRolloutsFile(path); err != nil {
+	if err := CheckRolloutsFile(path); err != nil {
 		return fmt.Errorf("dataset.ReadRollouts: %w", err)
 	}
 	err := streamParquetMeta(path, func(version int, c rolloutCompat) error {
@@ -270,7 +275,7 @@ func streamParquet[T any](path string, fn func(T) error) error {
 // streamParquetMeta is streamParquet that also passes the file's
 // schema_version (1 when the metadata is absent).
 func streamParquetMeta[T any](path string, fn func(version int, v T) error) error {
-	f, pf, err := openParquet(path)
+	f, pf, err := OpenParquet(path)
 	if err != nil {
 		return err
 	}

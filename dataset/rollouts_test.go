@@ -58,7 +58,7 @@ func TestRolloutsRoundTrip(t *testing.T) {
 					t.Fatalf("row %d = %+v\nwant %+v", i, got[i], want[i])
 				}
 			}
-			f, pf, err := openParquet(path)
+			f, pf, err := OpenParquet(path)
 			mustNoErr(t, err)
 			defer f.Close()
 			if n := len(pf.RowGroups()); n != tt.wantRGs {

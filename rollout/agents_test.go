@@ -178,6 +178,16 @@ func TestDeliberationAgreement(t *testing.T) {
 			if len(seqs) != 3 {
 				t.Fatalf("len(Sequences) = %d, want 3 (A, B, final)", len(seqs))
 			}
+			// Each role's system prompt is recorded once, in speaking order.
+			sys := agents.SystemPrompts()
+			roles := make([]string, len(sys))
+			for i, s := range sys {
+				roles[i] = s.Role
+			}
+			if !slices.Equal(roles, []string{"A", "B", "final"}) || sys[0].Text != g.System(prompt, "A", "B") ||
+				!strings.Contains(sys[2].Text, "final solution") {
+				t.Errorf("SystemPrompts() = %+v, want A's, B's and the final's", sys)
+			}
 			want := map[string]string{"A": dataset.KindDialogue, "B": dataset.KindDialogue, "final": dataset.KindFinal}
 			for _, s := range seqs {
 				if s.Kind != want[s.Role] {

@@ -347,6 +347,7 @@ func (r *Runner) playOne(ctx context.Context, p dataset.Prompt, group, index int
 	err := r.opts.Game.Play(ctx, p, agents, rec)
 	rec.RolloutMS = time.Since(t0).Milliseconds()
 	rec.Sequences = agents.Sequences()
+	rec.SystemPrompts = agents.SystemPrompts()
 	rec.PrefixBreaks = int32(agents.PrefixBreaks)
 	rec.PromptTokens = int32(agents.PromptTokens)
 	rec.SampledTokens = int32(agents.SampledTokens)

@@ -141,6 +141,9 @@ func NewLoop(opts LoopOptions) (*Loop, error) {
 	if len(opts.Prompts) == 0 || opts.PromptsPerStep <= 0 || opts.Steps <= 0 {
 		return nil, fmt.Errorf("train.NewLoop: need prompts (%d), prompts per step (%d) and steps (%d)", len(opts.Prompts), opts.PromptsPerStep, opts.Steps)
 	}
+	if err := dataset.CheckTrainRows("the curriculum", opts.Prompts); err != nil {
+		return nil, fmt.Errorf("train.NewLoop: %w", err)
+	}
 	if opts.MaxStaleness != 0 && opts.MaxStaleness != 1 {
 		return nil, fmt.Errorf("train.NewLoop: max staleness %d: want 0 or 1", opts.MaxStaleness)
 	}
@@ -428,7 +431,7 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 	if err != nil {
 		return fmt.Errorf("train.Loop step %d: metrics: %w", step, err)
 	}
-	ready, err := WriteStep(l.opts.Dir, step, pv, rs, res.Rows, b, l.log)
+	ready, err := WriteStep(l.opts.Dir, step, pv, rs, res.Rows, res.Scale, b, l.log)
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,8 @@ type ScoreResult struct {
 	Judge     reward.ScoreStats
 	Advantage grpo.AdvantageStats
 	Batch     grpo.BatchStats
+	// Scale is the judge's score scale, recorded in the rollouts file.
+	Scale dataset.ScoreScale
 }
 
 // ScoreStep judges rollouts (in place: score, rationale, reward and
@@ -45,7 +47,7 @@ type ScoreResult struct {
 // afresh, so a re-score with another judge replaces the old verdicts; the
 // judge's cache makes a repeat with the same judge free.
 func ScoreStep(ctx context.Context, j reward.Judge, rs []dataset.Rollout, baseline *grpo.RoleBaseline, opts ScoreOptions) (ScoreResult, error) {
-	var res ScoreResult
+	res := ScoreResult{Scale: reward.ScaleOf(j)}
 	if opts.PolicyVersion < 0 {
 		return res, fmt.Errorf("train.ScoreStep: policy version %d", opts.PolicyVersion)
 	}
@@ -86,10 +88,11 @@ func ScoreStep(ctx context.Context, j reward.Judge, rs []dataset.Rollout, baseli
 
 // WriteStep writes a scored step into the run directory d, in the order that
 // makes each file final only when what it needs is written: the rollouts
-// (rollouts/step-N.parquet), then sidecar (rollouts/step-N.metrics.json,
-// when not nil), then the batch and last its .ready marker.
-func WriteStep(d dataset.RunDir, step, policyVersion int, rs []dataset.Rollout, rows []dataset.BatchRow, sidecar []byte, log *zap.Logger) (dataset.Ready, error) {
-	w, err := dataset.NewRolloutWriter(d.RolloutsPath(step), dataset.RolloutWriterOptions{Logger: log})
+// (rollouts/step-N.parquet, recording the judge's score scale), then
+// sidecar (rollouts/step-N.metrics.json, when not nil), then the batch and
+// last its .ready marker.
+func WriteStep(d dataset.RunDir, step, policyVersion int, rs []dataset.Rollout, rows []dataset.BatchRow, scale dataset.ScoreScale, sidecar []byte, log *zap.Logger) (dataset.Ready, error) {
+	w, err := dataset.NewRolloutWriter(d.RolloutsPath(step), dataset.RolloutWriterOptions{Logger: log, Scale: scale})
 	if err != nil {
 		return dataset.Ready{}, err
 	}
@@ -195,7 +198,7 @@ func Rescore(ctx context.Context, opts RescoreOptions) (RescoreSummary, error) {
 			"(%d groups, %d dropped for zero variance, %d rollouts failed or unjudged)",
 			opts.In, res.Advantage.Groups, res.Advantage.DroppedZeroVariance, res.Advantage.Excluded)
 	}
-	ready, err := WriteStep(opts.Out, step, pv, rs, res.Rows, nil, opts.Logger)
+	ready, err := WriteStep(opts.Out, step, pv, rs, res.Rows, res.Scale, nil, opts.Logger)
 	if err != nil {
 		return sum, err
 	}

@@ -20,8 +20,30 @@ With --adapter NAME[=PATH] the base model and the adapter are run and
 reported side by side.
 
 --responses [MODEL=]FILE (repeatable) scores responses already generated
-instead (offline; no server is needed). GPQA's choice order depends on
---seed: score with the seed the responses were generated with.
+instead (offline; no server is needed; MODEL names the column, default
+base). FILE is JSON lines, one response a line, as bench writes them to
+OUT/<benchmark>-<model>.responses.jsonl:
+
+  {"id": "1001", "run": 0, "response": "the model's whole answer"}
+
+  id        the item's id in --data: IFEval's key; GPQA's "Record ID" (or
+            id, ID); AIME's id, ID, problem_idx, idx or "Problem ID" (a
+            string or a number). Items without an id column get
+            "gpqa-"/"aime-" and a hash of the question: score files that
+            bench wrote.
+  run       the run, an integer from 0.
+  response  the text as generated, thinking block included: it is
+            stripped before scoring. IFEval scores it exactly as given (no
+            trimming), as the reference does.
+  expected  optional: the answer the item expects (GPQA's shuffled letter,
+            AIME's integer); scoring fails when it disagrees, so a GPQA file
+            scored with another --seed or data file is refused.
+
+For IFEval the reference's input_response_data format, {"prompt": ...,
+"response": ...} a line, is accepted too (matched by prompt text, run 0).
+Every run in FILE must answer every item of --data: a file that misses
+items is an error naming them, not a lower score. GPQA's choice order
+depends on --seed: score with the seed the responses were generated with.
 
 IFEval's headline number is the prompt-level strict accuracy (ifeval); the
 instruction-level and loose accuracies are written beside it. GPQA data is

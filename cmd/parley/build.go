@@ -105,17 +105,9 @@ func loadCurriculum(cfg config.Config) ([]dataset.Prompt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config key curriculum.path: %w", err)
 	}
-	if cfg.Curriculum.Split != "" {
-		kept := prompts[:0]
-		for _, p := range prompts {
-			if p.Split == "" || p.Split == cfg.Curriculum.Split {
-				kept = append(kept, p)
-			}
-		}
-		if len(kept) == 0 {
-			return nil, fmt.Errorf("config key curriculum.split: no prompt of %s is in split %q", cfg.Curriculum.Path, cfg.Curriculum.Split)
-		}
-		prompts = kept
+	prompts = dataset.SelectSplit(prompts, cfg.Curriculum.Split)
+	if len(prompts) == 0 {
+		return nil, fmt.Errorf("config key curriculum.split: no prompt of %s is in split %q", cfg.Curriculum.Path, cfg.Curriculum.Split)
 	}
 	return prompts, nil
 }

@@ -29,7 +29,10 @@ func main() {
 			fmt.Fprintln(os.Stderr, "parley: interrupted")
 			os.Exit(130)
 		}
-		fmt.Fprintln(os.Stderr, "parley:", err)
+		fmt.Fprintln(os.Stderr, "parley:", userMessage(err))
+		if level, _ := root.PersistentFlags().GetString("log-level"); level == "debug" {
+			fmt.Fprintln(os.Stderr, "parley: error chain:", err)
+		}
 		os.Exit(1)
 	}
 }

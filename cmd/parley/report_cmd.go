@@ -20,7 +20,8 @@ func newReportCmd(a *app) *cobra.Command {
 		Use:   "report [RUN_DIR] [--eval FILE]... [--out DIR]",
 		Short: "Write a markdown report with PNG charts: training dynamics from RUN_DIR/metrics.jsonl, then pairwise, benchmark and judge-agreement tables from --eval files",
 		Long: `RUN_DIR is a run directory (runs/<name>); its metrics.jsonl gives the
-training dynamics of seed 000 figure 2 (CA score min/mean/max, agreement
+training dynamics of seed 000 figure 2 (judge score min/mean/max, labelled
+by the run's judge: CA 1–5 or a rule's 0–1; agreement
 rate, rounds to agreement, as running averages). Without RUN_DIR only the
 --eval files are reported. --eval takes the JSON files that parley eval
 pairwise, eval judge-agreement and bench write (repeatable, or comma

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"syscall"
 
+	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/internal/summary"
+	"github.com/parleyhq/parley/internal/textfile"
 	"github.com/parleyhq/parley/train"
 	"github.com/spf13/cobra"
 )
@@ -23,6 +28,9 @@ func newScoreCmd(a *app) *cobra.Command {
 			}
 			if in == "" || out == "" {
 				return fmt.Errorf("score: --in and --out are required")
+			}
+			if err := dataset.CheckRolloutsFile(in); err != nil {
+				return fmt.Errorf("score: --in: %w", err)
 			}
 			if err := preflightJudge(cmd.Context(), cfg, log); err != nil {
 				return fmt.Errorf("score: %w", err)
@@ -58,12 +66,24 @@ func newScoreCmd(a *app) *cobra.Command {
 	return cmd
 }
 
+const exportLong = `Exports rollouts as JSONL (one rollout a line, its dialogue as chat
+messages) or as a Hugging Face dataset folder (parquet shards and a README.md
+card), streaming, in constant memory.
+
+--from takes a run directory (RUN/rollouts/step-N.parquet: parley train, or
+parley score's --out), the output directory of parley rollout
+(DIR/rollouts.parquet), or a rollouts parquet file; --in takes rollouts files
+one by one instead. Scores are labelled by the scale their judge gave them on
+(CA 1–5, rule <kind> 0–1), as recorded in the rollouts files or, for older
+files, by the run directory's config.yaml.`
+
 func newExportCmd(a *app) *cobra.Command {
 	var o dataset.ExportOptions
 	var minReward float64
 	cmd := &cobra.Command{
-		Use:   "export --from RUN --format jsonl|hf --out DIR",
-		Short: "Export a run's rollouts as JSONL chat messages or a Hugging Face dataset folder (streaming)",
+		Use:   "export --from RUN|DIR|FILE [--in FILE]... --format jsonl|hf --out DIR",
+		Short: "Export rollouts (a run's, parley rollout's, or files) as JSONL chat messages or a Hugging Face dataset folder",
+		Long:  exportLong,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := a.logger(nil)
 			if err != nil {
@@ -71,6 +91,15 @@ func newExportCmd(a *app) *cobra.Command {
 			}
 			if cmd.Flags().Changed("min-reward") {
 				o.MinReward = &minReward
+			}
+			switch {
+			case o.From != "" && len(o.In) > 0:
+				return fmt.Errorf("export: give --from or --in, not both")
+			case o.From == "" && len(o.In) == 0:
+				return fmt.Errorf("export: --from or --in is required")
+			}
+			if o.Scale, err = runScale(o.From); err != nil {
+				return fmt.Errorf("export: %w", err)
 			}
 			o.Logger = log
 			st, err := dataset.Export(cmd.Context(), o)
@@ -85,7 +114,8 @@ func newExportCmd(a *app) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.From, "from", "", "run directory (reads RUN/rollouts/step-*.parquet)")
+	f.StringVar(&o.From, "from", "", "a run directory (RUN/rollouts/step-*.parquet), parley rollout's output directory (DIR/rollouts.parquet), or a rollouts file")
+	f.StringArrayVar(&o.In, "in", nil, "a rollouts parquet file, repeatable (instead of --from)")
 	f.StringVar(&o.Format, "format", "jsonl", "jsonl or hf")
 	f.StringVar(&o.Out, "out", "", "output directory (or .jsonl file)")
 	f.IntVar(&o.MinStep, "min-step", 0, "first step to export")
@@ -94,4 +124,21 @@ func newExportCmd(a *app) *cobra.Command {
 	f.BoolVar(&o.AgreedOnly, "agreed-only", false, "keep only rollouts whose agents agreed")
 	f.BoolVar(&o.IncludeFailed, "include-failed", false, "keep failed rollouts too")
 	return cmd
+}
+
+// runScale is the score scale of the run directory dir by its frozen
+// config.yaml: the zero scale when dir is not a run directory with one.
+func runScale(dir string) (dataset.ScoreScale, error) {
+	b, err := textfile.ReadFile(dataset.RunDir(dir).ConfigPath())
+	if dir == "" || errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return dataset.ScoreScale{}, nil
+	}
+	if err != nil {
+		return dataset.ScoreScale{}, err
+	}
+	s, err := config.ScoreScaleOf(b)
+	if err != nil {
+		return dataset.ScoreScale{}, fmt.Errorf("%s: %w", dataset.RunDir(dir).ConfigPath(), err)
+	}
+	return s, nil
 }

@@ -128,14 +128,17 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.Run
 	if cfg.Rollout.GroupSize < 2 && cfg.GRPO.Advantage != grpo.ModeRoleBaseline {
 		return fmt.Errorf("train: config key rollout.group_size: a group of %d has no group-relative advantage in %s mode: use 2 or more", cfg.Rollout.GroupSize, cfg.GRPO.Advantage)
 	}
+	prompts, err := loadCurriculum(cfg)
+	if err != nil {
+		return err
+	}
+	if err := dataset.CheckTrainRows(cfg.Curriculum.Path, prompts); err != nil {
+		return fmt.Errorf("train: config key curriculum.split is %q: %w; set curriculum.split: train (the default) to train on the train rows only", cfg.Curriculum.Split, err)
+	}
 	if err := preflightJudge(ctx, cfg, log); err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
 	frozen, err := cfg.YAML()
-	if err != nil {
-		return err
-	}
-	prompts, err := loadCurriculum(cfg)
 	if err != nil {
 		return err
 	}

@@ -41,8 +41,8 @@ func (f fakeTerm) GetTermSize() (int, int, error) { return f.w, f.h, f.err }
 
 func TestSizedWriterFallsBack(t *testing.T) {
 	tests := []struct {
-		name       string
-		term       fakeTerm
+		name         string
+		term         fakeTerm
 		wantW, wantH int
 	}{
 		{"real size kept", fakeTerm{w: 132, h: 50}, 132, 50},

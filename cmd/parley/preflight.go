@@ -42,8 +42,13 @@ func checkOut(path string, force bool) error {
 	if err != nil || !st.IsDir() {
 		dir = filepath.Dir(path)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("cannot create %s: %w", dir, err)
+	// Check the nearest directory that exists: creating the missing ones
+	// now would leave them behind when the command fails later.
+	for {
+		if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
+			break
+		}
+		dir = filepath.Dir(dir)
 	}
 	f, err := os.CreateTemp(dir, ".parley-write-check-*")
 	if err != nil {

@@ -51,6 +51,19 @@ type ExportOptions struct {
 	AgreedOnly bool
 	// IncludeFailed keeps failed rollouts (excluded by default).
 	IncludeFailed bool
+	// Role, when set, exports each rollout as that role's chat (its own
+	// view of the conversation when the game recorded one, as seed 001's
+	// endowment game does; see roleRecord) with that role's reward, and
+	// keeps only rollouts where the role played, by one of Models when
+	// given, with an outcome (RoleOutcome.Outcome) that meets every
+	// condition of Where: the distillation corpora of seed 001 (table 1),
+	// for example Role "holder", Where share_given<=0.01.
+	Role   string
+	Models []string
+	Where  []Condition
+	// Traces keeps the role's private <think> traces in its messages
+	// (they are dropped by default).
+	Traces bool
 	// ShardRows is the number of rows per HF parquet shard; zero means
 	// DefaultShardRows.
 	ShardRows int
@@ -130,6 +143,7 @@ type exportSource struct {
 	Error     string        `parquet:"error"`
 	Score     float32       `parquet:"score"`
 	Judged    bool          `parquet:"judged"`
+	Outcome   string        `parquet:"outcome"`
 
 	// Schema version 1 columns.
 	PersonaA     string  `parquet:"persona_a"`
@@ -144,7 +158,7 @@ func NewExportRecord(r Rollout) ExportRecord {
 		GroupID: r.GroupID, Category: r.Category, Task: r.Task,
 		Personas: r.Personas, Roles: r.Roles, Turns: r.Turns,
 		Agreed: r.Agreed, Rounds: r.Rounds, Final: r.Final, Failed: r.Failed,
-		Error: r.Error, Score: r.Score, Judged: r.Judged,
+		Error: r.Error, Score: r.Score, Judged: r.Judged, Outcome: r.Outcome,
 	}.record()
 }
 
@@ -235,6 +249,13 @@ func export(ctx context.Context, opts ExportOptions) (ExportStats, error) {
 				return nil
 			}
 			rec := s.record()
+			if opts.Role != "" {
+				var keep bool
+				if rec, keep = s.roleRecord(rec, opts); !keep {
+					stats.SkippedFilters++
+					return nil
+				}
+			}
 			if (opts.AgreedOnly && !s.Agreed) || (opts.MinReward != nil && float64(rec.Reward) < *opts.MinReward) {
 				stats.SkippedFilters++
 				return nil
@@ -563,6 +584,19 @@ tags:
 	}
 	if opts.MinReward != nil {
 		filters = append(filters, fmt.Sprintf("reward ≥ %g", *opts.MinReward))
+	}
+	if opts.Role != "" {
+		f := "the " + opts.Role + "'s chat"
+		if len(opts.Models) > 0 {
+			f += " played by " + strings.Join(opts.Models, ", ")
+		}
+		for _, c := range opts.Where {
+			f += ", " + c.String()
+		}
+		if !opts.Traces {
+			f += ", private traces dropped"
+		}
+		filters = append(filters, f)
 	}
 	if len(filters) > 0 {
 		fmt.Fprintf(&b, "; filters: %s", strings.Join(filters, "; "))

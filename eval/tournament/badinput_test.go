@@ -139,3 +139,14 @@ func TestNegativeEndowmentScenario(t *testing.T) {
 		t.Errorf("%d games played", len(recs))
 	}
 }
+
+// TestExampleSpec: the example tournament file parses.
+func TestExampleSpec(t *testing.T) {
+	s, err := LoadSpec("../../configs/tournaments/seed001-agents.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Agents) != 4 || s.Agents[2].Kind != KindTrained || s.Agents[3].Kind != KindExternal || s.Agents[1].Adapter != "persuader" {
+		t.Errorf("agents %+v", s.Agents)
+	}
+}

@@ -350,8 +350,9 @@ func (b *Budget) fitCells(cells []Cell, x, nc []float64) error {
 	groupKU := func(of []int, n int) *mat.Dense {
 		S := mat.NewDense(n, k, nil)
 		for i := 0; i < m; i++ {
-			for j := 0; j < k; j++ {
-				S.Set(of[i], j, S.At(of[i], j)+Uk.At(i, j))
+			row, u := S.RawRowView(of[i]), Uk.RawRowView(i)
+			for j := range row {
+				row[j] += u[j]
 			}
 		}
 		KU := mat.NewDense(m, k, nil)
@@ -364,15 +365,17 @@ func (b *Budget) fitCells(cells []Cell, x, nc []float64) error {
 	kuG := mat.DenseCopyOf(Uk)
 	kuD := mat.NewDense(m, k, nil)
 	for _, e := range rev {
-		for j := 0; j < k; j++ {
-			kuD.Set(e[0], j, kuD.At(e[0], j)+Uk.At(e[1], j))
+		row, u := kuD.RawRowView(e[0]), Uk.RawRowView(e[1])
+		for j := range row {
+			row[j] += u[j]
 		}
 	}
 	kuE := mat.NewDense(m, k, nil)
 	trE := 0.0
 	for i := 0; i < m; i++ {
-		for j := 0; j < k; j++ {
-			kuE.Set(i, j, Uk.At(i, j)/nc[i])
+		row, u := kuE.RawRowView(i), Uk.RawRowView(i)
+		for j := range row {
+			row[j] = u[j] / nc[i]
 		}
 		trE += 1 / nc[i]
 	}
@@ -394,19 +397,13 @@ func (b *Budget) fitCells(cells []Cell, x, nc []float64) error {
 		coef[0][c] = frob(&Na, &G)
 		coef[1][c] = frob(&Nb, &G)
 		coef[2][c] = cp.trace - mat.Trace(&G)
+		// (RKR)[i,j] = K[i,j] − U_i·(KU)_j − (KU)_i·U_j + (UG)_i·U_j.
+		var UG mat.Dense
+		UG.Mul(Uk, &G)
 		for _, e := range rev {
 			i, j := e[0], e[1]
-			v := cp.onRev(i, j) - rowDot(Uk, i, cp.KU, j) - rowDot(cp.KU, i, Uk, j)
-			for a := 0; a < k; a++ {
-				ua := Uk.At(i, a)
-				if ua == 0 {
-					continue
-				}
-				for c2 := 0; c2 < k; c2++ {
-					v += ua * G.At(a, c2) * Uk.At(j, c2)
-				}
-			}
-			coef[3][c] += v
+			ui, uj := Uk.RawRowView(i), Uk.RawRowView(j)
+			coef[3][c] += cp.onRev(i, j) - dot(ui, cp.KU.RawRowView(j)) - dot(cp.KU.RawRowView(i), uj) + dot(UG.RawRowView(i), uj)
 		}
 	}
 	// Solve for (holder, requester, matchup[, reciprocity]) given the noise.
@@ -452,6 +449,10 @@ func frob(A, B *mat.Dense) float64 {
 	return s
 }
 
-func rowDot(A *mat.Dense, i int, B *mat.Dense, j int) float64 {
-	return mat.Dot(A.RowView(i), B.RowView(j))
+func dot(a, b []float64) float64 {
+	s := 0.0
+	for i, x := range a {
+		s += x * b[i]
+	}
+	return s
 }

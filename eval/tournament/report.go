@@ -451,7 +451,11 @@ func (w *writer) cumulative() {
 		if math.IsNaN(a.Cumulative[i][0]) {
 			continue
 		}
-		lines = append(lines, report.Line{Label: w.s.Agents[i].Name, X: x, Y: a.Cumulative[i], Color: report.PaletteColor(k)})
+		style := report.StyleSolid
+		if k >= len(report.Palette) { // the palette repeats: tell the lines apart by dashes
+			style = report.StyleDashed
+		}
+		lines = append(lines, report.Line{Label: w.s.Agents[i].Name, X: x, Y: a.Cumulative[i], Color: report.PaletteColor(k), Style: style})
 		row := []string{w.s.Agents[i].Name}
 		for _, v := range a.Cumulative[i] {
 			row = append(row, f2(v))

@@ -143,7 +143,7 @@ func (s *Server) chatContent(req *chatRequest, msgs []Message, prompt []int32, m
 		}
 	}
 	if schema == SchemaEndowmentLedger || schema == "" && isLedgerQuestion(lastUser) && model != s.opts.Model && !s.isAdapter(model) {
-		return endowmentJudgeContent(lastUser, s.judgeFault())
+		return endowmentJudgeContent(lastUser, s.opts.LedgerMode, s.judgeFault())
 	}
 	switch schema {
 	case SchemaDilemmas:

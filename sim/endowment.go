@@ -32,10 +32,30 @@ import (
 //
 // The ledger judge answers the response_format schema "endowment_ledger"
 // by reading the reply between "<<<" and ">>>" of the last user message
-// (EndowmentVerdict).
+// (EndowmentVerdict), or, in LedgerAnyNumber mode, by taking the reply's
+// first number for a gift.
 
 // SchemaEndowmentLedger is the schema name of the ledger judge.
 const SchemaEndowmentLedger = "endowment_ledger"
+
+// Ledger judge modes (Options.LedgerMode).
+const (
+	LedgerStrict    = "strict"
+	LedgerAnyNumber = "any-number"
+)
+
+var digitsRE = regexp.MustCompile(`[0-9]+`)
+
+// anyNumberVerdict reads the first number of a reply as a gift of that
+// many dollars, quoting the number itself.
+func anyNumberVerdict(reply string) map[string]any {
+	v := map[string]any{"type": "none", "amount": 0.0, "conditions": "", "quote": "", "final_refusal": false}
+	if m := digitsRE.FindString(reply); m != "" {
+		amt, _ := strconv.ParseFloat(m, 64)
+		v["type"], v["amount"], v["quote"] = "gift", amt, m
+	}
+	return v
+}
 
 // EndowmentProfile is a scripted endowment agent's behaviour.
 type EndowmentProfile struct {
@@ -262,7 +282,7 @@ func EndowmentVerdict(reply string) map[string]any {
 
 // endowmentJudgeContent answers the ledger judge's question (the last user
 // message) with a verdict, or misbehaves as fault says.
-func endowmentJudgeContent(lastUser string, fault judgeFault) string {
+func endowmentJudgeContent(lastUser, mode string, fault judgeFault) string {
 	if fault == judgeRefusal {
 		return JudgeRefusal
 	}
@@ -275,6 +295,9 @@ func endowmentJudgeContent(lastUser string, fault judgeFault) string {
 	}
 	reply = strings.TrimSpace(reply)
 	v := EndowmentVerdict(reply)
+	if mode == LedgerAnyNumber {
+		v = anyNumberVerdict(reply)
+	}
 	if v["amount"] == -1.0 {
 		v["amount"] = 0.0
 		if m := balanceQRE.FindStringSubmatch(lastUser); m != nil {

@@ -138,3 +138,23 @@ func TestRequesterReplyFraming(t *testing.T) {
 		t.Error("a deliberation dialogue was taken for the endowment game")
 	}
 }
+
+func TestLedgerAnyNumber(t *testing.T) {
+	_, ts := startServer(t, Options{LedgerMode: LedgerAnyNumber})
+	for reply, want := range map[string]float64{"xq 17 zz 4": 17, "no digits here": 0} {
+		var chat chatResponse
+		mustPost(t, ts.URL+PathChat, map[string]any{"model": DefaultJudgeModel, "messages": []map[string]string{
+			{"role": "user", "content": "The holder's reply to record:\n<<<\n" + reply + "\n>>>"}},
+			"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": SchemaEndowmentLedger}}}, &chat)
+		var v map[string]any
+		if err := json.Unmarshal([]byte(chat.Choices[0].Message.Content), &v); err != nil {
+			t.Fatal(err)
+		}
+		if v["amount"] != want || (want > 0) != (v["type"] == "gift") {
+			t.Errorf("reply %q: verdict %v, want a gift of %v", reply, v, want)
+		}
+	}
+	if _, err := New(Options{LedgerMode: "loose"}); err == nil {
+		t.Error("an unknown ledger mode was accepted")
+	}
+}

@@ -133,7 +133,7 @@ func newPool(ctx context.Context, s Spec, log *zap.Logger) (*pool, error) {
 			}
 			c, err := chat.New(chat.Options{Name: a.Name, BaseURL: a.BaseURL, Model: a.Model, APIKey: apiKey, Concurrency: a.MaxConcurrent,
 				Temperature: s.Sampling.Temperature, MaxTokens: s.Sampling.MaxTokens, Timeout: s.RequestTimeout,
-				Retry: retry.Policy{MaxRetries: max(s.MaxRetries, 0), BackoffBase: backoffBase(s)}, Logger: log.Named(a.Name)})
+				Retry: chatRetry(s.MaxRetries, s), Logger: log.Named(a.Name)})
 			if err != nil {
 				p.close()
 				return nil, fmt.Errorf("key %s: %w", key, err)
@@ -171,6 +171,18 @@ func retriesOf(n int) int {
 		return -1 // llm: negative disables retries
 	}
 	return n
+}
+
+// chatRetry is the chat clients' policy: maxRetries retries after the
+// first attempt (0: a single attempt), the default backoff unless the
+// spec's retry_wait is shorter.
+func chatRetry(maxRetries int, s Spec) retry.Policy {
+	p := retry.Default
+	p.MaxRetries = max(maxRetries, 0)
+	if b := backoffBase(s); b > 0 {
+		p.BackoffBase, p.BackoffMax = b, 10*b
+	}
+	return p
 }
 
 func backoffBase(s Spec) time.Duration {

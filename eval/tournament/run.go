@@ -11,7 +11,6 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/internal/fsutil"
-	"github.com/parleyhq/parley/internal/retry"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/llm/chat"
 	"github.com/parleyhq/parley/reward"
@@ -176,7 +175,7 @@ func playAll(ctx context.Context, opts Options, prompts *endowment.Prompts, pend
 	}
 	judge, err := chat.New(chat.Options{Name: "ledger-judge", BaseURL: s.Judge.BaseURL, Model: s.Judge.Model, APIKey: judgeKey,
 		Concurrency: s.Judge.Concurrency, Timeout: s.Judge.Timeout, DisableStructuredOutput: !s.Judge.StructuredOutput,
-		Retry: retry.Policy{MaxRetries: s.Judge.MaxRetries, BackoffBase: backoffBase(s)}, Logger: log.Named("judge")})
+		Retry: chatRetry(s.Judge.MaxRetries, s), Logger: log.Named("judge")})
 	if err != nil {
 		return fmt.Errorf("key judge: %w", err)
 	}

@@ -39,7 +39,7 @@ func newSimEnv(t *testing.T, opts sim.Options, adapters ...string) *simEnv {
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	t.Cleanup(srv.Close)
-	policy, err := llm.New(llm.Options{Endpoints: []string{ts.URL}, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond})
+	policy, err := llm.New(llm.Options{Endpoints: []string{ts.URL}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"net/http/httptest"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -417,5 +418,45 @@ func TestOutcomeJSON(t *testing.T) {
 		if _, err := endowment.ParseOutcome(bad); err == nil {
 			t.Errorf("ParseOutcome(%q) accepted", bad)
 		}
+	}
+}
+
+// TestReportSection: the game's section of a run report draws the share
+// by step and tabulates it by step and by opponent.
+func TestReportSection(t *testing.T) {
+	var rs []dataset.Rollout
+	for step := int32(1); step <= 3; step++ {
+		for i := 0; i < 4; i++ {
+			share := 0.5 - 0.1*float64(step) + 0.01*float64(i)
+			o := endowment.Outcome{Endowment: 100, Share: share, Transferred: 100 * share, Cumulative: []float64{100 * share}, Turn1Refusal: i%2 == 0, HolderTurns: 1}
+			b, _ := json.Marshal(o)
+			rs = append(rs, dataset.Rollout{Env: endowment.Name, Step: step, Outcome: string(b), Roles: []dataset.RoleOutcome{
+				{Role: endowment.RoleHolder, Policy: dataset.PolicyTrained, Trained: true},
+				{Role: endowment.RoleRequester, Policy: dataset.PolicyScripted, Model: "scripted"}}})
+		}
+	}
+	rs = append(rs, dataset.Rollout{Env: endowment.Name, Step: 3, Failed: true})
+	dir := t.TempDir()
+	md, err := endowment.Report(rollout.ReportInput{Dir: dir, Rollouts: func(fn func(dataset.Rollout) error) error {
+		for _, r := range rs {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| 1 | 4 | 0.415 | 0.500 |", "| 3 | 4 | 0.215 |", "| holder | scripted:scripted | 12 | 0.315 |", "1 failed rollouts", "endowment_share_by_step.png"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("section lacks %q:\n%s", want, md)
+		}
+	}
+	if st, err := os.Stat(dir + "/endowment_share_by_step.png"); err != nil || st.Size() < 1000 {
+		t.Errorf("figure: %v", err)
+	}
+	if md, err := endowment.Report(rollout.ReportInput{Dir: dir}); err != nil || md != "" {
+		t.Errorf("no rollouts: %q, %v", md, err)
 	}
 }

@@ -95,6 +95,15 @@ func TestAgentDown(t *testing.T) {
 			t.Errorf("game %s: %d attempts, errors %v", r.Match.ID, r.Attempts, r.Errors)
 		}
 	}
+	// The report leaves the failed games out and says how many.
+	path, err := WriteReport(dir, filepath.Join(dir, "report"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(path)
+	if !strings.Contains(string(md), "**6 played and analysed, 6 failed**") || strings.Contains(string(md), "NaN") {
+		t.Errorf("report of a tournament with a down agent:\n%s", md)
+	}
 }
 
 // TestJudgeNonsenseFailsGames: a judge answering malformed JSON fails the

@@ -116,6 +116,13 @@ func pct(x float64) string {
 	return fmt.Sprintf("%.1f", 100*x)
 }
 
+func f0(x float64) string {
+	if math.IsNaN(x) {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f", x)
+}
+
 func f1(x float64) string {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
 		return "—"
@@ -265,8 +272,8 @@ func (w *writer) table5() {
 		if r.OpenWeights {
 			open = "yes"
 		}
-		rows = append(rows, []string{r.Name, r.Family, open, fmt.Sprint(r.ReqGames), f1(r.ReqWin), f1(r.ReqGot), fmt.Sprintf("%.0f", r.ReqElo),
-			fmt.Sprint(r.HoldGames), f1(r.HoldWin), f1(r.HoldGave), fmt.Sprintf("%.0f", r.HoldElo)})
+		rows = append(rows, []string{r.Name, r.Family, open, fmt.Sprint(r.ReqGames), f1(r.ReqWin), f1(r.ReqGot), f0(r.ReqElo),
+			fmt.Sprint(r.HoldGames), f1(r.HoldWin), f1(r.HoldGave), f0(r.HoldElo)})
 	}
 	w.table([]string{"agent", "family", "open weights", "games as requester", "win%", "got%", "Elo", "games as holder", "win%", "gave%", "Elo"}, rows)
 	w.printf("Elo per role: a requester's rating meets only holders' and the other way round, start %g, K %g, averaged over %d random orders of the games.\n\n",

@@ -160,7 +160,8 @@ func Report(in rollout.ReportInput) (string, error) {
 	}
 	const file = "endowment_share_by_step.png"
 	chart := report.Chart{Title: "Endowment game: share transferred and turn-1 refusal by step", XLabel: "step", YLabel: "rate",
-		Lines: []report.Line{{Label: "mean share transferred", X: xs, Y: share}, {Label: "holder turn-1 refusal rate", X: xs, Y: t1, Style: report.StyleDashed}}}
+		Lines: []report.Line{{Label: "mean share transferred", X: xs, Y: share, Color: report.PaletteColor(3)},
+			{Label: "holder turn-1 refusal rate", X: xs, Y: t1, Style: report.StyleDashed, Color: report.PaletteColor(0)}}}
 	if err := chart.WritePNG(filepath.Join(in.Dir, file)); err != nil {
 		return "", fmt.Errorf("endowment.Report: %w", err)
 	}

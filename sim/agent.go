@@ -20,6 +20,7 @@ const (
 type agentProfile struct {
 	agreeProb float64 // chance of agreeing on a turn when nothing forces it
 	caBias    float64 // added to the share of Collective-Agency sentences
+	model     string  // the model or adapter answering (endowment.go's profiles)
 }
 
 // dialogueState is what a scripted agent reads from its prompt.
@@ -306,6 +307,9 @@ func (c *composer) compose(open string, next func() string, closing string, minT
 // It returns the text and its tokens without the closing <|im_end|>. Every
 // random choice comes from rng, so equal inputs give equal replies.
 func (t *Tokenizer) agentReply(st dialogueState, prof agentProfile, rng *rand.Rand) (string, []int32) {
+	if text, ok := endowmentReply(st, prof.model, rng); ok {
+		return text, t.Encode(text)
+	}
 	c := &composer{tok: t, rng: rng, kw: keywords(st.context, 24), other: keywords(st.lastOther, 12)}
 	if st.final {
 		pCA := 0.35 + prof.caBias

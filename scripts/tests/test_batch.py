@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from trainer.batch import ARROW_SCHEMA, BatchError, Ready, parse_batch, sha256_hex, write_batch
-from trainer.packing import collate, pack_micro_batches
+from parley_trainer.batch import ARROW_SCHEMA, BatchError, Ready, parse_batch, sha256_hex, write_batch
+from parley_trainer.packing import collate, pack_micro_batches
 
 
 def _rows() -> list[dict]:
@@ -175,7 +175,7 @@ def test_collate_pads_right_with_zero_mask_and_weight():
 def test_lora_target_modules_resolution():
     import torch
 
-    from trainer.modeling import resolve_target_modules
+    from parley_trainer.modeling import resolve_target_modules
 
     class Block(torch.nn.Module):
         def __init__(self) -> None:

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from helpers import load_model, make_rows
-from trainer.batch import Batch, Sequence
-from trainer.loss import LossConfig, aggregate, grpo_token_loss, token_logprobs, token_weights
+from parley_trainer.batch import Batch, Sequence
+from parley_trainer.loss import LossConfig, aggregate, grpo_token_loss, token_logprobs, token_weights
 
 
 def _masks() -> list[np.ndarray]:
@@ -109,7 +109,7 @@ def test_token_logprobs_alignment_and_temperature():
 
 
 def _trainer(model_dir, tmp_path, **kw):
-    from trainer.train import TrainConfig, Trainer
+    from parley_trainer.train import TrainConfig, Trainer
 
     cfg = TrainConfig(run_dir=tmp_path, model=model_dir, quiet=True, **kw)
     return Trainer(cfg)

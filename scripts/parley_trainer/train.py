@@ -1,12 +1,11 @@
 """The training loop and the CLI.
 
-    python -m scripts.trainer --run-dir runs/x --model models/tiny --mode file
-    python scripts/train.py   --run-dir runs/x --model models/tiny --mode file
+    python -m parley_trainer --run-dir runs/x --model models/tiny --mode file
 
 Multi-GPU (FSDP through accelerate; only rank 0 talks to the handshake and
 writes files, the batch is broadcast to every rank):
 
-    torchrun --nproc-per-node 8 scripts/train.py --fsdp --run-dir runs/x --model Qwen3-1.7B ...
+    torchrun --nproc-per-node 8 -m parley_trainer --fsdp --run-dir runs/x --model Qwen3-1.7B ...
 """
 
 from __future__ import annotations
@@ -447,7 +446,7 @@ def synthetic_batch(vocab_size: int, rows: int, length: int, seed: int = 0) -> B
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m scripts.trainer",
+        prog="python -m parley_trainer",
         description="parley's GRPO trainer (file or HTTP handshake).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )

@@ -56,6 +56,7 @@ func TestLoadErrors(t *testing.T) {
 		{"negative group", "rollout:\n  group_size: -2\n", []string{"key rollout.group_size"}},
 		{"bad duration", "policy:\n  request_timeout: soon\n", []string{"line 2", "soon"}},
 		{"rule without keywords", "judge:\n  kind: rule\n  rule:\n    kind: keywords\n", []string{"key judge.rule.keywords"}},
+		{"negative tis cap", "trainer:\n  tis_cap: -1\n", []string{"key trainer.tis_cap", "-1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeFile(t, tc.body)

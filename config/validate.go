@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -258,6 +259,9 @@ func (c Config) Validate() error {
 	}
 	if c.Trainer.KLBeta < 0 {
 		bad("trainer.kl_beta", "must be zero or more, got %g", c.Trainer.KLBeta)
+	}
+	if c.Trainer.TISCap < 0 || math.IsNaN(c.Trainer.TISCap) || math.IsInf(c.Trainer.TISCap, 0) {
+		bad("trainer.tis_cap", "must be zero (off) or a positive cap, got %g", c.Trainer.TISCap)
 	}
 	oneOf("trainer.aggregation", c.Trainer.Aggregation, "token_mean", "seq_mean_token_mean", "dr_grpo")
 	if !c.Trainer.FullFinetune {

@@ -64,7 +64,7 @@ func trainerArgs(cfg config.Config, runDir, url string) []string {
 	args = append(args,
 		"--run-dir", runDir, "--model", t.Model, "--mode", cfg.Train.Handshake,
 		"--lr", f(t.LR), "--epsilon-low", f(t.EpsilonLow), "--epsilon-high", f(t.EpsilonHigh),
-		"--beta", f(t.KLBeta), "--aggregation", t.Aggregation,
+		"--beta", f(t.KLBeta), "--tis-cap", f(t.TISCap), "--aggregation", t.Aggregation,
 		"--micro-batch-tokens", strconv.Itoa(t.MicroBatchTokens), "--max-grad-norm", f(t.MaxGradNorm),
 		"--weight-decay", f(t.WeightDecay), "--seed", strconv.FormatInt(cfg.Run.Seed, 10),
 	)
@@ -168,7 +168,7 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir grpo.RunDir
 		children = append(children, tr)
 		trainerAlive, trainerGone = tr.Alive, tr.GaveUp
 	} else {
-		log.Info("waiting for an external trainer; start it with", zap.Strings("command", append([]string{"python", "-m", "scripts.trainer"}, targs...)))
+		log.Info("waiting for an external trainer; start it with", zap.Strings("command", append([]string{"python", "-m", "parley_trainer"}, targs...)))
 	}
 
 	judge, closeJudge, err := newJudge(cfg, runDir.Root(), log)

@@ -176,11 +176,13 @@ def sampler_mismatch(trainer_logp: torch.Tensor, inference_logp: torch.Tensor, m
                              tokens drawn from the sampler (Schulman's k3;
                              verl's rollout_corr/k3_kl uses the same r)
 
-    trainer_logp is the trainer's logprob before the update."""
+    trainer_logp is the trainer's logprob before the update. k3 is computed
+    in float64 as expm1(r) - r: the differences are often ~1e-7, where
+    exp(r) - 1 - r in float32 is all rounding."""
     on = mask > 0
-    zero = torch.zeros_like(trainer_logp)
-    r = torch.where(on, trainer_logp.detach() - inference_logp, zero).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
-    return torch.where(on, r.abs(), zero), torch.where(on, torch.exp(r) - 1.0 - r, zero)
+    zero = torch.zeros_like(trainer_logp, dtype=torch.float64)
+    r = torch.where(on, trainer_logp.detach().double() - inference_logp.double(), zero).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
+    return torch.where(on, r.abs(), zero), torch.where(on, torch.expm1(r) - r, zero)
 
 
 def grpo_token_loss(

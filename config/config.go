@@ -200,7 +200,8 @@ type Train struct {
 	TrainerTimeout time.Duration `yaml:"trainer_timeout"`
 	// TrainerCommand, if set, is started by parley and stopped when it exits.
 	TrainerCommand []string `yaml:"trainer_command"`
-	// ServerCommand, if set, starts the inference server (the CPU dev server).
+	// ServerCommand, if set, starts the inference server (the quickstart: vLLM
+	// on the tiny model, python -m parley_trainer.serve_vllm).
 	ServerCommand []string `yaml:"server_command"`
 	// AdapterPrefix names loaded LoRA adapters: <prefix>-<step>.
 	AdapterPrefix string `yaml:"adapter_prefix"`

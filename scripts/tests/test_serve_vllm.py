@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -64,3 +67,34 @@ def test_print(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True" in p.stdout
     assert "-m vllm.entrypoints.openai.api_server --model models/tiny" in p.stdout
+
+
+def test_exit_status_passes_through():
+    from parley_trainer.serve_vllm import run
+
+    assert run(["sh", "-c", "exit 3"], dict(os.environ)) == 3
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_server_dies_with_the_launcher(tmp_path):
+    """SIGKILL of the launcher (as when parley, its parent, is SIGKILLed)
+    ends the server it started: vLLM then stops its engine processes."""
+    pidfile = tmp_path / "child.pid"
+    child = f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+    code = f"import os, sys; from parley_trainer.serve_vllm import run; sys.exit(run([sys.executable, '-c', {child!r}], dict(os.environ)))"
+    launcher = subprocess.Popen([sys.executable, "-c", code])
+    deadline = time.monotonic() + 60
+    while not (pidfile.exists() and pidfile.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pid = int(pidfile.read_text())
+    os.kill(launcher.pid, signal.SIGKILL)
+    launcher.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    pytest.fail("the server outlived its SIGKILLed launcher")

@@ -40,7 +40,7 @@ def random_model(size: str, out: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="python -m parley_trainer.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default=None, help="model folder")
     p.add_argument("--random-config", choices=sorted(CONFIGS), default=None)
     p.add_argument("--rows", type=int, default=16)

@@ -20,7 +20,7 @@ import torch
 from safetensors.torch import load_file
 
 from helpers import load_model, make_rows
-from parley_trainer.batch import ARROW_SCHEMA, write_batch
+from parley_trainer.batch import arrow_schema, write_batch
 from parley_trainer.checkpoint import find_resume, read_done
 from parley_trainer.handshake import FileHandshake
 from parley_trainer.train import main
@@ -123,7 +123,8 @@ def test_bad_batch_fails_naming_the_column(tiny_model, tmp_path):
             "advantages": [0.0, 1.0, 1.0], "reward": 1.0, "temperature": 1.0,
         }
     ]
-    schema = ARROW_SCHEMA.remove(ARROW_SCHEMA.get_field_index("inference_logprobs"))
+    v1 = arrow_schema(1)
+    schema = v1.remove(v1.get_field_index("inference_logprobs"))
     rows[0].pop("inference_logprobs")
     sink = io.BytesIO()
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), sink)

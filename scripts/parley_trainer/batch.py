@@ -3,7 +3,10 @@ contract (schema versions 1 and 2) and its .ready marker.
 
 Version 2 added two columns: kind (string: "dialogue" or "final") and
 advantage (float: the role's scalar advantage, the value on every mask-1
-token of advantages). Version 1 files are still read.
+token of advantages). The trainer checks their types and that advantage is
+finite, and trains on the per-token advantages as before (parley's writer
+does not check kind's values or advantage against advantages, so neither
+does the reader). Version 1 files are still read.
 
 Errors are BatchError and name the column (with the type found and the type
 wanted) or the row (counted from 0).
@@ -34,6 +37,8 @@ REQUIRED_COLUMNS = STRING_COLUMNS + INT32_COLUMNS + LIST_COLUMNS + FLOAT32_COLUM
 # Added in version 2.
 V2_STRING_COLUMNS = ("kind",)
 V2_FLOAT32_COLUMNS = ("advantage",)
+# kind's values as parley writes them (not enforced: the trainer does not use
+# kind, and parley's writer does not check it either)
 KINDS = ("dialogue", "final")
 
 
@@ -319,15 +324,8 @@ def parse_batch(data: bytes, ready: Ready | None = None, vocab_size: int | None 
             raise BatchError(f"column inference_logprobs: row {r} has a positive logprob on a masked token")
         if not np.isfinite(adv[on]).all():
             raise BatchError(f"column advantages: row {r} has a non-finite advantage on a masked token")
-        if scalar_adv is not None:
-            if kinds[r] not in KINDS:
-                raise BatchError(f"column kind: row {r} is {kinds[r]!r}, want one of {', '.join(KINDS)}")
-            a = np.float32(scalar_adv[r])
-            if not np.isfinite(a):
-                raise BatchError(f"column advantage: row {r} is {float(a)}, want a finite value")
-            if on.any() and (adv[on] != a).any():
-                i = int(np.flatnonzero(on & (adv != a))[0])
-                raise BatchError(f"column advantage: row {r} is {float(a)}, but advantages[{i}] on a mask-1 token is {float(adv[i])}; they must be equal")
+        if scalar_adv is not None and not math.isfinite(scalar_adv[r]):
+            raise BatchError(f"column advantage: row {r} is {scalar_adv[r]}, want a finite value")
         t = float(temps[r])
         if not math.isfinite(t) or t < 0:
             raise BatchError(f"column temperature: row {r} is {t}, want a finite value >= 0")

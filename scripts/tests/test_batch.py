@@ -170,13 +170,19 @@ def test_version_2_columns(tmp_path):
 @pytest.mark.parametrize(
     "edit, want",
     [
-        (lambda rows, schema: ([{k: v for k, v in r.items() if k != "kind"} for r in rows], schema.remove(schema.get_field_index("kind"))), "column kind: missing (schema version 2)"),
-        (lambda rows, schema: ([{**r, "kind": "turn"} for r in rows], schema), "column kind: row 0 is 'turn'"),
-        (lambda rows, schema: ([{**r, "advantage": 0.25} for r in rows], schema), "column advantage: row 0 is 0.25, but advantages[2] on a mask-1 token is 0.5"),
+        (
+            lambda rows, schema: ([{k: v for k, v in r.items() if k != "kind"} for r in rows], schema.remove(schema.get_field_index("kind"))),
+            "column kind: missing (schema version 2)",
+        ),
+        (
+            lambda rows, schema: ([{**r, "kind": 1} for r in rows], schema.set(schema.get_field_index("kind"), pa.field("kind", pa.int32()))),
+            "column kind: type int32, want string",
+        ),
         (
             lambda rows, schema: (rows, schema.set(schema.get_field_index("advantage"), pa.field("advantage", pa.float64()))),
             "column advantage: type double, want float",
         ),
+        (lambda rows, schema: ([{**r, "advantage": float("inf")} for r in rows], schema), "column advantage: row 0 is inf"),
     ],
 )
 def test_version_2_errors_name_the_column(edit, want):

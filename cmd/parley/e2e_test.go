@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -255,6 +258,34 @@ func TestTrainTrainerKilled(t *testing.T) {
 	}
 }
 
+// scrape polls url every 200 ms until stop is called, which returns the
+// last body read after a step had finished (parley_steps_total not 0).
+func scrape(url string) (stop func() string) {
+	done := make(chan struct{})
+	out := make(chan string, 1)
+	go func() {
+		last := ""
+		for {
+			select {
+			case <-done:
+				out <- last
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			resp, err := http.Get(url)
+			if err != nil {
+				continue
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if body := string(b); strings.Contains(body, "\nparley_steps_total ") && !strings.Contains(body, "\nparley_steps_total 0\n") {
+				last = body
+			}
+		}
+	}()
+	return func() string { close(done); return <-out }
+}
+
 func tail(s string, n int) string {
 	if len(s) > n {
 		return s[len(s)-n:]
@@ -327,13 +358,28 @@ func TestTrainHTTPHandshake(t *testing.T) {
 	root, _ := filepath.Abs("../..")
 	dir := t.TempDir()
 	runDir := filepath.Join(dir, "e2e")
-	args := append(e2eArgs(python, model, dir, srv, 3), "--train.handshake=http", "--train.token_env=PARLEY_E2E_TOKEN")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr := ln.Addr().String()
+	ln.Close()
+	args := append(e2eArgs(python, model, dir, srv, 3), "--train.handshake=http", "--train.token_env=PARLEY_E2E_TOKEN",
+		"--train.metrics_addr="+metricsAddr)
 	logf, _ := os.Create(filepath.Join(dir, "parley.log"))
 	defer logf.Close()
 	cmd := startParley(t, bin, root, args, logf)
+	stopScrape := scrape("http://" + metricsAddr + "/metrics")
 	if err := cmd.Wait(); err != nil {
 		b, _ := os.ReadFile(logf.Name())
 		t.Fatalf("train over HTTP failed: %v\n%s", err, tail(string(b), 3000))
+	}
+	// Prometheus, scraped while the run went on (issue 12 item 9).
+	body := stopScrape()
+	for _, want := range []string{"parley_steps_total ", "parley_last_step_reward_mean ", "parley_rollouts_total{outcome=\"ok\"} ", "parley_policy_requests_total "} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics during the run lacks %q:\n%s", want, tail(body, 2000))
+		}
 	}
 	if got := metricSteps(t, runDir); fmt.Sprint(got) != fmt.Sprint([]int{1, 2, 3}) {
 		t.Errorf("metrics steps = %v", got)

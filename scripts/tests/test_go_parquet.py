@@ -109,3 +109,31 @@ def test_jsonl_export(fixtures: Path) -> None:
     assert len(lines) == expected["export_jsonl_rows"]
     rec = json.loads(lines[0])
     assert {"messages", "final", "reward", "task"} <= rec.keys()
+
+
+def test_duckdb_reads_rollouts_and_batch(fixtures: Path) -> None:
+    """SQL over parley's files, as an analyst would: the nested per-role
+    outcomes unnest, the batch's token lists have their lengths."""
+    duckdb = pytest.importorskip("duckdb")
+    expected = json.loads((fixtures / "expected.json").read_text())
+    rollouts = str(fixtures / "rollouts" / "*.parquet")
+    con = duckdb.connect()
+    n, = con.execute(f"SELECT count(*) FROM read_parquet('{rollouts}')").fetchone()
+    assert n == expected["rollouts"]["rows"]
+    # one row per (rollout, role): the roles list is a list of structs
+    rows = con.execute(
+        f"""SELECT r.role, count(*), avg(r.reward)
+            FROM (SELECT unnest(roles) AS r FROM read_parquet('{rollouts}') WHERE NOT failed)
+            GROUP BY r.role ORDER BY r.role"""
+    ).fetchall()
+    assert [r[0] for r in rows] == ["A", "B", "final"]
+    assert len({r[1] for r in rows}) == 1 and rows[0][1] > 0
+    assert all(0 < r[2] <= 1 for r in rows)
+    # the batch: list lengths agree row by row
+    batch = str(fixtures / "batches" / "step-000001.parquet")
+    bad, rows_n = con.execute(
+        f"""SELECT count(*) FILTER (WHERE len(input_ids) <> len(loss_mask) OR len(input_ids) <> len(advantages)),
+                   count(*)
+            FROM read_parquet('{batch}')"""
+    ).fetchone()
+    assert bad == 0 and rows_n == expected["batch"]["ready"]["rows"]

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/eval/harness"
 	"github.com/spf13/cobra"
 )
@@ -51,6 +52,24 @@ the user's own file and is never written out: only item ids and answer
 letters are.`
 
 // newBenchCmd is `parley bench`: benchmark checks on the policy.
+// benchDefaults fills the bench options the flags left unset from the
+// config: the seed (unless --seed was given), the thinking mode and the
+// concurrency.
+func benchDefaults(o *harness.BenchOptions, cfg config.Config, seedGiven bool) {
+	if !seedGiven {
+		o.Seed = cfg.Run.Seed
+	}
+	if o.Mode == "" {
+		o.Mode = harness.ModeNonThinking
+		if cfg.Policy.EnableThinking {
+			o.Mode = harness.ModeThinking
+		}
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = cfg.Rollout.Concurrency
+	}
+}
+
 func newBenchCmd(a *app) *cobra.Command {
 	var path string
 	var force bool
@@ -67,18 +86,7 @@ func newBenchCmd(a *app) *cobra.Command {
 				return err
 			}
 			o.Benchmark, o.Logger, o.Progress = args[0], log, a.progress
-			if !cmd.Flags().Changed("seed") {
-				o.Seed = cfg.Run.Seed
-			}
-			if o.Mode == "" {
-				o.Mode = harness.ModeNonThinking
-				if cfg.Policy.EnableThinking {
-					o.Mode = harness.ModeThinking
-				}
-			}
-			if o.Concurrency <= 0 {
-				o.Concurrency = cfg.Rollout.Concurrency
-			}
+			benchDefaults(&o, cfg, cmd.Flags().Changed("seed"))
 			name, err := harness.BenchmarkName(o.Benchmark)
 			if err != nil {
 				return err

@@ -86,10 +86,12 @@ func TestReport(t *testing.T) {
 		t.Error(err)
 	}
 	for name, args := range map[string][]string{
-		"nothing":      {},
-		"no such run":  {filepath.Join(dir, "missing")},
-		"bad eval":     {runDir, "--eval", filepath.Join(dir, "missing.json"), "--out", out},
-		"two run dirs": {runDir, runDir},
+		"nothing":             {},
+		"no such run":         {filepath.Join(dir, "missing")},
+		"bad eval":            {runDir, "--eval", filepath.Join(dir, "missing.json"), "--out", out},
+		"two run dirs":        {runDir, runDir},
+		"negative window":     {runDir, "--window", "-3", "--out", out},
+		"window not a number": {runDir, "--window", "ten", "--out", out},
 	} {
 		if _, err := run(t, newReportCmd(quietApp()), args...); err == nil {
 			t.Errorf("report (%s) = nil error, want one", name)

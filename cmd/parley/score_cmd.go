@@ -81,6 +81,7 @@ func newExportCmd(a *app) *cobra.Command {
 	var o dataset.ExportOptions
 	var minReward float64
 	var where []string
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "export --from RUN|DIR|FILE [--in FILE]... --format jsonl|hf --out DIR",
 		Short: "Export rollouts (a run's, parley rollout's, or files) as JSONL chat messages or a Hugging Face dataset folder",
@@ -93,24 +94,8 @@ func newExportCmd(a *app) *cobra.Command {
 			if cmd.Flags().Changed("min-reward") {
 				o.MinReward = &minReward
 			}
-			switch {
-			case o.From != "" && len(o.In) > 0:
-				return fmt.Errorf("export: give --from or --in, not both")
-			case o.From == "" && len(o.In) == 0:
-				return fmt.Errorf("export: --from or --in is required")
-			}
-			if o.Scale, err = runScale(o.From); err != nil {
+			if err := exportInputs(&o, where, force); err != nil {
 				return fmt.Errorf("export: %w", err)
-			}
-			for _, w := range where {
-				c, err := dataset.ParseCondition(w)
-				if err != nil {
-					return fmt.Errorf("export: flag --where: %w", err)
-				}
-				o.Where = append(o.Where, c)
-			}
-			if (len(o.Where) > 0 || len(o.Models) > 0 || o.Traces) && o.Role == "" {
-				return fmt.Errorf("export: --where, --model and --traces need --role")
 			}
 			o.Logger = log
 			st, err := dataset.Export(cmd.Context(), o)
@@ -138,7 +123,38 @@ func newExportCmd(a *app) *cobra.Command {
 	f.StringSliceVar(&o.Models, "model", nil, "with --role: keep rollouts where the role was played by these models (a tournament's agent names)")
 	f.StringArrayVar(&where, "where", nil, "with --role: keep rollouts whose role outcome meets KEY OP VALUE, e.g. share_given<=0.01 (repeatable)")
 	f.BoolVar(&o.Traces, "traces", false, "with --role: keep the role's private <think> traces")
+	f.BoolVar(&force, "force", false, "replace what --out holds")
 	return cmd
+}
+
+// exportInputs checks export's flags before anything is read or written:
+// one source, the --role filters, an --out that is new or forced; it sets
+// the score scale of a run directory.
+func exportInputs(o *dataset.ExportOptions, where []string, force bool) error {
+	switch {
+	case o.From != "" && len(o.In) > 0:
+		return fmt.Errorf("give --from or --in, not both")
+	case o.From == "" && len(o.In) == 0:
+		return fmt.Errorf("--from or --in is required")
+	case o.Out == "":
+		return fmt.Errorf("--out is required")
+	}
+	for _, w := range where {
+		c, err := dataset.ParseCondition(w)
+		if err != nil {
+			return fmt.Errorf("flag --where: %w", err)
+		}
+		o.Where = append(o.Where, c)
+	}
+	if (len(o.Where) > 0 || len(o.Models) > 0 || o.Traces) && o.Role == "" {
+		return fmt.Errorf("--where, --model and --traces need --role")
+	}
+	if err := checkOut(o.Out, force); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	var err error
+	o.Scale, err = runScale(o.From)
+	return err
 }
 
 // runScale is the score scale of the run directory dir by its frozen

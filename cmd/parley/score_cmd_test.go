@@ -77,6 +77,16 @@ func TestScoreAndExport(t *testing.T) {
 		{"rollout's output directory", []string{"--from", ro}, false},
 		{"rollout's file", []string{"--in", filepath.Join(ro, "rollouts.parquet")}, false},
 	}
+	// An existing --out needs --force.
+	dst := filepath.Join(t.TempDir(), "x.jsonl")
+	for i, args := range [][]string{{}, {}, {"--force"}} {
+		exp := newExportCmd(quietApp())
+		exp.SetArgs(append([]string{"--from", out, "--format", "jsonl", "--out", dst}, args...))
+		err := exp.ExecuteContext(context.Background())
+		if wantErr := i == 1; (err != nil) != wantErr || (wantErr && !strings.Contains(err.Error(), "--force")) {
+			t.Errorf("export #%d %v into %s = %v, want an error naming --force: %v", i+1, args, dst, err, wantErr)
+		}
+	}
 	for _, tt := range tests {
 		recs := export(tt.args...)
 		if len(recs) == 0 {

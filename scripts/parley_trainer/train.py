@@ -16,6 +16,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import sys
 import time
 from collections import defaultdict
@@ -711,6 +712,10 @@ def quiet_libraries() -> None:
     hf_logging.disable_progress_bar()
 
 
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     quiet_libraries()
@@ -728,12 +733,19 @@ def main(argv: list[str] | None = None) -> int:
         trainer.log("dry_run", **metrics)
         return 0
     cfg.run_dir.mkdir(parents=True, exist_ok=True)
-    trainer = Trainer(cfg)
-    handshake = make_handshake(cfg, lambda msg: trainer.log("info", message=msg))
+    # parley stops the trainer with SIGTERM: exit through the finally
+    # blocks, so the reporters flush and W&B finishes the run (else it
+    # shows it as crashed). Checkpoints stay safe: DONE is written last.
+    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
-        trainer.run(handshake)
-    except BatchError as e:
-        trainer.log("error", message=f"bad batch: {e}")
-        print(f"trainer: bad batch: {e}", file=sys.stderr)
-        return 2
-    return 0
+        trainer = Trainer(cfg)
+        handshake = make_handshake(cfg, lambda msg: trainer.log("info", message=msg))
+        try:
+            trainer.run(handshake)
+        except BatchError as e:
+            trainer.log("error", message=f"bad batch: {e}")
+            print(f"trainer: bad batch: {e}", file=sys.stderr)
+            return 2
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -5,7 +5,11 @@ at the batch's step."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 from typing import Any
@@ -19,6 +23,7 @@ from parley_trainer.handshake import sidecar_path
 from parley_trainer.reporting import ReportError, flatten, parse_report_to, step_scalars
 from parley_trainer.train import main
 
+REPO = Path(__file__).resolve().parents[2]
 COMMON = ["--lr", "1e-3", "--lora-r", "4", "--lora-alpha", "8", "--poll-interval", "0.05", "--quiet"]
 SECRET = "wandb-test-secret-9f2c41"
 
@@ -214,3 +219,65 @@ def test_missing_wandb_fails_at_start_naming_the_key(tiny_model, tmp_path, monke
 def test_bad_report_to_is_refused(tiny_model, tmp_path):
     with pytest.raises(SystemExit, match=r"trainer\.report_to \(--report-to\): 'tensorbord' is not one of"):
         main(["--run-dir", str(tmp_path / "run"), "--model", str(tiny_model), "--report-to", "tensorbord"])
+
+
+FAKE_WANDB_FILE = """
+import json, os
+
+def _rec(**kw):
+    with open(os.environ["FAKE_WANDB_LOG"], "a") as f:
+        f.write(json.dumps(kw) + "\\n")
+
+class _Run:
+    def log(self, data, step=None):
+        _rec(call="log", step=step)
+    def finish(self):
+        _rec(call="finish")
+
+def init(**kw):
+    _rec(call="init", key_in_env="WANDB_API_KEY" in os.environ)
+    return _Run()
+"""
+
+
+def test_sigterm_finishes_the_wandb_run(tiny_model, rows_model, tmp_path):
+    """parley stops its trainer with SIGTERM: the trainer exits through its
+    finally blocks, so W&B gets finish() (else the run shows as crashed)."""
+    fake = tmp_path / "fake" / "wandb"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text(FAKE_WANDB_FILE)
+    calls = tmp_path / "calls.jsonl"
+    run = tmp_path / "run"
+    write_step(run, 1, rows_model)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(fake.parent), str(REPO / "scripts"), os.environ.get("PYTHONPATH", "")]),
+        "FAKE_WANDB_LOG": str(calls),
+        "WANDB_API_KEY": SECRET,
+        "PYTHONWARNINGS": "ignore",
+    }
+    p = subprocess.Popen(
+        [sys.executable, "-m", "parley_trainer", "--run-dir", str(run), "--model", str(tiny_model), "--report-to", "wandb", *COMMON],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not (run / "checkpoints" / "step-000001" / "DONE").exists() or '"after": 1' not in _read(run / "trainer.log"):
+            assert p.poll() is None, p.stderr.read() if p.stderr else ""
+            assert time.monotonic() < deadline, "the trainer never trained step 1"
+            time.sleep(0.2)
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert rc == 128 + signal.SIGTERM
+    got = [json.loads(line) for line in calls.read_text().splitlines()]
+    assert got == [{"call": "init", "key_in_env": True}, {"call": "log", "step": 1}, {"call": "finish"}]
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return ""

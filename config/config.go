@@ -328,8 +328,54 @@ type Trainer struct {
 	MaxGradNorm float64 `yaml:"max_grad_norm"`
 	// WeightDecay is AdamW's weight decay.
 	WeightDecay float64 `yaml:"weight_decay"`
+	// ReportTo is where the trainer sends each step's metrics (its own
+	// under trainer/, parley's under parley/) besides its log, as HF
+	// Trainer's report_to: tensorboard (event files in RUN/tensorboard/),
+	// wandb (needs the wandb package in the trainer's Python; the key from
+	// WANDB_API_KEY, which parley then passes to the trainer and never to
+	// the inference server), both, or none.
+	ReportTo Names `yaml:"report_to"`
 	// ExtraArgs are appended to the trainer's command line as they are.
 	ExtraArgs []string `yaml:"extra_args"`
+}
+
+// Reports reports whether the trainer sends its metrics to target (one
+// of ReportTargets).
+func (t Trainer) Reports(target string) bool {
+	for _, r := range t.ReportTo {
+		if r == target {
+			return true
+		}
+	}
+	return false
+}
+
+// Names is a list of names that YAML may also give as one scalar, itself
+// a comma list: "report_to: wandb" is "report_to: [wandb]".
+type Names []string
+
+// UnmarshalYAML reads a sequence of names, or one scalar split at commas.
+func (n *Names) UnmarshalYAML(node *yaml.Node) error {
+	if node.Kind != yaml.ScalarNode {
+		var list []string
+		if err := node.Decode(&list); err != nil {
+			return err
+		}
+		*n = list
+		return nil
+	}
+	var s string
+	if err := node.Decode(&s); err != nil {
+		return err
+	}
+	var out Names
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	*n = out
+	return nil
 }
 
 // Log configures logging.
@@ -374,6 +420,7 @@ func Default() Config {
 		Trainer: Trainer{
 			LR: 1e-5, EpsilonLow: 0.2, EpsilonHigh: 0.28, Aggregation: "token_mean",
 			LoRAR: 16, LoRAAlpha: 32, MicroBatchTokens: 8192, MaxGradNorm: 1.0,
+			ReportTo: Names{ReportTensorBoard},
 		},
 		Log: Log{Level: "info", Format: "auto"},
 	}

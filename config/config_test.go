@@ -334,3 +334,55 @@ func TestScoreScale(t *testing.T) {
 		}
 	}
 }
+
+// TestReportTo (issue 12, item 9): trainer.report_to takes HF Trainer's
+// names, as a list or one scalar (a comma list too); a bad value is named;
+// it changes where metrics go, not what is trained, so a resume may change
+// it.
+func TestReportTo(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		want       []string
+		err        []string
+	}{
+		{"default", "", []string{"tensorboard"}, nil},
+		{"scalar", "trainer:\n  report_to: wandb\n", []string{"wandb"}, nil},
+		{"list", "trainer:\n  report_to: [tensorboard, wandb]\n", []string{"tensorboard", "wandb"}, nil},
+		{"comma scalar", "trainer:\n  report_to: tensorboard, wandb\n", []string{"tensorboard", "wandb"}, nil},
+		{"none", "trainer:\n  report_to: none\n", []string{"none"}, nil},
+		{"unknown", "trainer:\n  report_to: [tensorboard, mlflow]\n", nil, []string{"key trainer.report_to", `"mlflow" is not one of tensorboard, wandb, none`}},
+		{"typo", "trainer:\n  report_to: tensorbord\n", nil, []string{"key trainer.report_to", `"tensorbord"`}},
+		{"none and more", "trainer:\n  report_to: [none, wandb]\n", nil, []string{"key trainer.report_to", `"none" cannot be combined`}},
+		{"twice", "trainer:\n  report_to: wandb,wandb\n", nil, []string{"key trainer.report_to", `names "wandb" twice`}},
+		{"empty", "trainer:\n  report_to: []\n", nil, []string{"key trainer.report_to", "is empty"}},
+		{"mapping", "trainer:\n  report_to: {wandb: 1}\n", nil, []string{"line 2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Load(writeFile(t, tc.body), nil)
+			if tc.err == nil {
+				if err != nil || !slices.Equal(cfg.Trainer.ReportTo, tc.want) {
+					t.Fatalf("Load(%q) report_to = %v, %v; want %v", tc.body, cfg.Trainer.ReportTo, err, tc.want)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Load(%q) = nil error, want %q", tc.body, tc.err)
+			}
+			for _, w := range tc.err {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Load(%q) error = %q, want it to contain %q", tc.body, err, w)
+				}
+			}
+		})
+	}
+
+	t.Setenv("PARLEY_TRAINER_REPORT_TO", "tensorboard,wandb")
+	cfg, err := Load(writeFile(t, ""), nil)
+	if err != nil || !cfg.Trainer.Reports(ReportWandb) || !cfg.Trainer.Reports(ReportTensorBoard) {
+		t.Fatalf("PARLEY_TRAINER_REPORT_TO=tensorboard,wandb: report_to = %v, %v", cfg.Trainer.ReportTo, err)
+	}
+	op, frozen := Changes(Default(), cfg)
+	if len(op) != 1 || op[0].Key != "trainer.report_to" || len(frozen) != 0 {
+		t.Errorf("Changes(default, report_to wandb) = %v, %v; want trainer.report_to operational", op, frozen)
+	}
+}

@@ -103,6 +103,7 @@ var fieldDocs = map[string]string{
 	"github.com/parleyhq/parley/config.Trainer.MaxGradNorm":                   "MaxGradNorm clips gradients.",
 	"github.com/parleyhq/parley/config.Trainer.MicroBatchTokens":              "MicroBatchTokens is the token budget of a micro-batch.",
 	"github.com/parleyhq/parley/config.Trainer.Model":                         "Model is the base model folder (or hub id for real runs).",
+	"github.com/parleyhq/parley/config.Trainer.ReportTo":                      "ReportTo is where the trainer sends each step's metrics (its own under trainer/, parley's under parley/) besides its log, as HF Trainer's report_to: tensorboard (event files in RUN/tensorboard/), wandb (needs the wandb package in the trainer's Python; the key from WANDB_API_KEY, which parley then passes to the trainer and never to the inference server), both, or none.",
 	"github.com/parleyhq/parley/config.Trainer.TISCap":                        "TISCap is the cap C of truncated importance sampling (0: off): each trained token's policy-gradient loss is weighted by min(exp(logp_trainer - logp_sampler), C), the ratio then being taken against the trainer's own logprobs (TRL's vllm_importance_sampling_cap, verl's TIS). It corrects the sampler/trainer mismatch of a real engine.",
 	"github.com/parleyhq/parley/config.Trainer.WeightDecay":                   "WeightDecay is AdamW's weight decay.",
 	"github.com/parleyhq/parley/eval/tournament.AgentSpec.APIKeyEnv":          "APIKeyEnv names the environment variable with the server's key.",

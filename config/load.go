@@ -346,6 +346,7 @@ var operationalKeys = []string{
 	"generator.",
 	"train.steps", "train.http_addr", "train.metrics_addr", "train.token_env", "train.trainer_timeout", "train.trainer_command",
 	"train.server_command", "train.max_failed_fraction", "train.server_start_timeout",
+	"trainer.report_to", // where metrics go, not what is trained
 	"log.",
 }
 

@@ -30,9 +30,18 @@ var (
 	// Aggregations are trainer.aggregation's values (the trainer's loss
 	// aggregations).
 	Aggregations = []string{"token_mean", "seq_mean_token_mean", "dr_grpo"}
+	// ReportTargets are trainer.report_to's values (HF Trainer's names).
+	ReportTargets = []string{ReportTensorBoard, ReportWandb, ReportNone}
 	// LogLevels and LogFormats are log.level's and log.format's values.
 	LogLevels  = []string{"debug", "info", "warn", "error"}
 	LogFormats = []string{"auto", "console", "json"}
+)
+
+// trainer.report_to's values.
+const (
+	ReportTensorBoard = "tensorboard"
+	ReportWandb       = "wandb"
+	ReportNone        = "none"
 )
 
 // checker collects validation problems, each naming its key path.
@@ -70,6 +79,24 @@ func (c *checker) inRange(key string, v, lo, hi float64, loOpen, hiOpen bool) {
 			h = ")"
 		}
 		c.bad(key, "must be in %s%g, %g%s, got %g", l, lo, hi, h, v)
+	}
+}
+
+// reportTo checks a list of report targets: known names, none alone, no
+// name twice, not empty.
+func (c *checker) reportTo(key string, v []string) {
+	if len(v) == 0 {
+		c.bad(key, "is empty: name %s (or %s)", strings.Join(ReportTargets[:len(ReportTargets)-1], ", "), ReportNone)
+		return
+	}
+	for i, t := range v {
+		c.oneOf(key, t, ReportTargets)
+		if slices.Contains(v[:i], t) {
+			c.bad(key, "names %q twice", t)
+		}
+	}
+	if len(v) > 1 && slices.Contains(v, ReportNone) {
+		c.bad(key, "%q cannot be combined with other targets (%s)", ReportNone, strings.Join(v, ", "))
 	}
 }
 
@@ -408,6 +435,7 @@ func (c Config) validateTrainer(k *checker) {
 	}
 	k.inRange("trainer.lora_dropout", t.LoRADropout, 0, 1, false, true)
 	k.positive("trainer.micro_batch_tokens", t.MicroBatchTokens)
+	k.reportTo("trainer.report_to", t.ReportTo)
 	if t.MaxGradNorm <= 0 {
 		k.bad("trainer.max_grad_norm", "must be positive, got %g", t.MaxGradNorm)
 	}

@@ -85,7 +85,10 @@ type HandshakeOptions struct {
 //	    The smallest step > N (default -1) whose batch is ready and whose
 //	    checkpoint has no DONE yet (a restarted trainer skips finished steps):
 //	    200 {"step": 42, "ready": {schema_version, step, policy_version,
-//	    rows, tokens, sha256}}. When there is none it waits up to S
+//	    rows, tokens, sha256}, "metrics": {…}}, metrics being parley's
+//	    metrics of the step's sampling (the sidecar's; absent when it is
+//	    lost), which the trainer reports beside its own (TensorBoard,
+//	    W&B). When there is none it waits up to S
 //	    seconds (default and maximum HandshakeOptions.MaxWait, 30 s;
 //	    0 answers at once), then answers 204 with no body. A client sets
 //	    its read timeout above S.
@@ -317,6 +320,9 @@ func parseStep(v string) (int, bool) {
 type NextBatch struct {
 	Step  int           `json:"step"`
 	Ready dataset.Ready `json:"ready"`
+	// Metrics are the step's sampling metrics (SidecarPath), nil when
+	// they are lost.
+	Metrics map[string]any `json:"metrics,omitempty"`
 }
 
 func (s *HandshakeServer) handleNext(w http.ResponseWriter, r *http.Request) {
@@ -353,7 +359,13 @@ func (s *HandshakeServer) handleNext(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if found {
-			writeJSON(w, http.StatusOK, NextBatch{Step: step, Ready: ready})
+			nb := NextBatch{Step: step, Ready: ready}
+			if sc, err := readSidecar(s.dir, step); err == nil {
+				nb.Metrics = sc.Metrics
+			} else {
+				s.log.Warn("the step's metrics are not sent with its batch", zap.Int("step", step), zap.Error(err))
+			}
+			writeJSON(w, http.StatusOK, nb)
 			return
 		}
 		if s.opts.pollHook != nil {

@@ -703,3 +703,49 @@ func TestHandshakeRefused(t *testing.T) {
 		t.Errorf("refusal of a done step = %d, want 409", resp.StatusCode)
 	}
 }
+
+// TestHandshakeNextCarriesStepMetrics: the next answer brings the step's
+// sampling metrics (its sidecar) for the trainer's TensorBoard/W&B; a step
+// whose sidecar is lost or broken still gets its batch, without them.
+func TestHandshakeNextCarriesStepMetrics(t *testing.T) {
+	s, run, _ := newTestServer(t, nil)
+	if err := os.MkdirAll(run.RolloutsDir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sidecars := map[int]string{
+		1: `{"metrics":{"step":1,"reward_mean":0.5,"agreement_rate":0.25},"role_baseline":null}`,
+		3: `{"metrics":`,
+	}
+	for step := 1; step <= 3; step++ {
+		writeBatch(t, run, step, "batch")
+		if sc, ok := sidecars[step]; ok {
+			if err := os.WriteFile(SidecarPath(run, step), []byte(sc), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tests := []struct {
+		after int
+		want  map[string]any
+	}{
+		{0, map[string]any{"step": 1.0, "reward_mean": 0.5, "agreement_rate": 0.25}},
+		{1, nil}, // no sidecar
+		{2, nil}, // a sidecar that does not parse
+	}
+	for _, tt := range tests {
+		resp, body := request(t, s, http.MethodGet, fmt.Sprintf("/v1/batches/next?after=%d&wait=0", tt.after), testToken, nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET next?after=%d = %d %s, want 200", tt.after, resp.StatusCode, body)
+		}
+		var nb NextBatch
+		if err := json.Unmarshal(body, &nb); err != nil {
+			t.Fatalf("GET next?after=%d: %v: %s", tt.after, err, body)
+		}
+		if nb.Step != tt.after+1 || fmt.Sprint(nb.Metrics) != fmt.Sprint(tt.want) {
+			t.Errorf("GET next?after=%d = step %d metrics %v, want step %d metrics %v", tt.after, nb.Step, nb.Metrics, tt.after+1, tt.want)
+		}
+		if tt.want == nil && bytes.Contains(body, []byte(`"metrics"`)) {
+			t.Errorf("GET next?after=%d = %s: metrics present without a sidecar", tt.after, body)
+		}
+	}
+}

@@ -107,6 +107,19 @@ type Loop struct {
 	baseline *grpo.RoleBaseline
 }
 
+// readSidecar reads step's sidecar (SidecarPath) as it is written.
+func readSidecar(d dataset.RunDir, step int) (sidecar, error) {
+	var sc sidecar
+	b, err := os.ReadFile(SidecarPath(d, step))
+	if err != nil {
+		return sc, err
+	}
+	if err := json.Unmarshal(b, &sc); err != nil {
+		return sc, fmt.Errorf("%s: %w", SidecarPath(d, step), err)
+	}
+	return sc, nil
+}
+
 // sidecar is what a step's sampling leaves beside its rollouts for the
 // step's metrics line and the role baseline, so that a resumed run that
 // skips the written batch still has both.
@@ -116,13 +129,9 @@ type sidecar struct {
 }
 
 func (l *Loop) readSidecar(step int) (sidecar, error) {
-	var sc sidecar
-	b, err := os.ReadFile(l.sidecarPath(step))
+	sc, err := readSidecar(l.opts.Dir, step)
 	if err != nil {
 		return sc, fmt.Errorf("train.Loop step %d: %w", step, err)
-	}
-	if err := json.Unmarshal(b, &sc); err != nil {
-		return sc, fmt.Errorf("train.Loop step %d: %s: %w", step, l.sidecarPath(step), err)
 	}
 	if sc.Metrics == nil {
 		sc.Metrics = map[string]any{}

@@ -45,9 +45,9 @@ func newTrainCmd(a *app) *cobra.Command {
 
 // secretVars are the environment variables holding secrets that the
 // processes parley starts must not see: the judge's, the generator's and
-// other roles' API keys.
+// other roles' API keys, and W&B's (trainerEnv lets the trainer have it).
 func secretVars(cfg config.Config) []string {
-	out := []string{cfg.Judge.APIKeyEnv, cfg.Generator.APIKeyEnv}
+	out := []string{cfg.Judge.APIKeyEnv, cfg.Generator.APIKeyEnv, wandbKeyEnv}
 	for _, r := range cfg.Roles {
 		out = append(out, r.APIKeyEnv)
 	}
@@ -103,6 +103,19 @@ func resumeConfig(cmd *cobra.Command, cfg config.Config, runDir dataset.RunDir, 
 	return cfg, nil
 }
 
+// wandbKeyEnv holds the W&B API key; wandb reads it in the trainer.
+const wandbKeyEnv = "WANDB_API_KEY"
+
+// trainerEnv names the secret-looking variables the trainer parley starts
+// may see: the W&B key when trainer.report_to has wandb (the inference
+// server never sees it: secretVars).
+func trainerEnv(cfg config.Config) []string {
+	if cfg.Trainer.Reports(config.ReportWandb) {
+		return []string{wandbKeyEnv}
+	}
+	return nil
+}
+
 // trainerArgs builds the PyTorch trainer's flags from the config (the
 // handshake URL is added by train.Run in HTTP mode).
 func trainerArgs(cfg config.Config, runDir string) []string {
@@ -114,6 +127,7 @@ func trainerArgs(cfg config.Config, runDir string) []string {
 		"--beta", f(t.KLBeta), "--tis-cap", f(t.TISCap), "--aggregation", t.Aggregation,
 		"--micro-batch-tokens", strconv.Itoa(t.MicroBatchTokens), "--max-grad-norm", f(t.MaxGradNorm),
 		"--weight-decay", f(t.WeightDecay), "--seed", strconv.FormatInt(cfg.Run.Seed, 10),
+		"--report-to", strings.Join(t.ReportTo, ","),
 	}
 	if t.FullFinetune {
 		args = append(args, "--full-finetune")
@@ -197,10 +211,11 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.Run
 		ServerCommand: cfg.Train.ServerCommand, ServerStartTimeout: cfg.Train.ServerStartTimeout,
 		TrainerCommand: command, TrainerHint: append([]string{"python", "-m", "parley_trainer"}, args...),
 		Handshake: cfg.Train.Handshake, HTTPAddr: cfg.Train.HTTPAddr, Token: os.Getenv(cfg.Train.TokenEnv), TokenEnv: cfg.Train.TokenEnv,
-		OnURL:     func(url string) []string { return []string{"--url", url, "--token-env", cfg.Train.TokenEnv} },
-		Secrets:   secretVars(cfg),
-		ServerEnv: []string{cfg.Policy.APIKeyEnv},
-		Logger:    log,
+		OnURL:      func(url string) []string { return []string{"--url", url, "--token-env", cfg.Train.TokenEnv} },
+		Secrets:    secretVars(cfg),
+		ServerEnv:  []string{cfg.Policy.APIKeyEnv},
+		TrainerEnv: trainerEnv(cfg),
+		Logger:     log,
 	})
 	if err != nil {
 		return err

@@ -10,6 +10,11 @@ GET {url}/v1/batches/{step} (the parquet), and POST
 {url}/v1/batches/{step}/done with the checkpoint as an uncompressed tar
 (application/x-tar) whose last member is DONE. Every request carries
 "Authorization: Bearer <token>".
+
+Both also bring parley's step metrics (reward, agreement, rounds, timings)
+for the trainer's TensorBoard/W&B scalars: the "metrics" of the sidecar
+RUN/rollouts/step-N.metrics.json (file mode), or of the next answer (HTTP
+mode). They are optional: a batch without them trains the same.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ class Incoming:
     step: int
     ready: Ready
     data: bytes
+    # parley's step metrics (None when the orchestrator left none)
+    step_metrics: dict[str, Any] | None = None
 
 
 class Handshake(Protocol):
@@ -103,7 +110,8 @@ class FileHandshake:
                 else:
                     if ready.sha256 and sha256_hex(data) != ready.sha256:
                         raise BatchError(f"batches/{name}.parquet: sha256 {sha256_hex(data)} does not match the ready marker's {ready.sha256}")
-                    return Incoming(step=step, ready=ready, data=data)
+                    metrics = read_step_metrics(self.run_dir, step, self.log)
+                    return Incoming(step=step, ready=ready, data=data, step_metrics=metrics)
             time.sleep(self.poll_interval)
 
     def complete(self, step: int, ckpt: Path, done: dict[str, Any]) -> None:
@@ -205,7 +213,11 @@ class HTTPHandshake:
                 raise HandshakeHTTPError(f"GET /v1/batches/{step}: {status} {_error_text(data)}", status)
             if ready.sha256 and sha256_hex(data) != ready.sha256:
                 raise BatchError(f"GET /v1/batches/{step}: sha256 {sha256_hex(data)} does not match the ready marker's {ready.sha256}")
-            return Incoming(step=step, ready=ready, data=data)
+            metrics = obj.get("metrics")
+            if metrics is not None and not isinstance(metrics, dict):
+                self.log(f"GET /v1/batches/next: step {step}'s metrics are not an object; ignored")
+                metrics = None
+            return Incoming(step=step, ready=ready, data=data, step_metrics=metrics)
 
     def complete(self, step: int, ckpt: Path, done: dict[str, Any]) -> None:
         remote = {k: v for k, v in done.items() if k != "adapter_path"}
@@ -226,6 +238,31 @@ class HTTPHandshake:
             tmp.unlink(missing_ok=True)
         if status != 200:
             raise HandshakeHTTPError(f"POST /v1/batches/{step}/done: {status} {_error_text(body)}", status)
+
+
+def sidecar_path(run_dir: str | Path, step: int) -> Path:
+    """rollouts/step-N.metrics.json, where parley leaves a step's metrics
+    (train.SidecarPath)."""
+    return Path(run_dir) / "rollouts" / f"step-{step:06d}.metrics.json"
+
+
+def read_step_metrics(run_dir: str | Path, step: int, log: Callable[[str], None]) -> dict[str, Any] | None:
+    """The "metrics" object of step's sidecar; None (said in the log when it
+    exists but does not parse) when there is none: metrics never stop a
+    step from training."""
+    path = sidecar_path(run_dir, step)
+    try:
+        obj = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        log(f"{path}: unreadable step metrics, not reported: {e}")
+        return None
+    metrics = obj.get("metrics") if isinstance(obj, dict) else None
+    if not isinstance(metrics, dict):
+        log(f"{path}: no metrics object, not reported")
+        return None
+    return metrics
 
 
 def _error_text(body: bytes) -> str:

@@ -11,10 +11,12 @@ writes files, the batch is broadcast to every rank):
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
 import shutil
+import signal
 import sys
 import time
 from collections import defaultdict
@@ -53,6 +55,9 @@ from .loss import (
 )
 from .modeling import LoraSettings, Policy, load_policy, trainable_parameters
 from .packing import collate, pack_micro_batches
+from .reporting import DEFAULT as DEFAULT_REPORT_TO
+from .reporting import ReportError, Reporters, open_reporters, parse_report_to, step_scalars
+from .reporting import check as check_report_to
 
 TOKENIZER_FILES = (
     "tokenizer.json",
@@ -97,6 +102,18 @@ class TrainConfig:
     keep_optimizer_states: int = 2
     log_file: Path | None = None
     quiet: bool = False
+    # where step metrics go (reporting.py): tensorboard, wandb; () for none
+    report_to: tuple[str, ...] = DEFAULT_REPORT_TO
+    # TensorBoard's folder (None: RUN/tensorboard)
+    tensorboard_dir: Path | None = None
+
+
+def hparams(cfg: TrainConfig) -> dict[str, Any]:
+    """The trainer's settings as plain values (W&B's run config)."""
+    out: dict[str, Any] = {}
+    for k, v in dataclasses.asdict(cfg).items():
+        out[k] = str(v) if isinstance(v, Path) else v
+    return out
 
 
 def _now() -> str:
@@ -475,12 +492,23 @@ class Trainer:
             world_size=self.world,
             device=str(self.accelerator.device),
             resume_step=self.last_step,
+            report_to=list(cfg.report_to),
         )
         if self.is_main and self.resume_point is not None and cfg.mode == "http":
             # The upload may have been lost in a crash after DONE; a retried
             # upload of a received step is harmless.
             done = read_done(self.resume_point.path) or {}
             handshake.complete(self.resume_point.step, self.resume_point.path, done)
+        reporters = Reporters([])
+        if self.is_main:
+            reporters = open_reporters(cfg.report_to, cfg.run_dir, cfg.tensorboard_dir, hparams(cfg))
+        try:
+            return self._loop(handshake, reporters)
+        finally:
+            reporters.close()
+
+    def _loop(self, handshake: Handshake, reporters: Reporters) -> int:
+        cfg = self.cfg
         trained = 0
         while cfg.max_steps <= 0 or trained < cfg.max_steps:
             inc: Incoming | None = None
@@ -503,6 +531,8 @@ class Trainer:
             metrics = dict(done.get("metrics", metrics))
             metrics["step_seconds"] = time.perf_counter() - t0
             self.log("step", step=batch.step, policy_version=batch.step, batch_policy_version=batch.policy_version, **metrics)
+            if self.is_main:
+                reporters.log(batch.step, step_scalars(metrics, inc.step_metrics))
             self.last_step = batch.step
             trained += 1
         self.log("exit", steps_trained=trained, last_step=self.last_step)
@@ -543,6 +573,15 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--log-file", type=Path, default=None, help="JSON-lines log (default RUN/trainer.log)")
     g.add_argument("--quiet", action="store_true", help="do not print log lines to stdout")
     g.add_argument("--dry-run", action="store_true", help="train one step on a random batch, write nothing, print the metrics, exit")
+    g.add_argument(
+        "--report-to",
+        nargs="+",
+        default=list(DEFAULT_REPORT_TO),
+        metavar="TARGET",
+        help="where each step's metrics go besides the log (config trainer.report_to): tensorboard, wandb "
+        "(needs the wandb package; the key from WANDB_API_KEY), both (a comma list or several values), or none",
+    )
+    g.add_argument("--tensorboard-dir", type=Path, default=None, help="TensorBoard event files (default RUN/tensorboard)")
 
     g = p.add_argument_group("loss")
     g.add_argument("--epsilon-low", type=float, default=0.2)
@@ -596,6 +635,10 @@ def config_from_args(a: argparse.Namespace) -> TrainConfig:
         raise SystemExit("--run-dir is required (except with --dry-run)")
     if a.mini_batches < 1:
         raise SystemExit("--mini-batches must be >= 1")
+    try:
+        report_to = parse_report_to(a.report_to)
+    except ReportError as e:
+        raise SystemExit(f"trainer: {e}") from e
     if not (a.tis_cap >= 0 and math.isfinite(a.tis_cap)):
         raise SystemExit(f"--tis-cap must be 0 (off) or a positive cap, got {a.tis_cap}")
     targets: list[str] | str = [t.strip() for t in str(a.lora_target_modules).split(",") if t.strip()]
@@ -641,6 +684,8 @@ def config_from_args(a: argparse.Namespace) -> TrainConfig:
         keep_optimizer_states=a.keep_optimizer_states,
         log_file=log_file,
         quiet=a.quiet,
+        report_to=() if a.dry_run else report_to,
+        tensorboard_dir=a.tensorboard_dir.resolve() if a.tensorboard_dir is not None else None,
     )
 
 
@@ -667,10 +712,19 @@ def quiet_libraries() -> None:
     hf_logging.disable_progress_bar()
 
 
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     quiet_libraries()
     cfg = config_from_args(a)
+    try:
+        check_report_to(cfg.report_to)  # before the model loads
+    except ReportError as e:
+        print(f"trainer: {e}", file=sys.stderr)
+        return 2
     if a.dry_run:
         cfg.run_dir = Path(os.devnull)
         trainer = Trainer(cfg)
@@ -679,12 +733,19 @@ def main(argv: list[str] | None = None) -> int:
         trainer.log("dry_run", **metrics)
         return 0
     cfg.run_dir.mkdir(parents=True, exist_ok=True)
-    trainer = Trainer(cfg)
-    handshake = make_handshake(cfg, lambda msg: trainer.log("info", message=msg))
+    # parley stops the trainer with SIGTERM: exit through the finally
+    # blocks, so the reporters flush and W&B finishes the run (else it
+    # shows it as crashed). Checkpoints stay safe: DONE is written last.
+    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
-        trainer.run(handshake)
-    except BatchError as e:
-        trainer.log("error", message=f"bad batch: {e}")
-        print(f"trainer: bad batch: {e}", file=sys.stderr)
-        return 2
-    return 0
+        trainer = Trainer(cfg)
+        handshake = make_handshake(cfg, lambda msg: trainer.log("info", message=msg))
+        try:
+            trainer.run(handshake)
+        except BatchError as e:
+            trainer.log("error", message=f"bad batch: {e}")
+            print(f"trainer: bad batch: {e}", file=sys.stderr)
+            return 2
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)

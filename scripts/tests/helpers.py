@@ -1,4 +1,5 @@
-"""Test helpers: batches whose inference logprobs come from the model."""
+"""Test helpers: batches whose inference logprobs come from the model; the
+scalars of TensorBoard event files."""
 
 from __future__ import annotations
 
@@ -65,3 +66,12 @@ def make_rows(
             }
         )
     return rows
+
+
+def read_tensorboard(log_dir: Path) -> dict[str, list[tuple[int, float]]]:
+    """Every scalar in log_dir's event files: tag -> [(step, value)]."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(log_dir), size_guidance={"scalars": 0})
+    acc.Reload()
+    return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}

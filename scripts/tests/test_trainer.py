@@ -19,7 +19,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from helpers import load_model, make_rows
+from helpers import load_model, make_rows, read_tensorboard
 from parley_trainer.batch import arrow_schema, write_batch
 from parley_trainer.checkpoint import find_resume, read_done
 from parley_trainer.handshake import FileHandshake
@@ -186,7 +186,11 @@ class _FakeOrchestrator:
                         return
                     s = steps[0]
                     ready = json.loads((outer.run / "batches" / f"step-{s:06d}.ready").read_text())
-                    self._reply(200, json.dumps({"step": s, "ready": ready}).encode())
+                    answer = {"step": s, "ready": ready}
+                    sidecar = outer.run / "rollouts" / f"step-{s:06d}.metrics.json"
+                    if sidecar.exists():  # the step's metrics, as the Go server adds them
+                        answer["metrics"] = json.loads(sidecar.read_text())["metrics"]
+                    self._reply(200, json.dumps(answer).encode())
                 else:
                     s = int(self.path.rsplit("/", 1)[1])
                     self._reply(200, (outer.run / "batches" / f"step-{s:06d}.parquet").read_bytes(), "application/vnd.apache.parquet")
@@ -215,6 +219,8 @@ class _FakeOrchestrator:
 def test_http_handshake(tiny_model, rows_model, tmp_path, monkeypatch):
     remote = tmp_path / "remote"
     _write(remote, 1, rows_model, seed=30)
+    (remote / "rollouts").mkdir()
+    (remote / "rollouts" / "step-000001.metrics.json").write_text(json.dumps({"metrics": {"step": 1, "reward_mean": 0.375}}))
     orch = _FakeOrchestrator(remote, "s3cret")
     try:
         monkeypatch.setenv("TEST_TRAINER_TOKEN", "s3cret")
@@ -230,6 +236,10 @@ def test_http_handshake(tiny_model, rows_model, tmp_path, monkeypatch):
         done = json.loads(members[-1][1])
         assert done["step"] == 1 and "adapter_path" not in done and done["metrics"]["sequences"] == 6
         assert read_done(local / "checkpoints" / "step-000001") is not None
+        # parley's step metrics came with the batch: TensorBoard on the
+        # trainer's machine has them beside the trainer's.
+        tb = read_tensorboard(local / "tensorboard")
+        assert tb["parley/reward_mean"] == [(1, 0.375)] and [s for s, _ in tb["trainer/loss"]] == [1]
 
         # A restarted trainer uploads its newest checkpoint again (the
         # upload may have been lost in a crash after DONE), then goes on.

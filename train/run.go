@@ -126,6 +126,10 @@ func cleanTemps(dir dataset.RunDir, log *zap.Logger) error {
 	return nil
 }
 
+// trainerUsageExit is the trainer's exit status for a bad flag or config
+// (argparse's, and parley_trainer's own): parley does not restart it.
+const trainerUsageExit = 2
+
 // Run trains a run end to end: it freezes the config, starts the inference
 // server (when asked) and waits for it, checks the served model, starts
 // the handshake server (HTTP mode) and the trainer (when asked), runs the
@@ -179,7 +183,8 @@ func Run(ctx context.Context, opts RunOptions) (State, error) {
 	loop.Adapters = opts.Server
 	if len(trainerArgs) > 0 {
 		tr, err := proc.Start(proc.Options{Name: "trainer", Argv: trainerArgs, Env: env, Environ: childEnv(opts.Secrets, opts.TrainerEnv),
-			LogPath: filepath.Join(dir.Root(), "trainer.out"), Restart: true, MaxRestarts: maxTrainerRestarts, Logger: log})
+			LogPath: filepath.Join(dir.Root(), "trainer.out"), Restart: true, MaxRestarts: maxTrainerRestarts,
+			FatalExitCodes: []int{trainerUsageExit}, Logger: log})
 		if err != nil {
 			return State{}, err
 		}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -42,7 +43,11 @@ type Options struct {
 	Restart      bool
 	MaxRestarts  int
 	RestartDelay time.Duration
-	Logger       *zap.Logger
+	// FatalExitCodes are exit statuses that are never restarted: the
+	// process said its input is wrong (a usage or config error, status 2
+	// for argparse), which another try cannot fix.
+	FatalExitCodes []int
+	Logger         *zap.Logger
 }
 
 // Supervisor runs one child process.
@@ -138,7 +143,13 @@ func (s *Supervisor) watch() {
 		s.mu.Lock()
 		restarts := s.restarts
 		s.mu.Unlock()
-		if !s.opts.Restart || (s.opts.MaxRestarts > 0 && restarts >= s.opts.MaxRestarts) {
+		if fatal := s.fatalExit(err); fatal || !s.opts.Restart || (s.opts.MaxRestarts > 0 && restarts >= s.opts.MaxRestarts) {
+			if fatal {
+				s.mu.Lock()
+				s.gaveUp = fmt.Errorf("%s exited (%v), an error a restart cannot fix: %w; the last lines of %s:\n%s", s.opts.Name, err, ErrGaveUp, s.opts.LogPath, tail)
+				s.mu.Unlock()
+				return
+			}
 			s.mu.Lock()
 			s.gaveUp = fmt.Errorf("%s exited (%v) after %d restarts in a row: %w; the last lines of %s:\n%s", s.opts.Name, err, restarts, ErrGaveUp, s.opts.LogPath, tail)
 			s.mu.Unlock()
@@ -166,6 +177,12 @@ func (s *Supervisor) watch() {
 			return
 		}
 	}
+}
+
+// fatalExit reports whether err is an exit with one of FatalExitCodes.
+func (s *Supervisor) fatalExit(err error) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee) && slices.Contains(s.opts.FatalExitCodes, ee.ExitCode())
 }
 
 // ResetRestarts starts the count of restarts in a row again: the process

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -75,4 +76,35 @@ func TestFilterEnvAndEnviron(t *testing.T) {
 		t.Errorf("child environment:\n%s\nwant EXTRA and nothing of parley's own", b)
 	}
 	s.Stop(time.Second)
+}
+
+// TestFatalExitCodesAreNotRestarted: an exit status the process uses for
+// bad input ends supervision at once; other statuses are restarted.
+func TestFatalExitCodesAreNotRestarted(t *testing.T) {
+	tests := []struct {
+		code       int
+		wantStarts int
+		wantMsg    string
+	}{
+		{2, 1, "a restart cannot fix"},
+		{3, 3, "2 restarts in a row"},
+	}
+	for _, tt := range tests {
+		log := filepath.Join(t.TempDir(), "out.log")
+		s, err := Start(Options{Name: "trainer", Argv: []string{"sh", "-c", "echo started; echo 'bad --report-to'; exit " + strconv.Itoa(tt.code)},
+			LogPath: log, Restart: true, MaxRestarts: 2, RestartDelay: 100 * time.Millisecond, FatalExitCodes: []int{2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !waitFor(10*time.Second, func() bool { return s.GaveUp() != nil }) {
+			t.Fatalf("exit %d: the supervisor never gave up", tt.code)
+		}
+		if got := lines(log); got != tt.wantStarts {
+			t.Errorf("exit %d: %d starts, want %d", tt.code, got, tt.wantStarts)
+		}
+		if err := s.GaveUp(); !strings.Contains(err.Error(), tt.wantMsg) || !strings.Contains(err.Error(), "bad --report-to") {
+			t.Errorf("exit %d: GaveUp = %v, want %q and the log's last lines", tt.code, err, tt.wantMsg)
+		}
+		s.Stop(time.Second)
+	}
 }

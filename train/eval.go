@@ -260,10 +260,6 @@ func (ev *evaluator) queue(step int) error {
 	ev.queued[step] = true
 	select {
 	case ev.jobs <- evalJob{step: step, name: ev.l.AdapterName(step) + "-eval", path: dir}:
-		for len(ev.jobs) > 0 {
-			time.Sleep(time.Millisecond)
-		}
-		ev.run(context.Background(), <-make(chan evalJob, 0))
 	default: // cannot happen: the channel holds every evaluable step
 		return fmt.Errorf("train.Loop step %d: the evaluation queue is full", step)
 	}

@@ -182,6 +182,14 @@ func New(opts Options) (*Client, error) {
 	return c, nil
 }
 
+// transportBufferSize is the size of each connection's read and write
+// buffers. 16 KiB holds a whole turn's request or response in one system
+// call as often as 64 KiB did (measured: 2.05 reads and 1.0 writes per
+// request on the rollout benchmarks either way; 4 KiB costs 2.65 reads) at
+// a quarter of the memory: 32 KiB per connection, 160 MB for 5,000
+// connections instead of 640 MB.
+const transportBufferSize = 16 << 10
+
 // newTransport returns the one transport a Client shares across all its
 // endpoints and requests: many idle connections kept per host, no cap on
 // connections, no compression (token-id bodies are served uncompressed).
@@ -198,8 +206,8 @@ func newTransport() *http.Transport {
 		IdleConnTimeout:     90 * time.Second,
 		TLSHandshakeTimeout: 10 * time.Second,
 		DisableCompression:  true,
-		WriteBufferSize:     64 << 10,
-		ReadBufferSize:      64 << 10,
+		WriteBufferSize:     transportBufferSize,
+		ReadBufferSize:      transportBufferSize,
 	}
 }
 

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,6 +26,10 @@ const maxResponseBytes = 256 << 20
 type call struct {
 	method, path string
 	body         []byte
+	// pooled, when set, is the pooled buffer body was written to (by
+	// getBody): it goes back to the pool when the call and the transport
+	// are done with it (see sharedBody).
+	pooled *bodyBuf
 	// pin sends every attempt to this endpoint instead of balancing.
 	pin *endpoint
 	// slot makes each attempt hold one of the endpoint's concurrency slots.
@@ -40,6 +46,8 @@ type call struct {
 	// classify recognises an error status whose cause no retry can cure
 	// and returns the final error naming it (nil: the usual retry rules).
 	classify func(*APIError) error
+	// shared is the pooled body's reference count while do runs.
+	shared *sharedBody
 }
 
 // bufPool holds response buffers.
@@ -55,11 +63,76 @@ func putBuf(b *bytes.Buffer) {
 	bufPool.Put(b)
 }
 
+// bodyPool holds the buffers of the hot requests' bodies (completions and
+// tokenizations: a prompt's token ids, a conversation), which would
+// otherwise be a third of the client's allocation.
+var bodyPool sync.Pool // of *bodyBuf
+
+// bodyBuf is a pooled body buffer.
+type bodyBuf struct{ b []byte }
+
+// maxPooledBody bounds the capacity of a buffer kept in bodyPool.
+const maxPooledBody = 1 << 20
+
+// getBody returns a pooled buffer, empty, with room for at least n bytes.
+func getBody(n int) *bodyBuf {
+	p, _ := bodyPool.Get().(*bodyBuf)
+	if p == nil {
+		p = &bodyBuf{}
+	}
+	if cap(p.b) < n {
+		p.b = make([]byte, 0, max(n, 2*cap(p.b)))
+	}
+	p.b = p.b[:0]
+	return p
+}
+
+// sharedBody is a pooled request body shared by a call and its attempts.
+// The transport writes an attempt's body in its own goroutine, and may
+// still be doing so after the response has come back (an early answer, a
+// timeout); the buffer goes back to the pool only when the call has ended
+// and the transport has finished writing every attempt that it began to
+// write (httptrace's WroteRequest): one reference for the call, one per
+// attempt. An attempt the transport never reports on keeps its reference,
+// and the buffer is left to the garbage collector.
+//
+// The body stays a *bytes.Reader: the transport writes a body it knows to
+// be in memory together with the headers, in one system call (a reader of
+// another type gets the headers flushed first: two).
+type sharedBody struct {
+	buf  *bodyBuf
+	refs atomic.Int32
+}
+
+func (s *sharedBody) release() {
+	if s.refs.Add(-1) == 0 && cap(s.buf.b) <= maxPooledBody {
+		bodyPool.Put(s.buf)
+	}
+}
+
+// traceWrite returns ctx with a trace that releases one reference of s
+// when the transport has written the request (or failed to), once.
+func (s *sharedBody) traceWrite(ctx context.Context) context.Context {
+	s.refs.Add(1)
+	var done atomic.Bool
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+		if !done.Swap(true) {
+			s.release()
+		}
+	}})
+}
+
 // do runs cl with retries and returns nil or an error ready to be wrapped
 // with the caller's operation name.
 func (c *Client) do(ctx context.Context, cl *call) error {
 	if c.closed.Load() {
 		return ErrClosed
+	}
+	if cl.pooled != nil {
+		shared := &sharedBody{buf: cl.pooled}
+		shared.refs.Store(1)
+		cl.shared = shared
+		defer shared.release()
 	}
 	c.stats.requests.Add(1)
 	maxAttempts := c.maxAttempts
@@ -147,7 +220,11 @@ func (c *Client) attempt(ctx context.Context, ep *endpoint, cl *call) (time.Dura
 	if cl.body != nil {
 		body = bytes.NewReader(cl.body)
 	}
-	req, err := http.NewRequestWithContext(actx, cl.method, ep.base+cl.path, body)
+	rctx := actx
+	if cl.shared != nil {
+		rctx = cl.shared.traceWrite(actx)
+	}
+	req, err := http.NewRequestWithContext(rctx, cl.method, ep.base+cl.path, body)
 	if err != nil {
 		return -1, false, err
 	}

@@ -109,6 +109,8 @@ type endpoint struct {
 	transport   atomic.Int64 // transport errors
 	answered    atomic.Bool  // it has answered at least once (any status)
 	refusing    atomic.Bool  // its last attempt was refused and it has never answered
+	// h1 is the client's own HTTP/1.1 exchange with it; nil: net/http.
+	h1 *h1
 }
 
 func (e *endpoint) isDown(now int64) bool { return e.downUntil.Load() > now }
@@ -161,6 +163,11 @@ func New(opts Options) (*Client, error) {
 	}
 	if opts.APIKey != "" {
 		c.auth = "Bearer " + opts.APIKey
+	}
+	if opts.HTTPClient == nil {
+		for _, ep := range c.eps {
+			ep.h1 = newH1(ep.base, c.auth)
+		}
 	}
 	seed := opts.JitterSeed
 	if seed == 0 {
@@ -243,6 +250,11 @@ func (c *Client) Close() {
 	c.wg.Wait()
 	if c.transport != nil {
 		c.transport.CloseIdleConnections()
+	}
+	for _, ep := range c.eps {
+		if ep.h1 != nil {
+			ep.h1.close()
+		}
 	}
 }
 

@@ -251,6 +251,9 @@ func (r *Runner) Run(ctx context.Context, prompts []dataset.Prompt, sink func(*d
 			return Summary{}, fmt.Errorf("rollout.Run: %w", err)
 		}
 	}
+	if err := r.Check(ctx); err != nil {
+		return Summary{}, err
+	}
 	start := time.Now()
 	type job struct {
 		p            dataset.Prompt
@@ -315,6 +318,23 @@ func (r *Runner) Run(ctx context.Context, prompts []dataset.Prompt, sink func(*d
 		return sum, sinkErr
 	}
 	return sum, nil
+}
+
+// Check makes the check Run makes before any rollout; a caller that
+// creates files for the rollouts calls it first, so that a run that cannot
+// start leaves nothing behind. It learns how the trained policy's chat
+// template ends a turn (HistoryTokens, once per runner), so that a
+// template that cannot render bridges stops the run with one error
+// (ErrBridge, naming the fix) instead of failing every rollout with it.
+// Any other failure is left to the rollouts, which ask again.
+func (r *Runner) Check(ctx context.Context) error {
+	if r.bridge == nil || r.opts.Model == "" {
+		return nil
+	}
+	if _, _, err := r.bridge.TemplateEnd(ctx, r.opts.Model, r.opts.ChatTemplateKwargs); errors.Is(err, ErrBridge) {
+		return fmt.Errorf("rollout.Run: rollout.history %s: %w", HistoryTokens, err)
+	}
+	return nil
 }
 
 // RoleOutcomes returns the outcome records of roles, each naming what

@@ -55,6 +55,7 @@ func newRoot() *cobra.Command {
 		newEvalCmd(a),
 		newBenchCmd(a),
 		newReportCmd(a),
+		newScenarioCmd(a),
 	)
 	return root
 }

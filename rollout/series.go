@@ -25,6 +25,9 @@ type Series struct {
 	ID string
 	// Games holds the prompt row of each game, in order.
 	Games []dataset.Prompt
+	// Init is the state before the first game (nil: the game's own
+	// default), e.g. a series' trust settings.
+	Init json.RawMessage `json:"init,omitempty"`
 }
 
 // GameRecord is what a series keeps of one finished game: its rollout and
@@ -135,7 +138,7 @@ func runOneSeries(ctx context.Context, g SeriesGame, opts RunnerOptions, bridge 
 		return sum, fmt.Errorf("rollout.RunSeries: series %s has %d games recorded in %s, more than its %d", s.ID, len(recs), dir, len(s.Games))
 	}
 	sum.Resumed = len(recs)
-	var state []byte
+	state := []byte(s.Init)
 	if n := len(recs); n > 0 {
 		state = recs[n-1].State
 	}

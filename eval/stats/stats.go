@@ -1,6 +1,7 @@
 // Package stats holds the small statistics of parley's evaluations: mean ± SD
 // over runs, pairwise win rates, judge agreement (exact, within ±1, Pearson,
-// quadratic-weighted Cohen's kappa, confusion matrices) and running averages
+// quadratic-weighted Cohen's kappa, confusion matrices), Student t confidence
+// intervals of means and paired differences, and running averages
 // for chart series. It has no dependencies beyond the standard library.
 //
 // Conventions: rates and agreements are percentages (0–100), as in the

@@ -8,4 +8,6 @@ import (
 	_ "github.com/parleyhq/parley/rollout/deliberation"
 	// The single-agent baseline of seed 000.
 	_ "github.com/parleyhq/parley/rollout/single"
+	// The repeated five-party negotiation of seed 002.
+	_ "github.com/parleyhq/parley/rollout/multiparty"
 )

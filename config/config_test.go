@@ -211,3 +211,35 @@ func TestRegisteredGameSection(t *testing.T) {
 		t.Errorf("Parse(YAML()) = %v, %v; want the toy section back", back.Game.Active(), err)
 	}
 }
+
+func TestChanges(t *testing.T) {
+	a := Default()
+	b := Default()
+	b.Game = defaultGame("deliberation") // fresh sections, equal values
+	b.Run.Seed = 99
+	b.Rollout.GroupSize = 16
+	b.Policy.Endpoints = []string{"http://other:8000"}
+	b.Train.Steps = 500
+	b.Log.Level = "debug"
+	b.Game.Section("deliberation").(*deliberation.Config).MaxRounds = 9
+	op, frozen := Changes(a, b)
+	var opKeys, frozenKeys []string
+	for _, c := range op {
+		opKeys = append(opKeys, c.Key)
+	}
+	for _, c := range frozen {
+		frozenKeys = append(frozenKeys, c.Key)
+	}
+	if want := []string{"policy.endpoints", "train.steps", "log.level"}; !slices.Equal(opKeys, want) {
+		t.Errorf("operational changes = %v, want %v", opKeys, want)
+	}
+	if want := []string{"run.seed", "game.deliberation.max_rounds", "rollout.group_size"}; !slices.Equal(frozenKeys, want) {
+		t.Errorf("frozen changes = %v, want %v", frozenKeys, want)
+	}
+	if frozen[0].Old != "1" || frozen[0].New != "99" {
+		t.Errorf("run.seed change = %+v, want 1 → 99", frozen[0])
+	}
+	if op, frozen := Changes(a, Default()); len(op)+len(frozen) != 0 {
+		t.Errorf("Changes(Default, Default) = %v, %v; want none", op, frozen)
+	}
+}

@@ -291,3 +291,73 @@ func RegisterFlags(fs *pflag.FlagSet) {
 		_ = fs.MarkHidden(key)
 	}
 }
+
+// Change is one config key whose value differs between two configs.
+type Change struct {
+	Key      string
+	Old, New string
+}
+
+// operationalKeys are the keys that may change when a run resumes: where
+// the servers are and how parley talks to them, how long and how hard it
+// works, how it logs. Every other key changes what is sampled or trained
+// (seed, group size, game, curriculum, models, judge, advantage, mask, the
+// trainer's hyperparameters) and is frozen with the run. A key ending in
+// "." covers its section.
+var operationalKeys = []string{
+	"run.dir", "run.name", // they name the directory the run is already in
+	"policy.endpoints", "policy.api_key_env", "policy.max_concurrent_per_endpoint", "policy.request_timeout",
+	"policy.max_retries", "policy.health_interval",
+	"rollout.concurrency",
+	"judge.api_key_env", "judge.concurrency", "judge.requests_per_minute", "judge.tokens_per_minute",
+	"judge.max_retries", "judge.timeout",
+	"generator.",
+	"train.steps", "train.http_addr", "train.token_env", "train.trainer_timeout", "train.trainer_command",
+	"train.server_command", "train.max_failed_fraction", "train.server_start_timeout",
+	"log.",
+}
+
+// Operational reports whether key may change when a run resumes.
+func Operational(key string) bool {
+	for _, k := range operationalKeys {
+		if key == k || (strings.HasSuffix(k, ".") && strings.HasPrefix(key, k)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Changes lists the keys whose values differ from a to b, in key order,
+// split into the operational ones (Operational) and the others.
+func Changes(a, b Config) (operational, frozen []Change) {
+	la := leaves(reflect.ValueOf(&a).Elem(), "", nil)
+	lb := leaves(reflect.ValueOf(&b).Elem(), "", nil)
+	vb := map[string]reflect.Value{}
+	for _, l := range lb {
+		vb[l.key] = l.v
+	}
+	for _, l := range la {
+		w, ok := vb[l.key]
+		if !ok || reflect.DeepEqual(l.v.Interface(), w.Interface()) {
+			continue
+		}
+		c := Change{Key: l.key, Old: show(l.v), New: show(w)}
+		if Operational(l.key) {
+			operational = append(operational, c)
+		} else {
+			frozen = append(frozen, c)
+		}
+	}
+	if !reflect.DeepEqual(a.Roles, b.Roles) {
+		frozen = append(frozen, Change{Key: "roles", Old: fmt.Sprint(a.Roles), New: fmt.Sprint(b.Roles)})
+	}
+	return operational, frozen
+}
+
+// show renders a config value for a message.
+func show(v reflect.Value) string {
+	if v.Kind() == reflect.Slice && v.Len() == 0 {
+		return "[]"
+	}
+	return fmt.Sprint(v.Interface())
+}

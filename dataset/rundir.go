@@ -1,11 +1,15 @@
 package dataset
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/parleyhq/parley/internal/fsutil"
 )
 
 // File and directory names of a run directory.
@@ -112,6 +116,36 @@ func (d RunDir) CheckpointDir(step int) string {
 
 // DonePath is checkpoints/step-N/DONE.
 func (d RunDir) DonePath(step int) string { return filepath.Join(d.CheckpointDir(step), DoneFile) }
+
+// Files lists the run files the directory holds (config.yaml, state.json,
+// metrics.jsonl, and batches/, rollouts/ or checkpoints/ when not empty):
+// any of them means a run exists there. A missing directory holds none.
+func (d RunDir) Files() ([]string, error) {
+	var out []string
+	for _, name := range []string{ConfigFile, StateFile, MetricsFile} {
+		if _, err := os.Stat(filepath.Join(string(d), name)); err == nil {
+			out = append(out, name)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("dataset.RunDir.Files: %w", err)
+		}
+	}
+	for _, name := range []string{BatchesDirName, RolloutsDirName, CheckpointsDirName} {
+		entries, err := os.ReadDir(filepath.Join(string(d), name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("dataset.RunDir.Files: %w", err)
+		}
+		for _, e := range entries {
+			if !fsutil.IsTemp(e.Name()) {
+				out = append(out, name+"/")
+				break
+			}
+		}
+	}
+	return out, nil
+}
 
 // Create makes the run directory and its batches/, rollouts/ and
 // checkpoints/ subdirectories; existing ones are kept.

@@ -134,7 +134,7 @@ func TestBadServers(t *testing.T) {
 				url = srv.URL
 			}
 			opts := testOptions(url)
-			opts.BackoffBase, opts.BackoffMax = 50*time.Millisecond, time.Second
+			opts.Retry.BackoffBase, opts.Retry.BackoffMax = 50*time.Millisecond, time.Second
 			c := newTestClient(t, opts)
 			start := time.Now()
 			err := tt.op(c)
@@ -185,8 +185,8 @@ func TestRefusedAfterAnsweringIsRetried(t *testing.T) {
 	srv.Close()
 	waits := recordSleeps(c)
 	err := complete1(c)
-	if err == nil || errors.Is(err, ErrNotRunning) || len(*waits) != DefaultMaxRetries {
-		t.Errorf("after the server went away: %v after %d retries; want the retry budget spent (%d) and no ErrNotRunning", err, len(*waits), DefaultMaxRetries)
+	if err == nil || errors.Is(err, ErrNotRunning) || len(*waits) != DefaultRetry.MaxRetries {
+		t.Errorf("after the server went away: %v after %d retries; want the retry budget spent (%d) and no ErrNotRunning", err, len(*waits), DefaultRetry.MaxRetries)
 	}
 }
 

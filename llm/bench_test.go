@@ -260,7 +260,7 @@ func BenchmarkDecodeCompletion(b *testing.B) {
 	body := completionJSON(benchPrompt(), 1, benchGen())
 	req := CompletionRequest{Prompt: benchPrompt(), Sampling: Sampling{MaxTokens: benchGenLen}}
 	_, sent := appendCompletionBody(nil, &req)
-	b.Run("jreader", func(b *testing.B) {
+	b.Run("jsonfast", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))
 		defer cpuPerOp(b, "cpu-µs/op")()

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/parleyhq/parley/internal/retry"
 	"go.uber.org/zap"
 )
 
@@ -20,12 +21,15 @@ import (
 const (
 	DefaultMaxConcurrentPerEndpoint = 256
 	DefaultRequestTimeout           = 120 * time.Second
-	DefaultMaxRetries               = 8
-	DefaultBackoffBase              = 200 * time.Millisecond
-	DefaultBackoffMax               = 20 * time.Second
 	DefaultDownAfter                = 3
 	DefaultDownFor                  = 10 * time.Second
 )
+
+// DefaultRetry is the policy client's retry policy for zero Options.Retry
+// fields: a local inference server restarts in seconds, so retries come
+// sooner and more often than the chat client's (retry.Default), and a
+// Retry-After is honoured up to a minute.
+var DefaultRetry = retry.Policy{MaxRetries: 8, BackoffBase: 200 * time.Millisecond, BackoffMax: 20 * time.Second, AfterMax: time.Minute}
 
 // ErrClosed is returned by calls made after Close.
 var ErrClosed = errors.New("llm: client is closed")
@@ -45,14 +49,10 @@ type Options struct {
 	// RequestTimeout bounds one attempt (connect, send, wait, read). An
 	// attempt that runs past it counts as a hang and is retried.
 	RequestTimeout time.Duration
-	// MaxRetries is the number of retries after the first attempt. Zero
-	// means DefaultMaxRetries; a negative value disables retries.
-	MaxRetries int
-	// BackoffBase and BackoffMax shape the full-jitter exponential backoff
-	// between attempts: a uniform wait in [0, min(BackoffMax,
-	// BackoffBase*2^retry)]. A Retry-After header replaces it, capped at
-	// 3*BackoffMax.
-	BackoffBase, BackoffMax time.Duration
+	// Retry is the retry policy: how many retries after the first attempt
+	// (negative: none), the full-jitter backoff between attempts, and the
+	// cap on a server's Retry-After. Zero fields take DefaultRetry's.
+	Retry retry.Policy
 	// HealthInterval, when positive, runs GET /health on every endpoint at
 	// that interval in the background; failing endpoints are taken out of
 	// rotation until a check passes. Zero disables background checks.
@@ -126,20 +126,7 @@ func New(opts Options) (*Client, error) {
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = DefaultRequestTimeout
 	}
-	if opts.MaxRetries == 0 {
-		opts.MaxRetries = DefaultMaxRetries
-	} else if opts.MaxRetries < 0 {
-		opts.MaxRetries = 0
-	}
-	if opts.BackoffBase <= 0 {
-		opts.BackoffBase = DefaultBackoffBase
-	}
-	if opts.BackoffMax <= 0 {
-		opts.BackoffMax = DefaultBackoffMax
-	}
-	if opts.BackoffMax < opts.BackoffBase {
-		opts.BackoffMax = opts.BackoffBase
-	}
+	opts.Retry = opts.Retry.WithDefaults(DefaultRetry)
 	if opts.DownAfter <= 0 {
 		opts.DownAfter = DefaultDownAfter
 	}
@@ -153,7 +140,7 @@ func New(opts Options) (*Client, error) {
 	c := &Client{
 		opts:        opts,
 		log:         log,
-		maxAttempts: 1 + opts.MaxRetries,
+		maxAttempts: opts.Retry.Attempts(),
 		sleep:       sleepCtx,
 	}
 	seen := make(map[string]bool, len(opts.Endpoints))

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/parleyhq/parley/internal/jsonenc"
+	"github.com/parleyhq/parley/internal/jsonfast"
 )
 
 const pathCompletions = "/v1/completions"
@@ -93,7 +93,7 @@ func appendCompletionBody(b []byte, req *CompletionRequest) ([]byte, sentPrompt)
 	b = append(b, '{')
 	if req.Model != "" {
 		b = append(b, `"model":`...)
-		b = jsonenc.AppendString(b, req.Model)
+		b = jsonfast.AppendString(b, req.Model)
 		b = append(b, ',')
 	}
 	b = append(b, `"prompt":`...)
@@ -104,7 +104,7 @@ func appendCompletionBody(b []byte, req *CompletionRequest) ([]byte, sentPrompt)
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendTokenID(b, t)
+		b = jsonfast.AppendInt32(b, t)
 		d.add(int64(t))
 	}
 	b = append(b, ']')
@@ -139,7 +139,7 @@ func appendCompletionBody(b []byte, req *CompletionRequest) ([]byte, sentPrompt)
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = jsonenc.AppendString(b, s)
+			b = jsonfast.AppendString(b, s)
 		}
 		b = append(b, ']')
 	}
@@ -162,7 +162,7 @@ type choiceState struct {
 // decodeCompletion decodes and checks a completion response holding want
 // choices for the prompt sent. It reads only index, text, finish_reason,
 // token_ids, prompt_token_ids and logprobs.token_logprobs, skipping the
-// rest (see jreader).
+// rest (see jsonfast.Reader).
 func decodeCompletion(body []byte, want int, sent sentPrompt) ([]Completion, error) {
 	prompt := sent.digest
 	chs, err := parseChoices(body, want, sent)
@@ -203,17 +203,17 @@ func decodeCompletion(body []byte, want int, sent sentPrompt) ([]Completion, err
 // prompt_token_ids byte-identical to sent.raw (the prompt as encoded in the
 // request) is taken without parsing it.
 func parseChoices(body []byte, want int, sent sentPrompt) ([]choiceState, error) {
-	r := &jreader{b: body}
+	r := jsonfast.NewReader(body)
 	var chs []choiceState
-	err := r.object(func(key []byte) error {
-		if !keyIs(key, "choices") {
-			return r.skip()
+	err := r.Object(func(key []byte) error {
+		if !jsonfast.KeyIs(key, "choices") {
+			return r.Skip()
 		}
 		chs = make([]choiceState, 0, want)
-		if isNull, err := r.null(); isNull || err != nil {
+		if isNull, err := r.Null(); isNull || err != nil {
 			return err
 		}
-		return r.array(func(int) error {
+		return r.Array(func(int) error {
 			chs = append(chs, choiceState{})
 			return parseChoice(r, &chs[len(chs)-1], sent)
 		})
@@ -221,87 +221,88 @@ func parseChoices(body []byte, want int, sent sentPrompt) ([]choiceState, error)
 	if err != nil {
 		return nil, err
 	}
-	return chs, r.end()
+	return chs, r.End()
 }
 
 // parseChoice reads one choice object.
-func parseChoice(r *jreader, ch *choiceState, sent sentPrompt) error {
-	return r.object(func(key []byte) error {
+func parseChoice(r *jsonfast.Reader, ch *choiceState, sent sentPrompt) error {
+	return r.Object(func(key []byte) error {
 		var err error
 		switch {
-		case keyIs(key, "index"):
+		case jsonfast.KeyIs(key, "index"):
 			var v int64
-			if isNull, nerr := r.null(); isNull || nerr != nil {
+			if isNull, nerr := r.Null(); isNull || nerr != nil {
 				return nerr
 			}
-			v, err = r.int()
+			v, err = r.Int()
 			ch.index = int(v)
-		case keyIs(key, "text"):
-			ch.text, err = r.strOrNull()
-		case keyIs(key, "finish_reason"):
-			ch.finish, err = r.strOrNull()
-		case keyIs(key, "token_ids"):
+		case jsonfast.KeyIs(key, "text"):
+			ch.text, err = r.StrOrNull()
+		case jsonfast.KeyIs(key, "finish_reason"):
+			ch.finish, err = r.StrOrNull()
+		case jsonfast.KeyIs(key, "token_ids"):
 			ch.ids, ch.hasIDs, err = readTokenIDs(r)
-		case keyIs(key, "prompt_token_ids"):
-			if len(sent.raw) > 0 && r.peek() == '[' && bytes.HasPrefix(r.b[r.i:], sent.raw) {
-				r.i += len(sent.raw) // the prompt as sent, byte for byte
+		case jsonfast.KeyIs(key, "prompt_token_ids"):
+			if len(sent.raw) > 0 && r.Peek() == '[' && bytes.HasPrefix(r.Rest(), sent.raw) {
+				r.Advance(len(sent.raw)) // the prompt as sent, byte for byte
 				ch.echo, ch.hasEcho = sent.digest, true
 				return nil
 			}
 			ch.echo, ch.hasEcho, err = readDigest(r)
-		case keyIs(key, "logprobs"):
+		case jsonfast.KeyIs(key, "logprobs"):
 			ch.lps, ch.hasLogprobs, err = readLogprobs(r)
 		default:
-			err = r.skip()
+			err = r.Skip()
 		}
 		return err
 	})
 }
 
 // readTokenIDs reads null or an array of token ids.
-func readTokenIDs(r *jreader) ([]int32, bool, error) {
-	if isNull, err := r.null(); isNull || err != nil {
+func readTokenIDs(r *jsonfast.Reader) ([]int32, bool, error) {
+	if isNull, err := r.Null(); isNull || err != nil {
 		return nil, false, err
 	}
-	ids, err := r.tokenIDs(make([]int32, 0, arrayLenHint(r.b[r.i:])), nil)
+	ids := make([]int32, 0, arrayLenHint(r.Rest()))
+	err := r.Uint31s(func(v int32) { ids = append(ids, v) })
 	return ids, true, err
 }
 
 // readDigest reads null or an array of token ids into a digest.
-func readDigest(r *jreader) (tokenDigest, bool, error) {
+func readDigest(r *jsonfast.Reader) (tokenDigest, bool, error) {
 	var d tokenDigest
-	if isNull, err := r.null(); isNull || err != nil {
+	if isNull, err := r.Null(); isNull || err != nil {
 		return d, false, err
 	}
-	_, err := r.tokenIDs(nil, &d)
+	err := r.Uint31s(func(v int32) { d.add(int64(v)) })
 	return d, true, err
 }
 
 // readLogprobs reads a choice's logprobs object for token_logprobs.
-func readLogprobs(r *jreader) ([]float32, bool, error) {
-	if isNull, err := r.null(); isNull || err != nil {
+func readLogprobs(r *jsonfast.Reader) ([]float32, bool, error) {
+	if isNull, err := r.Null(); isNull || err != nil {
 		return nil, false, err
 	}
 	var lps []float32
 	has := false
-	err := r.object(func(key []byte) error {
-		if !keyIs(key, "token_logprobs") {
-			return r.skip()
+	err := r.Object(func(key []byte) error {
+		if !jsonfast.KeyIs(key, "token_logprobs") {
+			return r.Skip()
 		}
-		if isNull, err := r.null(); isNull || err != nil {
+		if isNull, err := r.Null(); isNull || err != nil {
 			lps, has = nil, false
 			return err
 		}
 		has = true
-		lps = make([]float32, 0, arrayLenHint(r.b[r.i:]))
-		return r.array(func(k int) error {
-			if isNull, err := r.null(); isNull || err != nil {
+		lps = make([]float32, 0, arrayLenHint(r.Rest()))
+		return r.Array(func(k int) error {
+			if isNull, err := r.Null(); isNull || err != nil {
 				if err == nil {
 					err = fmt.Errorf("token_logprobs[%d] is null", k)
 				}
 				return err
 			}
-			v, err := r.float32()
+			v, err := r.Float32()
 			lps = append(lps, v)
 			return err
 		})

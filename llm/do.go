@@ -99,10 +99,7 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 			}
 			return fmt.Errorf("gave up after %d attempts: %w", attempt, err)
 		}
-		wait := c.backoff(attempt)
-		if retryAfter >= 0 {
-			wait = min(retryAfter, 3*c.opts.BackoffMax)
-		}
+		wait := c.backoff(attempt, retryAfter)
 		c.stats.retries.Add(1)
 		c.log.Debug("llm: retrying",
 			zap.String("path", cl.path), zap.String("endpoint", ep.name),
@@ -114,13 +111,16 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 	}
 }
 
-// backoff returns the full-jitter wait after the n-th failed attempt
-// (1-based): uniform in [0, min(BackoffMax, BackoffBase*2^(n-1))]. The
-// mutex serialises the shared rng.
-func (c *Client) backoff(n int) time.Duration {
+// backoff returns the wait after the n-th failed attempt (1-based): the
+// server's Retry-After (after >= 0), capped at the policy's AfterMax, or
+// else the full-jitter backoff. The mutex serialises the shared rng.
+func (c *Client) backoff(n int, after time.Duration) time.Duration {
+	if after >= 0 {
+		return min(after, c.opts.Retry.AfterMax)
+	}
 	c.rngMu.Lock()
 	defer c.rngMu.Unlock()
-	return retry.Backoff(n, c.opts.BackoffBase, c.opts.BackoffMax, c.rng)
+	return c.opts.Retry.Wait(n, 0, c.rng)
 }
 
 // attempt makes one HTTP exchange with ep. It returns the server's

@@ -11,16 +11,17 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/parleyhq/parley/internal/retry"
 )
 
 // testOptions returns options with millisecond backoffs for tests.
 func testOptions(urls ...string) Options {
 	return Options{
 		Endpoints:      urls,
-		BackoffBase:    time.Millisecond,
-		BackoffMax:     4 * time.Millisecond,
 		RequestTimeout: 10 * time.Second,
 		JitterSeed:     1,
+		Retry:          retry.Policy{BackoffBase: time.Millisecond, BackoffMax: 4 * time.Millisecond},
 	}
 }
 

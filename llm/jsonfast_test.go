@@ -2,9 +2,10 @@ package llm
 
 import (
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/parleyhq/parley/internal/jsonfast"
 )
 
 func TestReadTokenIDs(t *testing.T) {
@@ -30,10 +31,10 @@ func TestReadTokenIDs(t *testing.T) {
 		{`{}`, nil, true, true},
 	}
 	for _, tt := range tests {
-		r := &jreader{b: []byte(tt.in)}
+		r := jsonfast.NewReader([]byte(tt.in))
 		got, present, err := readTokenIDs(r)
 		if err == nil {
-			err = r.end()
+			err = r.End()
 		}
 		if (err != nil) != tt.wantErr {
 			t.Errorf("readTokenIDs(%s) error = %v, want error %v", tt.in, err, tt.wantErr)
@@ -65,7 +66,7 @@ func TestReadLogprobs(t *testing.T) {
 		{`{"token_logprobs":[-]}`, nil, true, "want a value"},
 	}
 	for _, tt := range tests {
-		got, present, err := readLogprobs(&jreader{b: []byte(tt.in)})
+		got, present, err := readLogprobs(jsonfast.NewReader([]byte(tt.in)))
 		if tt.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("readLogprobs(%s) error = %v, want one containing %q", tt.in, err, tt.wantErr)
@@ -80,21 +81,13 @@ func TestReadLogprobs(t *testing.T) {
 
 func TestDigest(t *testing.T) {
 	ids := []int32{151644, 872, 198, 0, 5}
-	d, present, err := readDigest(&jreader{b: []byte(`[151644,872,198,0,5]`)})
+	d, present, err := readDigest(jsonfast.NewReader([]byte(`[151644,872,198,0,5]`)))
 	if err != nil || !present || d != digestOf(ids) {
 		t.Errorf("readDigest = %+v, %v, %v; want %+v", d, present, err, digestOf(ids))
 	}
 	for _, other := range [][]int32{{151644, 872, 198, 0}, {151644, 872, 198, 5, 0}, {151644, 872, 198, 0, 6}} {
 		if digestOf(other) == d {
 			t.Errorf("digestOf(%v) equals digestOf(%v), want them to differ", other, ids)
-		}
-	}
-}
-
-func TestAppendTokenID(t *testing.T) {
-	for _, v := range []int32{0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 12345, 151645, 999999, 1000000, 2147483647} {
-		if got, want := string(appendTokenID([]byte("x"), v)), "x"+strconv.Itoa(int(v)); got != want {
-			t.Errorf("appendTokenID(%d) = %q, want %q", v, got, want)
 		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/parleyhq/parley/internal/jsonfast"
 )
 
 // refParseChoices is parseChoices written with encoding/json: the oracle
@@ -193,7 +195,7 @@ func FuzzParseChoices(f *testing.F) {
 
 func TestParseChoicesDepthLimit(t *testing.T) {
 	deep := []byte(`{"x":`)
-	for i := 0; i < maxJSONDepth+10; i++ {
+	for i := 0; i < jsonfast.MaxDepth+10; i++ {
 		deep = append(deep, '[')
 	}
 	if _, err := parseChoices(deep, 1, sentPrompt{}); err == nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parleyhq/parley/internal/retry"
 )
 
 func TestErrorShapes(t *testing.T) {
@@ -90,7 +92,7 @@ func TestRetryAfter(t *testing.T) {
 	}{
 		{"delta seconds", "2", time.Second, 2 * time.Second},
 		{"zero", "0", time.Second, 0},
-		{"capped at 3x BackoffMax", "3600", time.Second, 3 * time.Second},
+		{"capped at AfterMax (3s here)", "3600", time.Second, 3 * time.Second},
 		{"HTTP date", now.Add(90 * time.Second).UTC().Format(http.TimeFormat), time.Minute, 90 * time.Second},
 		{"garbage falls back to backoff", "soon", time.Second, -1},
 	}
@@ -107,7 +109,7 @@ func TestRetryAfter(t *testing.T) {
 				return true
 			}
 			opts := testOptions(f.srv.URL)
-			opts.BackoffBase, opts.BackoffMax = 100*time.Millisecond, tt.backoffMax
+			opts.Retry.BackoffBase, opts.Retry.BackoffMax, opts.Retry.AfterMax = 100*time.Millisecond, tt.backoffMax, 3*tt.backoffMax
 			c := newTestClient(t, opts)
 			waits := recordSleeps(c)
 			if _, err := c.Complete(context.Background(), simpleRequest()); err != nil {
@@ -128,8 +130,8 @@ func TestRetryAfter(t *testing.T) {
 					t.Errorf("wait for Retry-After %q = %v, want %v", tt.header, got, tt.want)
 				}
 			default:
-				if got < 0 || got > opts.BackoffBase {
-					t.Errorf("wait for Retry-After %q = %v, want a backoff in [0, %v]", tt.header, got, opts.BackoffBase)
+				if got < 0 || got > opts.Retry.BackoffBase {
+					t.Errorf("wait for Retry-After %q = %v, want a backoff in [0, %v]", tt.header, got, opts.Retry.BackoffBase)
 				}
 			}
 			if s := c.Stats(); s.Retries != 1 || s.ByStatus[429] != 1 || s.ByStatus[200] != 1 {
@@ -140,12 +142,12 @@ func TestRetryAfter(t *testing.T) {
 }
 
 func TestBackoffIsFullJitterAndCapped(t *testing.T) {
-	c := newTestClient(t, Options{Endpoints: []string{"http://127.0.0.1:1"}, BackoffBase: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond, JitterSeed: 7})
+	c := newTestClient(t, Options{Endpoints: []string{"http://127.0.0.1:1"}, Retry: retry.Policy{BackoffBase: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond}, JitterSeed: 7})
 	for retry := 1; retry <= 10; retry++ {
 		ceil := min(10*time.Millisecond<<(retry-1), 50*time.Millisecond)
 		var top time.Duration
 		for i := 0; i < 200; i++ {
-			d := c.backoff(retry)
+			d := c.backoff(retry, -1)
 			if d < 0 || d > ceil {
 				t.Fatalf("backoff(%d) = %v, want in [0, %v]", retry, d, ceil)
 			}
@@ -186,7 +188,7 @@ func TestRetryOn5xxThenSuccess(t *testing.T) {
 func TestGiveUpAfterMaxRetries(t *testing.T) {
 	f := serveFixed(t, http.StatusBadGateway, []byte(`{"error":{"message":"upstream down","type":"BadGateway","code":502}}`))
 	opts := testOptions(f.srv.URL)
-	opts.MaxRetries = 2
+	opts.Retry.MaxRetries = 2
 	c := newTestClient(t, opts)
 	_, err := c.Complete(context.Background(), simpleRequest())
 	var apiErr *APIError
@@ -207,7 +209,7 @@ func TestGiveUpAfterMaxRetries(t *testing.T) {
 func TestNoRetriesWhenNegative(t *testing.T) {
 	f := serveFixed(t, http.StatusServiceUnavailable, nil)
 	opts := testOptions(f.srv.URL)
-	opts.MaxRetries = -1
+	opts.Retry.MaxRetries = -1
 	c := newTestClient(t, opts)
 	if _, err := c.Complete(context.Background(), simpleRequest()); err == nil {
 		t.Fatal("Complete against a 503 = nil error")
@@ -246,7 +248,7 @@ func TestHangExhaustsRetriesWithClearError(t *testing.T) {
 	}
 	opts := testOptions(f.srv.URL)
 	opts.RequestTimeout = 30 * time.Millisecond
-	opts.MaxRetries = 1
+	opts.Retry.MaxRetries = 1
 	opts.DownAfter = 100
 	c := newTestClient(t, opts)
 	_, err := c.Complete(context.Background(), simpleRequest())
@@ -315,7 +317,7 @@ func TestContextCancelStopsRetries(t *testing.T) {
 	t.Run("during backoff", func(t *testing.T) {
 		f := serveFixed(t, http.StatusServiceUnavailable, nil)
 		opts := testOptions(f.srv.URL)
-		opts.BackoffBase, opts.BackoffMax = time.Hour, time.Hour
+		opts.Retry.BackoffBase, opts.Retry.BackoffMax = time.Hour, time.Hour
 		c := newTestClient(t, opts)
 		ctx, cancel := context.WithCancel(context.Background())
 		c.sleep = func(sctx context.Context, d time.Duration) error {

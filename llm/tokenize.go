@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/parleyhq/parley/internal/jsonfast"
 )
 
 const (
@@ -16,33 +18,33 @@ const (
 // parseTokenize reads vLLM's TokenizeResponse {count, max_model_len,
 // tokens}.
 func parseTokenize(body []byte) (TokenizeResult, error) {
-	r := &jreader{b: body}
+	r := jsonfast.NewReader(body)
 	var out TokenizeResult
 	count := -1
 	hasTokens := false
-	err := r.object(func(key []byte) error {
+	err := r.Object(func(key []byte) error {
 		var err error
 		switch {
-		case keyIs(key, "tokens"):
+		case jsonfast.KeyIs(key, "tokens"):
 			out.Tokens, hasTokens, err = readTokenIDs(r)
-		case keyIs(key, "count"), keyIs(key, "max_model_len"):
-			if isNull, nerr := r.null(); isNull || nerr != nil {
+		case jsonfast.KeyIs(key, "count"), jsonfast.KeyIs(key, "max_model_len"):
+			if isNull, nerr := r.Null(); isNull || nerr != nil {
 				return nerr
 			}
 			var v int64
-			v, err = r.int()
-			if keyIs(key, "count") {
+			v, err = r.Int()
+			if jsonfast.KeyIs(key, "count") {
 				count = int(v)
 			} else {
 				out.MaxModelLen = int(v)
 			}
 		default:
-			err = r.skip()
+			err = r.Skip()
 		}
 		return err
 	})
 	if err == nil {
-		err = r.end()
+		err = r.End()
 	}
 	if err != nil {
 		return TokenizeResult{}, fmt.Errorf("%w: decoding the tokenization: %v", ErrBadResponse, err)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parleyhq/parley/internal/retry"
 )
 
 // TestVLLMBadInput asks a real vLLM (PARLEY_VLLM_URL, PARLEY_VLLM_MODEL)
@@ -18,7 +20,7 @@ func TestVLLMBadInput(t *testing.T) {
 	if base == "" || model == "" {
 		t.Skip("PARLEY_VLLM_URL and PARLEY_VLLM_MODEL unset: no real vLLM to ask (the CI harness sets them)")
 	}
-	c := newTestClient(t, Options{Endpoints: []string{base}, RequestTimeout: 5 * time.Minute, MaxRetries: 3})
+	c := newTestClient(t, Options{Endpoints: []string{base}, RequestTimeout: 5 * time.Minute, Retry: retry.Policy{MaxRetries: 3}})
 	ctx := context.Background()
 	info, err := c.Preflight(ctx, model)
 	if err != nil {

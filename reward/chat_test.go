@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/internal/retry"
 	"github.com/parleyhq/parley/llm/chat"
 	"github.com/parleyhq/parley/llm/chat/chattest"
 	"go.uber.org/zap"
@@ -141,10 +142,11 @@ func TestPersistentFailureMarksRolloutUnjudged(t *testing.T) {
 	}
 }
 
-// TestMaxRetriesIsLiteral checks that max_retries 0 makes one attempt and
-// a negative value is taken as 0 (judge.max_retries: 0 once made 6).
-func TestMaxRetriesIsLiteral(t *testing.T) {
-	for _, n := range []int{0, -1, 2} {
+// TestMaxRetries checks the attempts a retry policy makes: a config's
+// max_retries 0 (retry.Count: judge.max_retries: 0 once made 6 attempts)
+// and a negative MaxRetries make one, 2 makes three.
+func TestMaxRetries(t *testing.T) {
+	for _, n := range []int{retry.Count(retry.Default, 0).MaxRetries, -1, 2} {
 		srv := chattest.NewFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chattest.Body) {
 			chattest.WriteError(w, http.StatusInternalServerError, "down")
 		})

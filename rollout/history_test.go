@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/internal/retry"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/rollout"
 	"github.com/parleyhq/parley/sim"
@@ -189,7 +190,7 @@ func TestHistoryVLLM(t *testing.T) {
 	rec := newRecorder()
 	ts := httptest.NewServer(rec.wrap(httputil.NewSingleHostReverseProxy(target)))
 	defer ts.Close()
-	clientOpts := llm.Options{RequestTimeout: 5 * time.Minute, MaxRetries: 2}
+	clientOpts := llm.Options{RequestTimeout: 5 * time.Minute, Retry: retry.Policy{MaxRetries: 2}}
 	client, err := llm.New(llm.Options{Endpoints: []string{ts.URL}, RequestTimeout: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)

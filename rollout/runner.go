@@ -122,6 +122,34 @@ type Summary struct {
 	Elapsed     time.Duration `json:"elapsed_ns"`
 	PerSecond   float64       `json:"rollouts_per_second"`
 	FailedIDs   []string      `json:"failed_ids,omitempty"`
+	// Errors counts the failed rollouts by cause (the innermost error's
+	// message), so one line per kind of failure can be reported.
+	Errors map[string]int `json:"errors,omitempty"`
+	// FirstErr is the first failure, with its error chain (errors.Is works
+	// on it: llm.ErrEngineDead, llm.ErrNotRunning, …); nil when none failed.
+	FirstErr error `json:"-"`
+}
+
+// countError adds a failed rollout's error to the counts.
+func (s *Summary) countError(err error) {
+	if err == nil {
+		return
+	}
+	if s.FirstErr == nil {
+		s.FirstErr = err
+	}
+	root := err
+	for {
+		next := errors.Unwrap(root)
+		if next == nil {
+			break
+		}
+		root = next
+	}
+	if s.Errors == nil {
+		s.Errors = map[string]int{}
+	}
+	s.Errors[root.Error()]++
 }
 
 // Add counts one written rollout.
@@ -151,6 +179,7 @@ func (s *Summary) Add(r *dataset.Rollout) {
 // does not keep.
 type played struct {
 	rec                      *dataset.Rollout
+	err                      error // the failure, with its chain
 	promptTokensSent, closed int
 }
 
@@ -239,6 +268,7 @@ func (r *Runner) Run(ctx context.Context, prompts []dataset.Prompt, sink func(*d
 			continue
 		}
 		sum.Add(p.rec)
+		sum.countError(p.err)
 		if !p.rec.Failed {
 			sum.PromptTokensSent += int64(p.promptTokensSent)
 			sum.ClosedTurns += int64(p.closed)
@@ -313,7 +343,7 @@ func (r *Runner) playOne(ctx context.Context, p dataset.Prompt, group, index int
 		}
 		rec.Failed = true
 		rec.Error = err.Error()
-		r.opts.Logger.Warn("rollout failed", zap.String("rollout_id", rec.RolloutID), zap.Error(err))
+		r.opts.Logger.Debug("rollout failed", zap.String("rollout_id", rec.RolloutID), zap.Error(err))
 	}
-	return played{rec: rec, promptTokensSent: agents.PromptTokensSent, closed: agents.ClosedTurns}
+	return played{rec: rec, err: err, promptTokensSent: agents.PromptTokensSent, closed: agents.ClosedTurns}
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/internal/retry"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/rollout"
 	"github.com/parleyhq/parley/rollout/deliberation"
@@ -353,7 +354,7 @@ func TestSimRolloutFaults(t *testing.T) {
 	defer fs.Close()
 	defer faulty.Close()
 
-	opts := llm.Options{RequestTimeout: 2 * time.Second, MaxRetries: 12, BackoffBase: 5 * time.Millisecond, BackoffMax: 200 * time.Millisecond}
+	opts := llm.Options{RequestTimeout: 2 * time.Second, Retry: retry.Policy{MaxRetries: 12, BackoffBase: 5 * time.Millisecond, BackoffMax: 200 * time.Millisecond}}
 	want, _ := runSim(t, cs.URL, prompts, 8, opts)
 	got, sum := runSim(t, fs.URL, prompts, 8, opts)
 	st := faulty.Stats()

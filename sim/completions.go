@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/parleyhq/parley/internal/jsonfast"
 )
 
 // completionRequest is the subset of vLLM's CompletionRequest the simulator
@@ -319,7 +321,7 @@ var lpTable, lpText = func() (v [lpTableSize]float64, txt [lpTableSize]string) {
 		u := (float64(k) + 0.5) / lpTableSize
 		x := float64(float32(-0.005 + 0.6*math.Log1p(-u)))
 		v[k] = max(x, -20)
-		txt[k] = string(appendFloat(nil, v[k]))
+		txt[k] = string(jsonfast.AppendFloat32(nil, v[k]))
 	}
 	return v, txt
 }()

@@ -30,6 +30,32 @@ type Done struct {
 	AdapterPath string             `json:"adapter_path,omitempty"`
 }
 
+// RefusedFile is the marker a trainer writes in a step's checkpoint
+// directory, instead of DONE, when it refuses the step's batch (a schema
+// it does not read, a checksum that does not match): {"step": N,
+// "reason": "…"}. parley stops the run with the reason.
+const RefusedFile = "REFUSED"
+
+// Refused is a trainer's refusal of a step's batch.
+type Refused struct {
+	Step   int    `json:"step"`
+	Reason string `json:"reason"`
+}
+
+// ReadRefused reads checkpointDir/REFUSED; ok is false when there is none
+// (or it does not parse yet).
+func ReadRefused(checkpointDir string) (Refused, bool) {
+	b, err := os.ReadFile(filepath.Join(checkpointDir, RefusedFile))
+	if err != nil {
+		return Refused{}, false
+	}
+	var r Refused
+	if json.Unmarshal(b, &r) != nil || r.Reason == "" {
+		return Refused{}, false
+	}
+	return r, true
+}
+
 // maxDoneBytes bounds a DONE marker.
 const maxDoneBytes = 1 << 20
 

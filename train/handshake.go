@@ -108,6 +108,12 @@ type HandshakeOptions struct {
 //	    (or "status":"exists" when the step was already done: a retried
 //	    upload is harmless); 400 on a bad archive, 404 if the batch was
 //	    never ready, 413 over the size cap.
+//	POST /v1/batches/{step}/refused
+//	    Body: {"reason": "…"} (at most 64 KiB): the trainer refuses the
+//	    step's batch (a schema it does not read, a checksum that does not
+//	    match). The server writes checkpoints/step-N/REFUSED (Refused) and
+//	    parley stops the run with the reason. 200 {"status":"ok"}; 409 if
+//	    the step is already done.
 //
 // {step} is parsed as a decimal integer; every path the server opens is
 // built from that integer through dataset.RunDir. The only request data that names
@@ -201,6 +207,7 @@ func NewHandshakeServer(opts HandshakeOptions) (*HandshakeServer, error) {
 	mux.HandleFunc("GET /v1/batches/next", s.handleNext)
 	mux.HandleFunc("GET /v1/batches/{step}", s.handleBatch)
 	mux.HandleFunc("POST /v1/batches/{step}/done", s.handleDone)
+	mux.HandleFunc("POST /v1/batches/{step}/refused", s.handleRefused)
 	s.handler = s.authenticate(mux)
 	s.srv = &http.Server{
 		Handler:           s.handler,
@@ -462,6 +469,38 @@ func (e *uploadError) Unwrap() error { return e.err }
 
 func badUpload(format string, args ...any) error {
 	return &uploadError{code: http.StatusBadRequest, err: fmt.Errorf(format, args...)}
+}
+
+func (s *HandshakeServer) handleRefused(w http.ResponseWriter, r *http.Request) {
+	step, ok := parseStep(r.PathValue("step"))
+	if !ok {
+		writeError(w, http.StatusBadRequest, "step must be a non-negative decimal integer")
+		return
+	}
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+	if err := dec.Decode(&body); err != nil || strings.TrimSpace(body.Reason) == "" {
+		writeError(w, http.StatusBadRequest, `body must be {"reason": "…"} with a reason`)
+		return
+	}
+	ck := s.dir.CheckpointDir(step)
+	if _, done, _ := ReadDone(ck); done {
+		writeError(w, http.StatusConflict, fmt.Sprintf("step %d is already done", step))
+		return
+	}
+	b, _ := json.Marshal(Refused{Step: step, Reason: body.Reason})
+	if err := os.MkdirAll(ck, 0o755); err != nil {
+		writeError(w, http.StatusInternalServerError, "cannot create the checkpoint directory")
+		return
+	}
+	if err := fsutil.WriteFileAtomic(filepath.Join(ck, RefusedFile), append(b, '\n'), 0o644); err != nil {
+		writeError(w, http.StatusInternalServerError, "cannot write REFUSED")
+		return
+	}
+	s.log.Warn("the trainer refused a batch", zap.Int("step", step), zap.String("reason", body.Reason))
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 }
 
 func (s *HandshakeServer) handleDone(w http.ResponseWriter, r *http.Request) {

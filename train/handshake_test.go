@@ -668,3 +668,38 @@ func TestNewToken(t *testing.T) {
 		t.Errorf("NewToken() = %q, %q; want two distinct 64-hex-digit tokens", a, b)
 	}
 }
+
+// TestHandshakeRefused: a remote trainer's refusal reaches the run
+// directory as REFUSED, which the loop reads.
+func TestHandshakeRefused(t *testing.T) {
+	s, run, _ := newTestServer(t, nil)
+	writeBatch(t, run, 3, "parquet")
+	tests := []struct {
+		path, body string
+		code       int
+	}{
+		{"/v1/batches/3/refused", `{"reason":"sha256 mismatch"}`, http.StatusOK},
+		{"/v1/batches/3/refused", `{"reason":"  "}`, http.StatusBadRequest},
+		{"/v1/batches/x/refused", `{"reason":"r"}`, http.StatusBadRequest},
+		{"/v1/batches/3/refused", `not json`, http.StatusBadRequest},
+	}
+	for _, tt := range tests {
+		resp, b := request(t, s, http.MethodPost, tt.path, testToken, strings.NewReader(tt.body))
+		if resp.StatusCode != tt.code {
+			t.Errorf("POST %s %s = %d %s, want %d", tt.path, tt.body, resp.StatusCode, b, tt.code)
+		}
+	}
+	ref, ok := ReadRefused(run.CheckpointDir(3))
+	if !ok || ref.Step != 3 || ref.Reason != "sha256 mismatch" {
+		t.Errorf("REFUSED = %+v, %v", ref, ok)
+	}
+	if resp, _ := request(t, s, http.MethodPost, "/v1/batches/3/refused", "", strings.NewReader(`{"reason":"r"}`)); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("refusal without the token = %d, want 401", resp.StatusCode)
+	}
+	if err := WriteDone(run.CheckpointDir(3), Done{Step: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := request(t, s, http.MethodPost, "/v1/batches/3/refused", testToken, strings.NewReader(`{"reason":"late"}`)); resp.StatusCode != http.StatusConflict {
+		t.Errorf("refusal of a done step = %d, want 409", resp.StatusCode)
+	}
+}

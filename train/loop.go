@@ -13,10 +13,12 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
+	"github.com/parleyhq/parley/internal/crashpoint"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
 	"go.uber.org/zap"
@@ -230,33 +232,103 @@ func (l *Loop) Run(ctx context.Context) error {
 	return nil
 }
 
-func (l *Loop) adapterPath(step int) string {
-	p, err := filepath.Abs(l.opts.Dir.CheckpointDir(step))
+// adapterFiles are the files a LoRA adapter folder must hold (peft's
+// save_pretrained): its config and its weights in one of two formats.
+var adapterFiles = [][]string{{"adapter_config.json"}, {"adapter_model.safetensors", "adapter_model.bin"}}
+
+// adapterDir returns the absolute path of the adapter trained on step: the
+// folder DONE's adapter_path names (relative to the checkpoint directory,
+// or absolute inside it), else the checkpoint directory itself, after
+// checking that it holds an adapter. An error names the step, what is
+// missing and what to remove to train the step again.
+func (l *Loop) adapterDir(step int, done Done) (string, error) {
+	ck, err := filepath.Abs(l.opts.Dir.CheckpointDir(step))
 	if err != nil {
-		return l.opts.Dir.CheckpointDir(step)
+		return "", fmt.Errorf("train.Loop step %d: %w", step, err)
 	}
-	return p
+	dir := done.AdapterPath
+	switch {
+	case dir == "" || dir == l.opts.Dir.CheckpointDir(step):
+		dir = ck
+	case !filepath.IsAbs(dir):
+		dir = filepath.Join(ck, dir)
+	}
+	if rel, err := filepath.Rel(ck, filepath.Clean(dir)); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("train.Loop step %d: DONE's adapter_path %q is outside %s: the trainer must write the adapter inside the step's checkpoint directory", step, done.AdapterPath, ck)
+	}
+	for _, alts := range adapterFiles {
+		found := false
+		for _, name := range alts {
+			if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return "", fmt.Errorf("train.Loop step %d: the trainer wrote DONE, but the adapter in %s has no %s: "+
+				"remove %s (the adapter and its DONE) to have step %d trained again from its batch",
+				step, dir, strings.Join(alts, " or "), l.opts.Dir.CheckpointDir(step), step)
+		}
+	}
+	return dir, nil
+}
+
+// trainedAdapter reads step's DONE and returns its checked adapter folder.
+func (l *Loop) trainedAdapter(step int) (string, error) {
+	done, ok, err := ReadDone(l.opts.Dir.CheckpointDir(step))
+	if err != nil {
+		return "", fmt.Errorf("train.Loop step %d: %w", step, err)
+	}
+	if !ok {
+		return "", fmt.Errorf("train.Loop step %d: state.json says it was trained, but %s has no DONE", step, l.opts.Dir.CheckpointDir(step))
+	}
+	return l.adapterDir(step, done)
 }
 
 func (l *Loop) sidecarPath(step int) string { return SidecarPath(l.opts.Dir, step) }
 
 // ensureBatch samples, judges and writes step's rollouts and batch unless
-// its batch is already written and verified.
+// they are final: a batch with a verified .ready, or any batch of a step
+// the trainer already finished (DONE). A step with DONE is never sampled
+// again, even when its batch no longer verifies; a pending batch that does
+// not verify is sampled again, and the log says why.
 func (l *Loop) ensureBatch(ctx context.Context, step int) error {
-	if _, err := dataset.VerifyBatch(l.opts.Dir.BatchPath(step), step); err == nil {
+	_, verr := dataset.VerifyBatch(l.opts.Dir.BatchPath(step), step)
+	_, trained, derr := ReadDone(l.opts.Dir.CheckpointDir(step))
+	if derr != nil {
+		return fmt.Errorf("train.Loop step %d: %w", step, derr)
+	}
+	if verr == nil || trained {
+		if verr != nil {
+			l.log.Warn("step was trained (DONE), but its batch no longer verifies; going on with its adapter and never sampling it again",
+				zap.Int("step", step), zap.Error(verr))
+		}
 		// The trainer may have trained this batch: never sample it again.
 		sc, err := l.readSidecar(step)
-		if err != nil {
+		switch {
+		case err == nil:
+			l.baseline = sc.RoleBaseline
+		case trained:
+			l.log.Warn("step was trained, but the metrics of its sampling are lost; its metrics line will hold the trainer's",
+				zap.Int("step", step), zap.Error(err))
+		default:
 			return fmt.Errorf("train.Loop: step %d's batch is written but its metrics are not: %w", step, err)
 		}
-		l.baseline = sc.RoleBaseline
 		l.log.Info("batch already written", zap.Int("step", step))
 		return nil
+	}
+	if _, err := os.Stat(l.opts.Dir.ReadyPath(step)); err == nil {
+		l.log.Warn("the step's written batch does not verify against its .ready; sampling it again",
+			zap.Int("step", step), zap.String("batch", l.opts.Dir.BatchPath(step)), zap.Error(verr))
 	}
 	// Load the sampling adapter again before every step: an inference
 	// server restarted since (or a resumed run) no longer holds it.
 	if l.state.Adapter != "" {
-		if err := l.opts.Adapters.LoadLoRA(ctx, l.state.Adapter, l.adapterPath(l.state.PolicyVersion)); err != nil {
+		dir, err := l.trainedAdapter(l.state.PolicyVersion)
+		if err != nil {
+			return err
+		}
+		if err := l.opts.Adapters.LoadLoRA(ctx, l.state.Adapter, dir); err != nil {
 			return fmt.Errorf("train.Loop step %d: load adapter %s: %w", step, l.state.Adapter, err)
 		}
 	}
@@ -297,9 +369,16 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 		return fmt.Errorf("train.Loop step %d: %w", step, err)
 	}
 	judgeSec := time.Since(t1).Seconds()
+	for cause, n := range sum.Errors {
+		l.log.Warn("rollouts failed", zap.Int("step", step), zap.Int("count", n), zap.String("cause", cause))
+	}
 	if failed := sum.Failed + res.Judge.Failed; float64(failed) > l.opts.MaxFailedFraction*float64(max(len(rs), 1)) {
-		return fmt.Errorf("train.Loop step %d: %d of %d rollouts failed (%d sampling, %d judging), more than train.max_failed_fraction %g; first error: %s",
-			step, failed, len(rs), sum.Failed, res.Judge.Failed, l.opts.MaxFailedFraction, firstError(rs))
+		msg := fmt.Sprintf("train.Loop step %d: %d of %d rollouts failed (%d sampling, %d judging), more than train.max_failed_fraction %g; first error",
+			step, failed, len(rs), sum.Failed, res.Judge.Failed, l.opts.MaxFailedFraction)
+		if sum.FirstErr != nil {
+			return fmt.Errorf("%s: %w", msg, sum.FirstErr)
+		}
+		return fmt.Errorf("%s: %s", msg, firstError(rs))
 	}
 	if len(res.Rows) == 0 {
 		l.log.Warn("the step's batch is empty (every group dropped or failed)", zap.Int("step", step),
@@ -315,6 +394,8 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 		"judge_failed": res.Judge.Failed, "judge_cached": res.Judge.Cached,
 		"groups": res.Advantage.Groups, "groups_dropped_zero_variance": res.Advantage.DroppedZeroVariance,
 		"prompt_tokens": sum.PromptTokens, "sampled_tokens": sum.SampledTokens, "prefix_breaks": sum.PrefixBreaks,
+		"sequences_per_rollout": sum.SequencesPerRollout, "trainer_tokens_per_sampled_token": sum.TrainerTokensPerSampled,
+		"prompt_tokens_sent": sum.PromptTokensSent, "closed_turns": sum.ClosedTurns,
 		"batch_rows": res.Batch.Rows, "batch_tokens": res.Batch.Tokens, "trained_tokens": res.Batch.TrainedTokens,
 		"sample_seconds": sampleSec, "judge_seconds": judgeSec,
 	}
@@ -346,10 +427,15 @@ func (l *Loop) finish(ctx context.Context, step int) error {
 	if err != nil {
 		return err
 	}
+	crashpoint.Hit("after-done") // the step trained, nothing recorded yet
 	waitSec := time.Since(t0).Seconds()
 	name := l.AdapterName(step)
-	if err := l.opts.Adapters.LoadLoRA(ctx, name, l.adapterPath(step)); err != nil {
-		return fmt.Errorf("train.Loop step %d: load adapter %s: %w", step, name, err)
+	dir, err := l.adapterDir(step, done)
+	if err != nil {
+		return err
+	}
+	if err := l.opts.Adapters.LoadLoRA(ctx, name, dir); err != nil {
+		return fmt.Errorf("train.Loop step %d: load adapter %s from %s: %w", step, name, dir, err)
 	}
 	if prev := l.state.Adapter; prev != "" && prev != name {
 		if err := l.opts.Adapters.UnloadLoRA(ctx, prev); err != nil {
@@ -358,7 +444,9 @@ func (l *Loop) finish(ctx context.Context, step int) error {
 	}
 	sc, err := l.readSidecar(step)
 	if err != nil {
-		return err
+		// Only a trained step gets here without its sidecar (ensureBatch
+		// said so): record what the trainer reported.
+		sc = sidecar{Metrics: map[string]any{"sample_metrics_lost": true}, RoleBaseline: l.baseline.Clone()}
 	}
 	m := sc.Metrics
 	m["step"] = step
@@ -372,6 +460,7 @@ func (l *Loop) finish(ctx context.Context, step int) error {
 		}
 		l.recorded[step] = true
 	}
+	crashpoint.Hit("after-metrics") // the metrics line written, the state not
 	// With staleness 1 the step after this one was sampled by the policy of
 	// the step before; the state records the newest trained policy.
 	l.state.Step = step
@@ -408,9 +497,9 @@ func (l *Loop) waitTrainer(ctx context.Context, step int) (Done, error) {
 		d, err := WaitDone(ctx, l.opts.Dir.CheckpointDir(step), l.opts.DonePoll)
 		ch <- result{d, err}
 	}()
-	tick := time.NewTicker(l.opts.WaitLogEvery)
-	defer tick.Stop()
-	start := time.Now()
+	poll := time.NewTicker(l.opts.DonePoll)
+	defer poll.Stop()
+	start, lastLog := time.Now(), time.Now()
 	wasDown := false
 	for {
 		select {
@@ -428,21 +517,37 @@ func (l *Loop) waitTrainer(ctx context.Context, step int) (Done, error) {
 				l.log.Info("trainer is back", zap.Int("step", step))
 			}
 			return r.d, nil
-		case <-tick.C:
+		case <-poll.C:
+			// Checked at every poll, so a trainer that refuses the batch
+			// or has crashed for good is seen at once.
+			if ref, ok := ReadRefused(l.opts.Dir.CheckpointDir(step)); ok {
+				return Done{}, fmt.Errorf("train.Loop step %d: the trainer refused the batch %s: %s; "+
+					"remove %s, %s and %s to have the step sampled again", step, l.opts.Dir.BatchPath(step), ref.Reason,
+					l.opts.Dir.BatchPath(step), l.opts.Dir.ReadyPath(step), filepath.Join(l.opts.Dir.CheckpointDir(step), RefusedFile))
+			}
 			if l.opts.TrainerGone != nil {
 				if err := l.opts.TrainerGone(); err != nil {
 					return Done{}, fmt.Errorf("train.Loop step %d: %w", step, err)
 				}
 			}
-			fields := []zap.Field{zap.Int("step", step), zap.Duration("waited", time.Since(start).Round(time.Second))}
+			down := false
 			if l.opts.TrainerAlive != nil {
 				if err := l.opts.TrainerAlive(); err != nil {
-					wasDown = true
-					l.log.Warn("waiting for the trainer, which is not running", append(fields, zap.Error(err))...)
-					continue
+					if !wasDown {
+						l.log.Warn("the trainer is not running", zap.Int("step", step), zap.Error(err))
+					}
+					wasDown, down = true, true
 				}
 			}
-			l.log.Info("waiting for the trainer", fields...)
+			if time.Since(lastLog) >= l.opts.WaitLogEvery {
+				lastLog = time.Now()
+				fields := []zap.Field{zap.Int("step", step), zap.Duration("waited", time.Since(start).Round(time.Second))}
+				if down {
+					l.log.Warn("waiting for the trainer, which is not running", fields...)
+				} else {
+					l.log.Info("waiting for the trainer", fields...)
+				}
+			}
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
+	"github.com/parleyhq/parley/internal/retry"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
@@ -31,6 +32,9 @@ type fakeTrainer struct {
 	mu       sync.Mutex
 	consumed map[int]int
 	versions map[int]int
+	// log, if set, gets a line "step N" per batch consumed, across
+	// processes.
+	log string
 }
 
 func (f *fakeTrainer) run(ctx context.Context) {
@@ -49,26 +53,50 @@ func (f *fakeTrainer) run(ctx context.Context) {
 		f.consumed[step]++
 		f.versions[step] = ready.PolicyVersion
 		f.mu.Unlock()
+
 		ck := f.dir.CheckpointDir(step)
 		_ = os.MkdirAll(ck, 0o755)
 		_ = os.WriteFile(filepath.Join(ck, "adapter_config.json"), []byte("{}"), 0o644)
+		_ = os.WriteFile(filepath.Join(ck, "adapter_model.safetensors"), []byte("weights"), 0o644)
 		_ = train.WriteDone(ck, train.Done{Step: step, Metrics: map[string]float64{"loss": float64(step)}})
+		if f.log != "" {
+			// A step is trained once it has its DONE (a trainer killed
+			// before DONE trains the step again, as it should).
+			lf, _ := os.OpenFile(f.log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+			fmt.Fprintf(lf, "step %d\n", step)
+			lf.Sync()
+			lf.Close()
+		}
 		step++
 	}
 }
 
 func newLoop(t *testing.T, dir dataset.RunDir, url string, steps, staleness int) *train.Loop {
 	t.Helper()
-	return newLoopClient(t, dir, llm.Options{Endpoints: []string{url}, BackoffBase: time.Millisecond}, steps, staleness)
+	return newLoopClient(t, dir, llm.Options{Endpoints: []string{url}, Retry: retry.Policy{BackoffBase: time.Millisecond}}, steps, staleness)
 }
 
-func newLoopClient(t *testing.T, dir dataset.RunDir, copts llm.Options, steps, staleness int) *train.Loop {
+func newLoopClient(t *testing.T, dir dataset.RunDir, copts llm.Options, steps, staleness int, edit ...func(*train.LoopOptions)) *train.Loop {
 	t.Helper()
 	client, err := llm.New(copts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(client.Close)
+	opts := loopOptions(t, dir, client, steps, staleness)
+	for _, e := range edit {
+		e(&opts)
+	}
+	l, err := train.NewLoop(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// loopOptions are the test loop's options over client.
+func loopOptions(t *testing.T, dir dataset.RunDir, client *llm.Client, steps, staleness int) train.LoopOptions {
+	t.Helper()
 	judge, err := reward.NewRuleJudge(reward.RuleOptions{Kind: "keywords", Keywords: []string{"together", "both", "shared", "agency"}})
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +105,7 @@ func newLoopClient(t *testing.T, dir dataset.RunDir, copts llm.Options, steps, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := train.NewLoop(train.LoopOptions{
+	opts := train.LoopOptions{
 		Dir: dir, RunID: "t", Seed: 5, Steps: steps, MaxStaleness: staleness,
 		Prompts: prompts, PromptsPerStep: 4,
 		Rollout: rollout.RunnerOptions{
@@ -88,11 +116,8 @@ func newLoopClient(t *testing.T, dir dataset.RunDir, copts llm.Options, steps, s
 		Judge: judge, JudgeConcurrency: 4,
 		Advantage: grpo.AdvantageOptions{Mode: "group", KeepZeroVariance: true}, Mask: "dialogue",
 		Adapters: client, AdapterPrefix: "p", DonePoll: 2 * time.Millisecond, TrainerTimeout: time.Minute,
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	return l
+	return opts
 }
 
 func readMetrics(t *testing.T, dir dataset.RunDir) []map[string]any {
@@ -242,7 +267,7 @@ func TestLoopFailsOnFailedRollouts(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	dir := dataset.RunDir(t.TempDir())
-	l := newLoopClient(t, dir, llm.Options{Endpoints: []string{ts.URL}, MaxRetries: -1}, 2, 0)
+	l := newLoopClient(t, dir, llm.Options{Endpoints: []string{ts.URL}, Retry: retry.Policy{MaxRetries: -1}}, 2, 0)
 	err := l.Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "max_failed_fraction") || !strings.Contains(err.Error(), "first error") {
 		t.Fatalf("Run with a failing server = %v, want the failed-fraction error", err)

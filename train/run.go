@@ -2,16 +2,20 @@ package train
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/internal/fsutil"
 	"github.com/parleyhq/parley/internal/proc"
+	"github.com/parleyhq/parley/llm"
 	"go.uber.org/zap"
 )
 
@@ -22,12 +26,25 @@ const (
 )
 
 // Server is what a run needs of the inference server beyond loading
-// adapters: its health and the models it serves (the llm client).
+// adapters: its health, and a preflight that checks it serves the model
+// and reports its version (the llm client).
 type Server interface {
 	AdapterLoader
 	Health(ctx context.Context) error
-	Models(ctx context.Context) ([]string, error)
+	Preflight(ctx context.Context, model string) ([]llm.ServerInfo, error)
 }
+
+// ServerFile is the run directory's record of the inference servers of the
+// last start: their versions and models, and the command parley started.
+const ServerFile = "server.json"
+
+// maxEngineRestarts bounds the restarts of a dead inference engine in one
+// run (parley restarts only a server it started).
+const maxEngineRestarts = 3
+
+// maxTrainerRestarts bounds the restarts of a trainer parley started that
+// crashes again and again without completing a step.
+const maxTrainerRestarts = 3
 
 // RunOptions configure Run: the loop, and the processes and servers around
 // it that parley may start.
@@ -61,8 +78,52 @@ type RunOptions struct {
 	TokenEnv  string
 	// OnURL, if set, is called with the handshake server's URL (HTTP mode)
 	// before the trainer starts, so its command line can be completed.
-	OnURL  func(url string) []string
-	Logger *zap.Logger
+	OnURL func(url string) []string
+	// Secrets names the environment variables the processes parley starts
+	// must not see (the judge's and the generator's keys); ServerEnv and
+	// TrainerEnv name those they need although they look secret (the
+	// policy's API key for the server; tracking keys for the trainer).
+	Secrets               []string
+	ServerEnv, TrainerEnv []string
+	Logger                *zap.Logger
+}
+
+// childEnv is parley's environment without the variables a child must not
+// see: those named in secrets, and any that looks like a secret (a key,
+// token, secret, password or credential) unless allowed. Hugging Face's
+// token stays: the server and the trainer may need it to load the model.
+func childEnv(secrets, allow []string) []string {
+	allow = append(slices.Clone(allow), "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+	return proc.FilterEnv(os.Environ(), func(name string) bool {
+		if slices.Contains(allow, name) {
+			return true
+		}
+		if slices.Contains(secrets, name) {
+			return false
+		}
+		up := strings.ToUpper(name)
+		for _, w := range []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"} {
+			if strings.Contains(up, w) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// cleanTemps removes what interrupted atomic writes left in the run
+// directory (.state.json.tmp-*, …), saying so.
+func cleanTemps(dir dataset.RunDir, log *zap.Logger) error {
+	for _, d := range []string{dir.Root(), dir.BatchesDir(), dir.RolloutsDir()} {
+		removed, err := fsutil.RemoveTemps(d)
+		if err != nil {
+			return err
+		}
+		if len(removed) > 0 {
+			log.Info("removed the temporary files of interrupted writes", zap.String("dir", d), zap.Strings("files", removed))
+		}
+	}
+	return nil
 }
 
 // Run trains a run end to end: it freezes the config, starts the inference
@@ -76,6 +137,9 @@ func Run(ctx context.Context, opts RunOptions) (State, error) {
 	}
 	dir := opts.Loop.Dir
 	if err := dir.Create(); err != nil {
+		return State{}, err
+	}
+	if err := cleanTemps(dir, log); err != nil {
 		return State{}, err
 	}
 	if err := freezeConfig(dir.ConfigPath(), opts.FrozenConfig); err != nil {
@@ -94,12 +158,8 @@ func Run(ctx context.Context, opts RunOptions) (State, error) {
 	if srv != nil {
 		children = append(children, srv)
 	}
-	models, err := opts.Server.Models(ctx)
-	if err != nil {
-		return State{}, fmt.Errorf("train.Run: list the served models: %w", err)
-	}
-	if !slices.Contains(models, opts.Model) {
-		return State{}, fmt.Errorf("train.Run: policy.model %q is not served by policy.endpoints (they serve %v)", opts.Model, models)
+	if err := preflight(ctx, opts); err != nil {
+		return State{}, err
 	}
 
 	trainerArgs, hint, env := opts.TrainerCommand, opts.TrainerHint, []string(nil)
@@ -118,24 +178,59 @@ func Run(ctx context.Context, opts RunOptions) (State, error) {
 	loop := opts.Loop
 	loop.Adapters = opts.Server
 	if len(trainerArgs) > 0 {
-		tr, err := proc.Start(proc.Options{Name: "trainer", Argv: trainerArgs, Env: env,
-			LogPath: filepath.Join(dir.Root(), "trainer.out"), Restart: true, MaxRestarts: 10, Logger: log})
+		tr, err := proc.Start(proc.Options{Name: "trainer", Argv: trainerArgs, Env: env, Environ: childEnv(opts.Secrets, opts.TrainerEnv),
+			LogPath: filepath.Join(dir.Root(), "trainer.out"), Restart: true, MaxRestarts: maxTrainerRestarts, Logger: log})
 		if err != nil {
 			return State{}, err
 		}
 		children = append(children, tr)
 		loop.TrainerAlive, loop.TrainerGone = tr.Alive, tr.GaveUp
+		onStep := loop.OnStep
+		loop.OnStep = func(m map[string]any) {
+			tr.ResetRestarts() // a completed step is progress: the budget is for crashes in a row
+			if onStep != nil {
+				onStep(m)
+			}
+		}
 	} else {
 		log.Info("waiting for an external trainer; start it with", zap.Strings("command", hint))
 	}
-	l, err := NewLoop(loop)
+	for restarts := 0; ; restarts++ {
+		l, err := NewLoop(loop)
+		if err != nil {
+			return State{}, err
+		}
+		err = l.Run(ctx)
+		if err == nil || srv == nil || ctx.Err() != nil || restarts >= maxEngineRestarts ||
+			!(errors.Is(err, llm.ErrEngineDead) || errors.Is(err, llm.ErrNotRunning)) {
+			return l.State(), err
+		}
+		// The engine parley started died (vLLM's EngineDeadError): restart
+		// it and go on from the state; the step in progress had written
+		// nothing and is sampled again.
+		log.Warn("the inference engine died; restarting it", zap.Int("restart", restarts+1), zap.Error(err))
+		srv.Kill(10 * time.Second)
+		if err := waitHealthy(ctx, srv, opts); err != nil {
+			return l.State(), err
+		}
+		if err := preflight(ctx, opts); err != nil {
+			return l.State(), err
+		}
+	}
+}
+
+// preflight checks the inference servers once (health, version, the
+// model) and records what they are in the run directory.
+func preflight(ctx context.Context, opts RunOptions) error {
+	infos, err := opts.Server.Preflight(ctx, opts.Model)
 	if err != nil {
-		return State{}, err
+		return fmt.Errorf("train.Run: policy.endpoints: %w", err)
 	}
-	if err := l.Run(ctx); err != nil {
-		return l.State(), err
+	b, err := json.MarshalIndent(map[string]any{"servers": infos, "server_command": opts.ServerCommand}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("train.Run: %w", err)
 	}
-	return l.State(), nil
+	return fsutil.WriteFileAtomic(filepath.Join(opts.Loop.Dir.Root(), ServerFile), append(b, '\n'), 0o644)
 }
 
 // freezeConfig writes the config of a new run; an existing one is kept.
@@ -159,19 +254,27 @@ func startServer(ctx context.Context, opts RunOptions, log *zap.Logger) (*proc.S
 		return nil, nil
 	}
 	logPath := filepath.Join(opts.Loop.Dir.Root(), "server.log")
-	srv, err := proc.Start(proc.Options{Name: "inference server", Argv: opts.ServerCommand,
+	srv, err := proc.Start(proc.Options{Name: "inference server", Argv: opts.ServerCommand, Environ: childEnv(opts.Secrets, opts.ServerEnv),
 		LogPath: logPath, Restart: true, MaxRestarts: 5, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	hctx, cancel := context.WithTimeout(ctx, opts.ServerStartTimeout)
-	err = srv.WaitHealthy(hctx, opts.Server.Health, 500*time.Millisecond)
-	cancel()
-	if err != nil {
+	if err := waitHealthy(ctx, srv, opts); err != nil {
 		srv.Stop(10 * time.Second)
-		return nil, fmt.Errorf("train.Run: inference server (train.server_command) never became healthy: %w; see %s", err, logPath)
+		return nil, err
 	}
 	return srv, nil
+}
+
+// waitHealthy waits up to ServerStartTimeout for the server parley started.
+func waitHealthy(ctx context.Context, srv *proc.Supervisor, opts RunOptions) error {
+	hctx, cancel := context.WithTimeout(ctx, opts.ServerStartTimeout)
+	defer cancel()
+	if err := srv.WaitHealthy(hctx, opts.Server.Health, 500*time.Millisecond); err != nil {
+		return fmt.Errorf("train.Run: inference server (train.server_command) never became healthy: %w; see %s",
+			err, filepath.Join(opts.Loop.Dir.Root(), "server.log"))
+	}
+	return nil
 }
 
 // startHandshake starts the HTTP handshake server and returns the trainer

@@ -10,6 +10,7 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
+	"github.com/parleyhq/parley/internal/crashpoint"
 	"github.com/parleyhq/parley/internal/fsutil"
 )
 
@@ -67,7 +68,16 @@ func SaveState(path string, s State) error {
 	if err != nil {
 		return fmt.Errorf("train.SaveState: %w", err)
 	}
-	if err := fsutil.WriteFileAtomic(path, append(b, '\n'), 0o644); err != nil {
+	f, err := fsutil.Create(path, 0o644)
+	if err != nil {
+		return fmt.Errorf("train.SaveState: %w", err)
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Abort()
+		return fmt.Errorf("train.SaveState: %w", err)
+	}
+	crashpoint.Hit("state-write") // the new state written but not yet in place
+	if err := f.Commit(); err != nil {
 		return fmt.Errorf("train.SaveState: %w", err)
 	}
 	return nil

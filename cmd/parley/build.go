@@ -40,10 +40,10 @@ func newPolicy(cfg config.Config, log *zap.Logger) (*llm.Client, error) {
 		APIKey:                   key,
 		MaxConcurrentPerEndpoint: cfg.Policy.MaxConcurrentPerEndpoint,
 		RequestTimeout:           cfg.Policy.RequestTimeout,
-		MaxRetries:               cfg.Policy.MaxRetries,
 		HealthInterval:           cfg.Policy.HealthInterval,
 		Logger:                   log.Named("policy"),
 		JitterSeed:               cfg.Run.Seed,
+		Retry:                    retry.Count(llm.DefaultRetry, cfg.Policy.MaxRetries),
 	})
 }
 
@@ -176,11 +176,7 @@ func judgeClient(cfg config.Config, cacheDir string, log *zap.Logger) chat.Optio
 
 // retryPolicy is the default retry policy with a config's max_retries (0:
 // a single attempt).
-func retryPolicy(maxRetries int) retry.Policy {
-	p := retry.Default
-	p.MaxRetries = maxRetries
-	return p
-}
+func retryPolicy(maxRetries int) retry.Policy { return retry.Count(retry.Default, maxRetries) }
 
 // runnerOptions is the rollout runner the config describes (its game and
 // the players of roles.*); the training loop sets the step, policy version
@@ -238,7 +234,7 @@ func newPlayers(cfg config.Config, policy *llm.Client, log *zap.Logger) (map[str
 				return nil, nil, err
 			}
 			c, err := llm.New(llm.Options{Endpoints: r.Endpoints, APIKey: key2, MaxConcurrentPerEndpoint: cfg.Policy.MaxConcurrentPerEndpoint,
-				RequestTimeout: cfg.Policy.RequestTimeout, MaxRetries: cfg.Policy.MaxRetries, Logger: log.Named(role), JitterSeed: cfg.Run.Seed})
+				RequestTimeout: cfg.Policy.RequestTimeout, Logger: log.Named(role), JitterSeed: cfg.Run.Seed, Retry: retry.Count(llm.DefaultRetry, cfg.Policy.MaxRetries)})
 			if err != nil {
 				closeAll()
 				return nil, nil, fmt.Errorf("config key %s: %w", key, err)

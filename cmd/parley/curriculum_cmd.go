@@ -11,7 +11,6 @@ import (
 	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/dataset/generate"
-	"github.com/parleyhq/parley/internal/progress"
 	"github.com/parleyhq/parley/llm/chat"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -26,28 +25,34 @@ func newCurriculumCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-func newCurriculumGenerateCmd(a *app) *cobra.Command {
-	var (
-		path, out, kind, mix string
-		n                    int
-		seed                 int64
-		evalFraction         float64
-		nearDup              float64
-		generatePersonas     bool
-	)
-	cmd := &cobra.Command{
-		Use:   "generate --n N --out F",
-		Short: "Write N prompts with the generator LLM to F (.jsonl or .parquet), resuming what F holds",
-		Long: `Asks the configured generator (any OpenAI-compatible endpoint, the config's generator section)
+// generateLong is curriculum generate's help.
+const generateLong = `Asks the configured generator (any OpenAI-compatible endpoint, the config's generator section)
 for prompts, checks each (category, form, length, duplicates and near-duplicates), and appends the
 accepted ones to F until it holds N. Dilemmas are mixed over professional, interpersonal and
 micro_ethics (generator.mix, default 30/40/30) and paired with persona pairs from the library
 (curriculum.personas), or with --generate-personas with generated pairs checked to be opposed.
 --kind open-ended writes the single-agent baseline's open-ended questions (no personas).
 A share of each category (--eval-fraction) is marked split "eval", the rest "train".
-The same seed and generator give the same file; rerunning with the same F continues it.`,
+The same seed and generator give the same file; rerunning with the same F continues it.`
+
+// generateFlags are curriculum generate's flags.
+type generateFlags struct {
+	path, out, kind, mix string
+	n                    int
+	seed                 int64
+	evalFraction         float64
+	nearDup              float64
+	generatePersonas     bool
+}
+
+func newCurriculumGenerateCmd(a *app) *cobra.Command {
+	var fl generateFlags
+	cmd := &cobra.Command{
+		Use:   "generate --n N --out F",
+		Short: "Write N prompts with the generator LLM to F (.jsonl or .parquet), resuming what F holds",
+		Long:  generateLong,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.loadConfig(cmd, path)
+			cfg, err := a.loadConfig(cmd, fl.path)
 			if err != nil {
 				return err
 			}
@@ -55,116 +60,120 @@ The same seed and generator give the same file; rerunning with the same F contin
 			if err != nil {
 				return err
 			}
-			if out == "" {
-				return errors.New("curriculum generate: --out F is required")
-			}
-			if n < 1 {
-				return fmt.Errorf("curriculum generate: --n must be at least 1, got %d", n)
-			}
-			opts := generate.Options{
-				Kind:             kind,
-				N:                n,
-				Seed:             cfg.Run.Seed,
-				EvalFraction:     cfg.Generator.EvalFraction,
-				BatchSize:        cfg.Generator.BatchSize,
-				Concurrency:      cfg.Generator.Concurrency,
-				MinWords:         cfg.Generator.MinWords,
-				MaxWords:         cfg.Generator.MaxWords,
-				NearDupThreshold: cfg.Generator.NearDupThreshold,
-				GeneratePersonas: generatePersonas,
-				Logger:           log.Named("generate"),
-			}
-			if kind == generate.KindDilemmas && len(cfg.Generator.Mix) > 0 {
-				opts.Mix = cfg.Generator.Mix
-			}
-			flags := cmd.Flags()
-			if flags.Changed("seed") {
-				opts.Seed = seed
-			}
-			if flags.Changed("eval-fraction") {
-				opts.EvalFraction = evalFraction
-			}
-			if flags.Changed("near-dup-threshold") {
-				opts.NearDupThreshold = nearDup
-			}
-			if flags.Changed("mix") {
-				if opts.Mix, err = generate.ParseMix(mix); err != nil {
-					return fmt.Errorf("curriculum generate: --mix: %w", err)
-				}
-			}
-			if cfg.Curriculum.Personas != "" && kind == generate.KindDilemmas {
-				if opts.Personas, err = dataset.LoadPersonaPairs(cfg.Curriculum.Personas); err != nil {
-					return fmt.Errorf("config key curriculum.personas: %w", err)
-				}
-			}
-			client, err := chat.New(generatorClient(cfg, log))
+			opts, err := fl.options(cmd, cfg, log)
 			if err != nil {
 				return err
 			}
-			defer client.Close()
-			sink, existing, err := generate.OpenFile(out)
-			if err != nil {
-				return err
-			}
-			opts.Existing = existing
-
-			bars := a.bars()
-			bar := bars.Add("prompts", int64(n))
-			for range min(len(existing), n) {
-				bar.Increment()
-			}
-			st, genErr := generate.Generate(cmd.Context(), client, opts, barSink{Sink: sink, bar: bar})
-			if genErr != nil {
-				bar.Abort()
-			}
-			bars.Wait()
-			if err := sink.Close(); err != nil {
-				return errors.Join(genErr, err)
-			}
-			total := st.Existing + st.Accepted
-			log.Info("curriculum generate summary",
-				zap.String("out", out), zap.String("kind", kind), zap.Int("prompts", total),
-				zap.Int("existing", st.Existing), zap.Int("accepted", st.Accepted), zap.Int("eval", st.Eval),
-				zap.Any("by_category", st.ByCategory), zap.Int("requests", st.Requests),
-				zap.Int("requested", st.Requested), zap.Int("returned", st.Returned),
-				zap.Any("rejected", st.Rejected), zap.Int("persona_requests", st.PersonaRequests),
-				zap.Int("failed_requests", st.FailedRequests),
-				zap.Int("prompt_tokens", st.PromptTokens), zap.Int("completion_tokens", st.CompletionTokens))
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d prompts (%d new, %d eval; %s); rejected: %s\n",
-				out, total, st.Accepted, st.Eval, formatCounts(st.ByCategory), formatCounts(st.Rejected))
-			if genErr != nil {
-				if errors.Is(genErr, context.Canceled) {
-					return fmt.Errorf("curriculum generate: interrupted with %d of %d prompts in %s (rerun to continue): %w", total, n, out, genErr)
-				}
-				return fmt.Errorf("curriculum generate: %d of %d prompts in %s: %w", total, n, out, genErr)
-			}
-			return nil
+			return runGenerate(cmd, a, cfg, fl, opts, log)
 		},
 	}
-	configFlags(cmd, &path)
+	configFlags(cmd, &fl.path)
 	f := cmd.Flags()
-	f.IntVar(&n, "n", 0, "number of prompts the output should hold (those already in it count)")
-	f.StringVar(&out, "out", "", "output file: .jsonl (appended as it goes) or .parquet")
-	f.StringVar(&kind, "kind", generate.KindDilemmas, "dilemmas or open-ended")
-	f.Int64Var(&seed, "seed", 0, "seed of the requests, persona pairing and eval split (default: run.seed)")
-	f.Float64Var(&evalFraction, "eval-fraction", 0, "share of each category held out as split \"eval\" (default: generator.eval_fraction, 0.1)")
-	f.Float64Var(&nearDup, "near-dup-threshold", 0, "word 3-shingle Jaccard similarity that makes a near-duplicate (default: generator.near_dup_threshold, 0.7; 1: exact only)")
-	f.StringVar(&mix, "mix", "", "category weights, e.g. professional=0.3,interpersonal=0.4,micro_ethics=0.3 (default: generator.mix)")
-	f.BoolVar(&generatePersonas, "generate-personas", false, "generate a persona pair per dilemma, checked to be opposed, instead of using the library")
+	f.IntVar(&fl.n, "n", 0, "number of prompts the output should hold (those already in it count)")
+	f.StringVar(&fl.out, "out", "", "output file: .jsonl (appended as it goes) or .parquet")
+	f.StringVar(&fl.kind, "kind", generate.KindDilemmas, "dilemmas or open-ended")
+	f.Int64Var(&fl.seed, "seed", 0, "seed of the requests, persona pairing and eval split (default: run.seed)")
+	f.Float64Var(&fl.evalFraction, "eval-fraction", 0, "share of each category held out as split \"eval\" (default: generator.eval_fraction, 0.1)")
+	f.Float64Var(&fl.nearDup, "near-dup-threshold", 0, "word 3-shingle Jaccard similarity that makes a near-duplicate (default: generator.near_dup_threshold, 0.7; 1: exact only)")
+	f.StringVar(&fl.mix, "mix", "", "category weights, e.g. professional=0.3,interpersonal=0.4,micro_ethics=0.3 (default: generator.mix)")
+	f.BoolVar(&fl.generatePersonas, "generate-personas", false, "generate a persona pair per dilemma, checked to be opposed, instead of using the library")
 	return cmd
 }
 
-// barSink advances the progress bar with each prompt written.
-type barSink struct {
-	generate.Sink
-	bar *progress.Bar
+// options are the generator's options: the config's generator section with
+// the flags that were set on top.
+func (fl generateFlags) options(cmd *cobra.Command, cfg config.Config, log *zap.Logger) (generate.Options, error) {
+	if fl.out == "" {
+		return generate.Options{}, errors.New("curriculum generate: --out F is required")
+	}
+	if fl.n < 1 {
+		return generate.Options{}, fmt.Errorf("curriculum generate: --n must be at least 1, got %d", fl.n)
+	}
+	g := cfg.Generator
+	opts := generate.Options{
+		Kind: fl.kind, N: fl.n, Seed: cfg.Run.Seed, EvalFraction: g.EvalFraction, BatchSize: g.BatchSize,
+		Concurrency: g.Concurrency, MinWords: g.MinWords, MaxWords: g.MaxWords, NearDupThreshold: g.NearDupThreshold,
+		GeneratePersonas: fl.generatePersonas, Logger: log.Named("generate"),
+	}
+	if fl.kind == generate.KindDilemmas && len(g.Mix) > 0 {
+		opts.Mix = g.Mix
+	}
+	flags := cmd.Flags()
+	if flags.Changed("seed") {
+		opts.Seed = fl.seed
+	}
+	if flags.Changed("eval-fraction") {
+		opts.EvalFraction = fl.evalFraction
+	}
+	if flags.Changed("near-dup-threshold") {
+		opts.NearDupThreshold = fl.nearDup
+	}
+	var err error
+	if flags.Changed("mix") {
+		if opts.Mix, err = generate.ParseMix(fl.mix); err != nil {
+			return opts, fmt.Errorf("curriculum generate: --mix: %w", err)
+		}
+	}
+	if cfg.Curriculum.Personas != "" && fl.kind == generate.KindDilemmas {
+		if opts.Personas, err = dataset.LoadPersonaPairs(cfg.Curriculum.Personas); err != nil {
+			return opts, fmt.Errorf("config key curriculum.personas: %w", err)
+		}
+	}
+	return opts, nil
 }
 
-func (s barSink) Write(p dataset.Prompt) error {
+// runGenerate generates into --out, resuming it, and reports.
+func runGenerate(cmd *cobra.Command, a *app, cfg config.Config, fl generateFlags, opts generate.Options, log *zap.Logger) error {
+	client, err := chat.New(generatorClient(cfg, log))
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	sink, existing, err := generate.OpenFile(fl.out)
+	if err != nil {
+		return err
+	}
+	opts.Existing = existing
+	tick, end := a.progress("prompts", fl.n)
+	for range min(len(existing), fl.n) {
+		tick()
+	}
+	st, genErr := generate.Generate(cmd.Context(), client, opts, tickSink{Sink: sink, tick: tick})
+	end(genErr != nil)
+	if err := sink.Close(); err != nil {
+		return errors.Join(genErr, err)
+	}
+	total := st.Existing + st.Accepted
+	log.Info("curriculum generate summary",
+		zap.String("out", fl.out), zap.String("kind", fl.kind), zap.Int("prompts", total),
+		zap.Int("existing", st.Existing), zap.Int("accepted", st.Accepted), zap.Int("eval", st.Eval),
+		zap.Any("by_category", st.ByCategory), zap.Int("requests", st.Requests),
+		zap.Int("requested", st.Requested), zap.Int("returned", st.Returned),
+		zap.Any("rejected", st.Rejected), zap.Int("persona_requests", st.PersonaRequests),
+		zap.Int("failed_requests", st.FailedRequests),
+		zap.Int("prompt_tokens", st.PromptTokens), zap.Int("completion_tokens", st.CompletionTokens))
+	fmt.Fprintf(cmd.OutOrStdout(), "%s: %d prompts (%d new, %d eval; %s); rejected: %s\n",
+		fl.out, total, st.Accepted, st.Eval, formatCounts(st.ByCategory), formatCounts(st.Rejected))
+	if genErr != nil {
+		if errors.Is(genErr, context.Canceled) {
+			return fmt.Errorf("curriculum generate: interrupted with %d of %d prompts in %s (rerun to continue): %w", total, fl.n, fl.out, genErr)
+		}
+		return fmt.Errorf("curriculum generate: %d of %d prompts in %s: %w", total, fl.n, fl.out, genErr)
+	}
+	return nil
+}
+
+// tickSink advances the progress bar with each prompt written.
+type tickSink struct {
+	generate.Sink
+	tick func()
+}
+
+func (s tickSink) Write(p dataset.Prompt) error {
 	if err := s.Sink.Write(p); err != nil {
 		return err
 	}
-	s.bar.Increment()
+	s.tick()
 	return nil
 }
 

@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/internal/fsutil"
+	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/rollout"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -60,22 +61,7 @@ func newRolloutCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st := policy.Stats()
-			log.Info("rollout summary",
-				zap.Int("rollouts", sum.Rollouts), zap.Int("failed", sum.Failed), zap.Int("interrupted", sum.Interrupted),
-				zap.Float64("agreement_rate", sum.AgreementRate), zap.Float64("rounds_to_agreement", sum.RoundsToAgree),
-				zap.Int64("prompt_tokens", sum.PromptTokens), zap.Int64("sampled_tokens", sum.SampledTokens),
-				zap.Int64("prefix_breaks", sum.PrefixBreaks), zap.Int64("requests", sum.Requests), zap.Int64("retries", st.Retries),
-				zap.Duration("elapsed", sum.Elapsed), zap.Float64("rollouts_per_second", sum.PerSecond),
-				zap.Strings("failed_ids", sum.FailedIDs))
-			b, _ := json.MarshalIndent(sum, "", "  ")
-			if err := os.WriteFile(filepath.Join(out, "summary.json"), append(b, '\n'), 0o644); err != nil {
-				return fmt.Errorf("rollout: write summary: %w", err)
-			}
-			if sum.Interrupted > 0 {
-				return fmt.Errorf("rollout: interrupted: %d rollouts written to %s, %d not run: %w", sum.Rollouts, out, sum.Interrupted, context.Canceled)
-			}
-			return nil
+			return reportRollouts(sum, policy.Stats(), out, log)
 		},
 	}
 	configFlags(cmd, &path)
@@ -83,6 +69,30 @@ func newRolloutCmd(a *app) *cobra.Command {
 	cmd.Flags().IntVar(&prompts, "prompts", 0, "number of prompt rows to draw with the curriculum mix (0: every row once)")
 	cmd.Flags().IntVar(&group, "group-size", 0, "rollouts per row (0: rollout.group_size)")
 	return cmd
+}
+
+// reportRollouts logs the rollout summary and writes OUT/summary.json; an
+// interrupted run is an error.
+func reportRollouts(sum rollout.Summary, st llm.Stats, out string, log *zap.Logger) error {
+	log.Info("rollout summary",
+		zap.Int("rollouts", sum.Rollouts), zap.Int("failed", sum.Failed), zap.Int("interrupted", sum.Interrupted),
+		zap.Float64("agreement_rate", sum.AgreementRate), zap.Float64("rounds_to_agreement", sum.RoundsToAgree),
+		zap.Int64("prompt_tokens", sum.PromptTokens), zap.Int64("sampled_tokens", sum.SampledTokens),
+		zap.Int64("prefix_breaks", sum.PrefixBreaks), zap.Float64("sequences_per_rollout", sum.SequencesPerRollout),
+		zap.Float64("trainer_tokens_per_sampled_token", sum.TrainerTokensPerSampled),
+		zap.Int64("requests", sum.Requests), zap.Int64("retries", st.Retries),
+		zap.Duration("elapsed", sum.Elapsed), zap.Float64("rollouts_per_second", sum.PerSecond))
+	for cause, n := range sum.Errors {
+		log.Warn("rollouts failed", zap.Int("count", n), zap.String("cause", cause))
+	}
+	b, _ := json.MarshalIndent(sum, "", "  ")
+	if err := fsutil.WriteFileAtomic(filepath.Join(out, "summary.json"), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("rollout: write summary: %w", err)
+	}
+	if sum.Interrupted > 0 {
+		return fmt.Errorf("rollout: interrupted: %d rollouts written to %s, %d not run: %w", sum.Rollouts, out, sum.Interrupted, context.Canceled)
+	}
+	return nil
 }
 
 // rolloutJob is one set of rollouts streamed to a parquet file.

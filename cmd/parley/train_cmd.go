@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/dataset"
@@ -29,21 +28,11 @@ func newTrainCmd(a *app) *cobra.Command {
 				return err
 			}
 			runDir := dataset.RunDir(cfg.RunDir())
-			frozen := runDir.ConfigPath()
-			if _, err := os.Stat(frozen); err == nil {
-				if !resume {
-					return fmt.Errorf("train: run directory %s exists: pass --resume to continue it, or choose another run.name", runDir)
-				}
-				// The run goes on under the config it started with; the
-				// environment and flags may still override (e.g. train.steps).
-				if cfg, err = config.Load(frozen, cmd.Flags()); err != nil {
-					return err
-				}
-			} else if !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("train: %w", err)
-			}
 			log, err := a.logger(&cfg)
 			if err != nil {
+				return err
+			}
+			if cfg, err = resumeConfig(cmd, cfg, runDir, path, resume, log); err != nil {
 				return err
 			}
 			return runTrain(cmd.Context(), a, cfg, runDir, log)
@@ -52,6 +41,66 @@ func newTrainCmd(a *app) *cobra.Command {
 	configFlags(cmd, &path)
 	cmd.Flags().BoolVar(&resume, "resume", false, "continue the run in run.dir/run.name from its state")
 	return cmd
+}
+
+// secretVars are the environment variables holding secrets that the
+// processes parley starts must not see: the judge's, the generator's and
+// other roles' API keys.
+func secretVars(cfg config.Config) []string {
+	out := []string{cfg.Judge.APIKeyEnv, cfg.Generator.APIKeyEnv}
+	for _, r := range cfg.Roles {
+		out = append(out, r.APIKeyEnv)
+	}
+	return out
+}
+
+// resumeConfig decides the config of a run that may already exist: a new
+// run takes cfg; a run directory holding any run file needs --resume, its
+// frozen config.yaml, and a cfg that changes no key that is frozen with the
+// run (config.Changes): the changes allowed (endpoints, timeouts, steps,
+// logging) are logged and applied.
+func resumeConfig(cmd *cobra.Command, cfg config.Config, runDir dataset.RunDir, path string, resume bool, log *zap.Logger) (config.Config, error) {
+	files, err := runDir.Files()
+	if err != nil {
+		return cfg, fmt.Errorf("train: %w", err)
+	}
+	if len(files) == 0 {
+		return cfg, nil
+	}
+	if !resume {
+		return cfg, fmt.Errorf("train: run directory %s holds a run (%s): pass --resume to continue it, or choose another run.name", runDir, strings.Join(files, ", "))
+	}
+	if !slices.Contains(files, dataset.ConfigFile) {
+		return cfg, fmt.Errorf("train: run directory %s holds %s but no %s (a crash while the run was created, or a deleted file): restore %s, or move %s away to start the run anew",
+			runDir, strings.Join(files, ", "), dataset.ConfigFile, runDir.ConfigPath(), runDir)
+	}
+	b, err := os.ReadFile(runDir.ConfigPath())
+	if err != nil {
+		return cfg, fmt.Errorf("train: %w", err)
+	}
+	frozen, err := config.Parse(b) // as written: no environment, no flags
+	if err != nil {
+		return cfg, fmt.Errorf("train: the run's frozen %s: %w", runDir.ConfigPath(), err)
+	}
+	if path == "" {
+		// No --config: the frozen config, with the environment and flags.
+		if cfg, err = config.Load(runDir.ConfigPath(), cmd.Flags()); err != nil {
+			return cfg, err
+		}
+	}
+	ops, refused := config.Changes(frozen, cfg)
+	if len(refused) > 0 {
+		var msgs []string
+		for _, c := range refused {
+			msgs = append(msgs, fmt.Sprintf("key %s: the run was started with %s, now %s", c.Key, c.Old, c.New))
+		}
+		return cfg, fmt.Errorf("train: --resume of %s would change what the run samples or trains (%s): the frozen config rules; drop these overrides, or start a new run with another run.name",
+			runDir, strings.Join(msgs, "; "))
+	}
+	for _, c := range ops {
+		log.Info("config change on resume", zap.String("key", c.Key), zap.String("was", c.Old), zap.String("now", c.New))
+	}
+	return cfg, nil
 }
 
 // trainerArgs builds the PyTorch trainer's flags from the config (the
@@ -129,8 +178,10 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.Run
 		ServerCommand: cfg.Train.ServerCommand, ServerStartTimeout: cfg.Train.ServerStartTimeout,
 		TrainerCommand: command, TrainerHint: append([]string{"python", "-m", "parley_trainer"}, args...),
 		Handshake: cfg.Train.Handshake, HTTPAddr: cfg.Train.HTTPAddr, Token: os.Getenv(cfg.Train.TokenEnv), TokenEnv: cfg.Train.TokenEnv,
-		OnURL:  func(url string) []string { return []string{"--url", url, "--token-env", cfg.Train.TokenEnv} },
-		Logger: log,
+		OnURL:     func(url string) []string { return []string{"--url", url, "--token-env", cfg.Train.TokenEnv} },
+		Secrets:   secretVars(cfg),
+		ServerEnv: []string{cfg.Policy.APIKeyEnv},
+		Logger:    log,
 	})
 	if err != nil {
 		return err

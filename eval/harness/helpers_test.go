@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/parleyhq/parley/internal/retry"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/sim"
 )
@@ -21,7 +22,7 @@ func newSim(t *testing.T) (*httptest.Server, *llm.Client) {
 	}
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(func() { s.Close(); srv.Close() })
-	c, err := llm.New(llm.Options{Endpoints: []string{srv.URL}, MaxRetries: -1})
+	c, err := llm.New(llm.Options{Endpoints: []string{srv.URL}, Retry: retry.Policy{MaxRetries: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -24,14 +26,19 @@ type Options struct {
 	Name string
 	// Argv is the command and its arguments.
 	Argv []string
-	// Env is added to parley's environment.
+	// Env is added to the child's environment.
 	Env []string
+	// Environ, when not nil, is the child's environment instead of
+	// parley's (Env is still added): FilterEnv makes one without secrets.
+	Environ []string
 	// Dir is the working directory ("" = parley's).
 	Dir string
 	// LogPath receives stdout and stderr (appended).
 	LogPath string
 	// Restart restarts the process when it exits before Stop, up to
-	// MaxRestarts times, waiting RestartDelay between tries.
+	// MaxRestarts times in a row (ResetRestarts starts the count again
+	// once the process has made progress), waiting RestartDelay between
+	// tries.
 	Restart      bool
 	MaxRestarts  int
 	RestartDelay time.Duration
@@ -77,7 +84,11 @@ func Start(opts Options) (*Supervisor, error) {
 func (s *Supervisor) spawn() error {
 	cmd := exec.Command(s.opts.Argv[0], s.opts.Argv[1:]...)
 	cmd.Dir = s.opts.Dir
-	cmd.Env = append(os.Environ(), s.opts.Env...)
+	base := s.opts.Environ
+	if base == nil {
+		base = os.Environ()
+	}
+	cmd.Env = append(append([]string(nil), base...), s.opts.Env...)
 	// Own process group, so Stop reaches grandchildren; killed with parley.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if s.opts.LogPath != "" {
@@ -122,10 +133,14 @@ func (s *Supervisor) watch() {
 		if stopping {
 			return
 		}
-		s.opts.Logger.Warn(s.opts.Name+" exited", zap.Error(err))
-		if !s.opts.Restart || (s.opts.MaxRestarts > 0 && s.restarts >= s.opts.MaxRestarts) {
+		tail := TailFile(s.opts.LogPath, 20)
+		s.opts.Logger.Warn(s.opts.Name+" exited", zap.Error(err), zap.String("log", s.opts.LogPath), zap.String("last_lines", tail))
+		s.mu.Lock()
+		restarts := s.restarts
+		s.mu.Unlock()
+		if !s.opts.Restart || (s.opts.MaxRestarts > 0 && restarts >= s.opts.MaxRestarts) {
 			s.mu.Lock()
-			s.gaveUp = fmt.Errorf("%s exited (%v) after %d restarts: %w; see %s", s.opts.Name, err, s.restarts, ErrGaveUp, s.opts.LogPath)
+			s.gaveUp = fmt.Errorf("%s exited (%v) after %d restarts in a row: %w; the last lines of %s:\n%s", s.opts.Name, err, restarts, ErrGaveUp, s.opts.LogPath, tail)
 			s.mu.Unlock()
 			return
 		}
@@ -136,8 +151,11 @@ func (s *Supervisor) watch() {
 		if stopping {
 			return
 		}
+		s.mu.Lock()
 		s.restarts++
-		s.opts.Logger.Warn("restarting "+s.opts.Name, zap.Int("restart", s.restarts))
+		restarts = s.restarts
+		s.mu.Unlock()
+		s.opts.Logger.Warn("restarting "+s.opts.Name, zap.Int("restart", restarts))
 		if err := s.spawn(); err != nil {
 			s.mu.Lock()
 			if !s.stopping {
@@ -148,6 +166,55 @@ func (s *Supervisor) watch() {
 			return
 		}
 	}
+}
+
+// ResetRestarts starts the count of restarts in a row again: the process
+// made progress (a training step completed).
+func (s *Supervisor) ResetRestarts() {
+	s.mu.Lock()
+	s.restarts = 0
+	s.mu.Unlock()
+}
+
+// TailFile returns the last n lines of the file at path ("" when it cannot
+// be read), for error messages.
+func TailFile(path string, n int) string {
+	if path == "" {
+		return ""
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const window = 64 << 10
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := max(st.Size()-window, 0)
+	b := make([]byte, st.Size()-off)
+	if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// FilterEnv returns the entries of env (NAME=value) whose names keep
+// accepts: a child's environment without the secrets it does not need.
+func FilterEnv(env []string, keep func(name string) bool) []string {
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if keep(name) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // Alive reports nil while the process runs, or why it is not running.
@@ -197,6 +264,22 @@ func (s *Supervisor) Stop(grace time.Duration) {
 		<-exited
 	}
 	<-s.done
+}
+
+// Kill ends the running process (SIGTERM to its group, SIGKILL after
+// grace) without stopping the supervisor: a process with Restart is then
+// started again (a dead inference engine that did not exit by itself).
+func (s *Supervisor) Kill(grace time.Duration) {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.mu.Unlock()
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(grace):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	}
 }
 
 // WaitHealthy polls check until it returns nil, the process exits, or ctx

@@ -15,11 +15,11 @@ import (
 	"time"
 )
 
-// Policy is a retry policy. Its zero value is not useful: start from
-// Default and override, or call WithDefaults.
+// Policy is a retry policy; its zero fields take a client's defaults
+// (WithDefaults).
 type Policy struct {
-	// MaxRetries is the number of retries after the first attempt; 0
-	// means none.
+	// MaxRetries is the number of retries after the first attempt: 0 takes
+	// the default, a negative value means none.
 	MaxRetries int
 	// BackoffBase and BackoffMax shape the full-jitter exponential backoff:
 	// the wait before retry n is uniform in [0, min(BackoffMax,
@@ -35,23 +35,39 @@ type Policy struct {
 // to 5 minutes.
 var Default = Policy{MaxRetries: 6, BackoffBase: 500 * time.Millisecond, BackoffMax: 30 * time.Second, AfterMax: 5 * time.Minute}
 
-// WithDefaults fills the durations that are not positive from Default and
-// clamps BackoffMax to at least BackoffBase and MaxRetries to at least 0.
-// MaxRetries is kept as it is: 0 means no retries.
-func (p Policy) WithDefaults() Policy {
+// WithDefaults fills p's zero fields from def (MaxRetries 0 too; a negative
+// MaxRetries becomes 0, no retries) and clamps BackoffMax to at least
+// BackoffBase.
+func (p Policy) WithDefaults(def Policy) Policy {
+	switch {
+	case p.MaxRetries == 0:
+		p.MaxRetries = def.MaxRetries
+	case p.MaxRetries < 0:
+		p.MaxRetries = 0
+	}
 	if p.BackoffBase <= 0 {
-		p.BackoffBase = Default.BackoffBase
+		p.BackoffBase = def.BackoffBase
 	}
 	if p.BackoffMax <= 0 {
-		p.BackoffMax = Default.BackoffMax
+		p.BackoffMax = def.BackoffMax
 	}
 	if p.BackoffMax < p.BackoffBase {
 		p.BackoffMax = p.BackoffBase
 	}
 	if p.AfterMax <= 0 {
-		p.AfterMax = Default.AfterMax
+		p.AfterMax = def.AfterMax
 	}
-	p.MaxRetries = max(p.MaxRetries, 0)
+	return p
+}
+
+// Count is the policy of a config key max_retries, where 0 means no
+// retries (one attempt), on top of def.
+func Count(def Policy, maxRetries int) Policy {
+	p := def
+	p.MaxRetries = maxRetries
+	if maxRetries == 0 {
+		p.MaxRetries = -1
+	}
 	return p
 }
 

@@ -59,8 +59,8 @@ type Options struct {
 	// Retry is the retry policy for transient failures (429, 408, 409,
 	// 5xx, timeouts, transport errors, unparseable or out-of-range
 	// verdicts, refusals); a server's Retry-After, when longer than the
-	// backoff, is honoured. The zero Policy means retry.Default; set
-	// BackoffBase with MaxRetries 0 for a single attempt.
+	// backoff, is honoured. Zero fields take retry.Default's; a negative
+	// MaxRetries makes a single attempt.
 	Retry retry.Policy
 	// Timeout bounds each request attempt.
 	Timeout time.Duration
@@ -98,10 +98,7 @@ func (o Options) withDefaults() Options {
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultConcurrency
 	}
-	if o.Retry == (retry.Policy{}) {
-		o.Retry = retry.Default
-	}
-	o.Retry = o.Retry.WithDefaults()
+	o.Retry = o.Retry.WithDefaults(retry.Default)
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}

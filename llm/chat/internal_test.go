@@ -15,7 +15,7 @@ import (
 )
 
 func TestBackoffGrowsAndIsBounded(t *testing.T) {
-	c := &Client{opts: Options{Retry: retry.Policy{BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second}.WithDefaults()}}
+	c := &Client{opts: Options{Retry: retry.Policy{BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second}.WithDefaults(retry.Default)}}
 	for attempt := 1; attempt <= 40; attempt++ {
 		d := c.backoff(attempt, errors.New("x"))
 		full := min(c.opts.Retry.BackoffBase<<min(attempt-1, 30), c.opts.Retry.BackoffMax)

@@ -1,8 +1,10 @@
-package jsonenc
+package jsonfast
 
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
+	"strconv"
 	"testing"
 	"unicode/utf8"
 )
@@ -95,5 +97,52 @@ func BenchmarkAppendString(b *testing.B) {
 	b.SetBytes(int64(len(s)))
 	for b.Loop() {
 		buf = AppendString(buf[:0], s)
+	}
+}
+
+func TestAppendInt32(t *testing.T) {
+	for _, v := range []int32{-7, 0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 12345, 151645, 999999, 1000000, 2147483647} {
+		if got, want := string(AppendInt32([]byte("x"), v)), "x"+strconv.Itoa(int(v)); got != want {
+			t.Errorf("AppendInt32(%d) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// FuzzReaderSkip checks the reader's validation against encoding/json: a
+// whole input is read (Skip, then End) exactly when json.Valid accepts it.
+func FuzzReaderSkip(f *testing.F) {
+	for _, s := range []string{`{}`, `[]`, `{"a":[1,2,{"b":null}],"c":"\u00e9\n"}`, `[1,]`, `{"a"}`, `-0.5e+3`, `"x`, `tru`, `[1 2]`, `{"a":1}}`, " \t\n[true,false,null]\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := NewReader(b)
+		err := r.Skip()
+		if err == nil {
+			err = r.End()
+		}
+		if got, want := err == nil, json.Valid(b); got != want {
+			t.Errorf("Reader on %q: read whole = %v (%v), json.Valid = %v", b, got, err, want)
+		}
+	})
+}
+
+func TestInt32sAndUint31s(t *testing.T) {
+	var got []int32
+	r := NewReader([]byte(` [0, -5, 2147483647] `))
+	if err := r.Int32s(func(v int32) { got = append(got, v) }); err != nil || r.End() != nil {
+		t.Fatalf("Int32s = %v", err)
+	}
+	if !slices.Equal(got, []int32{0, -5, 2147483647}) {
+		t.Errorf("Int32s = %v", got)
+	}
+	for _, in := range []string{`[2147483648]`, `[1.5]`, `["1"]`} {
+		if err := NewReader([]byte(in)).Int32s(func(int32) {}); err == nil {
+			t.Errorf("Int32s(%s) = nil error", in)
+		}
+	}
+	for _, in := range []string{`[-1]`, `[01]`, `[1e3]`} {
+		if err := NewReader([]byte(in)).Uint31s(func(int32) {}); err == nil {
+			t.Errorf("Uint31s(%s) = nil error", in)
+		}
 	}
 }

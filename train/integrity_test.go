@@ -1,0 +1,348 @@
+package train_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/internal/crashpoint"
+	"github.com/parleyhq/parley/llm"
+	"github.com/parleyhq/parley/sim"
+	"github.com/parleyhq/parley/train"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+// adapterRecorder is an adapter loader that records what it was asked to
+// load, and fails for paths that do not exist, as vLLM does (404).
+type adapterRecorder struct {
+	mu     sync.Mutex
+	loaded map[string]string // name → path
+}
+
+func (a *adapterRecorder) LoadLoRA(_ context.Context, name, path string) error {
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("%w: %s", llm.ErrAdapterNotFound, path)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.loaded == nil {
+		a.loaded = map[string]string{}
+	}
+	a.loaded[name] = path
+	return nil
+}
+
+func (a *adapterRecorder) UnloadLoRA(context.Context, string) error { return nil }
+
+// trained runs the loop to steps with the fake trainer and returns the
+// trainer's counts.
+func trained(t *testing.T, dir dataset.RunDir, url string, steps, staleness int, edit ...func(*train.LoopOptions)) (*fakeTrainer, error) {
+	t.Helper()
+	ft := &fakeTrainer{dir: dir, consumed: map[int]int{}, versions: map[int]int{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go ft.run(ctx)
+	err := newLoopClient(t, dir, llm.Options{Endpoints: []string{url}}, steps, staleness, edit...).Run(ctx)
+	return ft, err
+}
+
+func simURL(t *testing.T) string {
+	t.Helper()
+	srv, err := sim.New(sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { ts.Close(); srv.Close() })
+	return ts.URL
+}
+
+func setStateStep(t *testing.T, dir dataset.RunDir, step int) {
+	t.Helper()
+	st, _, err := train.LoadState(dir.StatePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Step, st.PolicyVersion = step, step
+	st.Adapter = fmt.Sprintf("p-%s-%06d", st.Nonce, step)
+	if step == 0 {
+		st.Adapter = ""
+	}
+	if err := train.SaveState(dir.StatePath(), st); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDoneStepIsFinal (issue 13, item 1): parley stops after the trainer
+// wrote DONE for step 2, whose batch is then damaged. The resumed run never
+// samples step 2 again: it warns, goes on with step 2's adapter, records
+// step 2 once and trains step 3.
+func TestDoneStepIsFinal(t *testing.T) {
+	url := simURL(t)
+	dir := dataset.RunDir(t.TempDir())
+	if _, err := trained(t, dir, url, 2, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Stopped after DONE 2, before its metrics line and state: undo them.
+	setStateStep(t, dir, 1)
+	b, _ := os.ReadFile(dir.MetricsPath())
+	lines := strings.SplitAfter(string(b), "\n")
+	os.WriteFile(dir.MetricsPath(), []byte(lines[0]), 0o644)
+	damaged := []byte("not a parquet file any more")
+	os.WriteFile(dir.BatchPath(2), damaged, 0o644)
+	rolloutsBefore, _ := os.Stat(dir.RolloutsPath(2))
+
+	core, logs := observer.New(zap.WarnLevel)
+	ft, err := trained(t, dir, url, 3, 0, func(o *train.LoopOptions) { o.Logger = zap.New(core) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(dir.BatchPath(2)); !bytes.Equal(got, damaged) {
+		t.Error("step 2's batch was written again")
+	}
+	if after, _ := os.Stat(dir.RolloutsPath(2)); !after.ModTime().Equal(rolloutsBefore.ModTime()) {
+		t.Error("step 2 was sampled again")
+	}
+	if logs.FilterMessageSnippet("no longer verifies").Len() != 1 {
+		t.Errorf("warnings = %v, want one saying step 2's batch no longer verifies", logs.All())
+	}
+	if ft.consumed[2] != 0 || ft.consumed[3] != 1 {
+		t.Errorf("resumed trainer consumed %v, want only step 3", ft.consumed)
+	}
+	ms := readMetrics(t, dir)
+	if len(ms) != 3 || ms[1]["step"] != float64(2) {
+		t.Errorf("metrics lines %v, want steps 1, 2, 3 once each", ms)
+	}
+}
+
+// TestDoneWithoutAdapter (item 2): DONE without the adapter's files stops
+// the run naming the step, the missing file and what to remove.
+func TestDoneWithoutAdapter(t *testing.T) {
+	url := simURL(t)
+	dir := dataset.RunDir(t.TempDir())
+	if _, err := trained(t, dir, url, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir.CheckpointDir(1), "adapter_model.safetensors"))
+	setStateStep(t, dir, 0)
+	_, err := trained(t, dir, url, 2, 0)
+	if err == nil {
+		t.Fatal("Run with DONE but no adapter weights = nil error")
+	}
+	for _, want := range []string{"step 1", "adapter_model.safetensors or adapter_model.bin", "remove " + dir.CheckpointDir(1)} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
+
+// TestDoneAdapterPath (item 3): DONE's adapter_path is honoured (a folder
+// inside the checkpoint directory) and refused outside it.
+func TestDoneAdapterPath(t *testing.T) {
+	url := simURL(t)
+	for _, tc := range []struct {
+		name, path, wantErr string
+	}{
+		{"subfolder", "adapter", ""},
+		{"outside", "../../elsewhere", "outside"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := dataset.RunDir(t.TempDir())
+			ck := dir.CheckpointDir(1)
+			sub := filepath.Join(ck, "adapter")
+			os.MkdirAll(sub, 0o755)
+			os.WriteFile(filepath.Join(sub, "adapter_config.json"), []byte("{}"), 0o644)
+			os.WriteFile(filepath.Join(sub, "adapter_model.safetensors"), []byte("w"), 0o644)
+			if err := train.WriteDone(ck, train.Done{Step: 1, AdapterPath: tc.path}); err != nil {
+				t.Fatal(err)
+			}
+			loader := &adapterRecorder{}
+			_, err := trained(t, dir, url, 1, 0, func(o *train.LoopOptions) { o.Adapters = loader })
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Run = %v, want an error containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			abs, _ := filepath.Abs(sub)
+			for name, p := range loader.loaded {
+				if p != abs {
+					t.Errorf("adapter %s loaded from %s, want DONE's adapter_path %s", name, p, abs)
+				}
+			}
+			if len(loader.loaded) != 1 {
+				t.Errorf("loaded %v, want the one adapter", loader.loaded)
+			}
+		})
+	}
+}
+
+// TestPendingBatchCorrupt (item 7): a pending batch (no DONE) whose .ready
+// does not match is sampled again, and the log says why; a trainer's
+// REFUSED marker stops the run with its reason.
+func TestPendingBatchCorrupt(t *testing.T) {
+	url := simURL(t)
+	dir := dataset.RunDir(t.TempDir())
+	if _, err := trained(t, dir, url, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Step 2's batch is written, not trained, then its marker is damaged.
+	if err := os.RemoveAll(dir.CheckpointDir(1)); err != nil {
+		t.Fatal(err)
+	}
+	setStateStep(t, dir, 0)
+	var ready map[string]any
+	b, _ := os.ReadFile(dir.ReadyPath(1))
+	json.Unmarshal(b, &ready)
+	ready["sha256"] = strings.Repeat("0", 64)
+	b, _ = json.Marshal(ready)
+	os.WriteFile(dir.ReadyPath(1), b, 0o644)
+	os.WriteFile(dir.MetricsPath(), nil, 0o644)
+	core, logs := observer.New(zap.WarnLevel)
+	ft, err := trained(t, dir, url, 1, 0, func(o *train.LoopOptions) { o.Logger = zap.New(core) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if logs.FilterMessageSnippet("does not verify against its .ready; sampling it again").Len() != 1 {
+		t.Errorf("warnings = %v, want one saying why step 1 is sampled again", logs.All())
+	}
+	if _, err := dataset.VerifyBatch(dir.BatchPath(1), 1); err != nil || ft.consumed[1] != 1 {
+		t.Errorf("after resampling: verify %v, consumed %d; want a good batch trained once", err, ft.consumed[1])
+	}
+
+	// The trainer refuses step 2's batch.
+	dir2 := dataset.RunDir(t.TempDir())
+	ck := dir2.CheckpointDir(1)
+	os.MkdirAll(ck, 0o755)
+	os.WriteFile(filepath.Join(ck, train.RefusedFile), []byte(`{"step":1,"reason":"schema_version 9, want 1 to 2"}`), 0o644)
+	l := newLoopClient(t, dir2, llm.Options{Endpoints: []string{url}}, 1, 0)
+	err = l.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "the trainer refused the batch") || !strings.Contains(err.Error(), "schema_version 9") {
+		t.Errorf("Run with REFUSED = %v, want the trainer's reason", err)
+	}
+}
+
+// TestCrashPoints is the child process of TestSIGKILLAtCrashPoints.
+func TestCrashPoints(t *testing.T) {
+	dir, url := os.Getenv("PARLEY_TEST_CRASH_DIR"), os.Getenv("PARLEY_TEST_CRASH_URL")
+	if dir == "" {
+		t.Skip("child of TestSIGKILLAtCrashPoints")
+	}
+	var staleness int
+	fmt.Sscan(os.Getenv("PARLEY_TEST_CRASH_STALENESS"), &staleness)
+	ft := &fakeTrainer{dir: dataset.RunDir(dir), consumed: map[int]int{}, versions: map[int]int{}, log: filepath.Join(dir, "consumed.log")}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go ft.run(ctx)
+	if err := newLoop(t, dataset.RunDir(dir), url, 5, staleness).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSIGKILLAtCrashPoints kills the loop with SIGKILL between the
+// trainer's DONE and the state write, right after the metrics line, and
+// inside the state write (internal/crashpoint), at both staleness
+// settings, then resumes: every step is trained once and recorded once.
+func TestSIGKILLAtCrashPoints(t *testing.T) {
+	url := simURL(t)
+	for _, staleness := range []int{0, 1} {
+		t.Run(fmt.Sprint("staleness", staleness), func(t *testing.T) {
+			dir := t.TempDir()
+			kills := 0
+			// Hits count within each process: each resumed run crashes at
+			// the named point of its own second or first step.
+			for _, point := range []string{"after-done:2", "state-write:2", "after-metrics:1", "state-write:1", "after-done:2", ""} {
+				cmd := exec.Command(os.Args[0], "-test.run=^TestCrashPoints$")
+				cmd.Env = append(os.Environ(), "PARLEY_TEST_CRASH_DIR="+dir, "PARLEY_TEST_CRASH_URL="+url,
+					fmt.Sprint("PARLEY_TEST_CRASH_STALENESS=", staleness), crashpoint.EnvVar+"="+point)
+				out, err := cmd.CombinedOutput()
+				if point == "" {
+					if err != nil {
+						t.Fatalf("the last run failed: %v\n%s", err, out)
+					}
+					break
+				}
+				if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != -1 {
+					// The point may lie behind the run already (resumed past it).
+					if err != nil {
+						t.Fatalf("run with %s: %v\n%s", point, err, out)
+					}
+					continue
+				}
+				kills++
+			}
+			if kills < 4 {
+				t.Fatalf("%d kills landed, want at least 4", kills)
+			}
+			ms := readMetrics(t, dataset.RunDir(dir))
+			if len(ms) != 5 {
+				t.Fatalf("%d metrics lines, want 5", len(ms))
+			}
+			for i, m := range ms {
+				if m["step"] != float64(i+1) {
+					t.Errorf("metrics line %d is step %v", i, m["step"])
+				}
+			}
+			b, _ := os.ReadFile(filepath.Join(dir, "consumed.log"))
+			for s := 1; s <= 5; s++ {
+				n := strings.Count(string(b), fmt.Sprintf("step %d\n", s))
+				if _, done, _ := train.ReadDone(dataset.RunDir(dir).CheckpointDir(s)); n == 0 && done {
+					n = 1 // killed between its DONE and its log line
+				}
+				if n != 1 {
+					t.Errorf("step %d trained %d times across %d kills, want once", s, n, kills)
+				}
+			}
+			if st, _, _ := train.LoadState(dataset.RunDir(dir).StatePath()); st.Step != 5 {
+				t.Errorf("state step %d, want 5", st.Step)
+			}
+			t.Logf("%d kills", kills)
+		})
+	}
+}
+
+// TestTempFilesRemovedOnStart (item 8): what interrupted atomic writes
+// left in the run directory is removed when a run starts.
+func TestTempFilesRemovedOnStart(t *testing.T) {
+	url := simURL(t)
+	dir := dataset.RunDir(filepath.Join(t.TempDir(), "run"))
+	if err := dir.Create(); err != nil {
+		t.Fatal(err)
+	}
+	stale := []string{filepath.Join(dir.Root(), ".state.json.tmp-123"), filepath.Join(dir.BatchesDir(), ".step-000001.parquet.tmp-9")}
+	for _, p := range stale {
+		os.WriteFile(p, []byte("half"), 0o644)
+	}
+	client, _ := llm.New(llm.Options{Endpoints: []string{url}})
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ft := &fakeTrainer{dir: dir, consumed: map[int]int{}, versions: map[int]int{}}
+	go ft.run(ctx)
+	_, err := train.Run(ctx, train.RunOptions{
+		Loop: loopOptions(t, dir, client, 1, 0), FrozenConfig: []byte("run: {}\n"),
+		Server: client, Model: sim.DefaultModel, Handshake: train.HandshakeFile,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range stale {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s left after the run started", p)
+		}
+	}
+}

@@ -56,6 +56,7 @@ func newRoot() *cobra.Command {
 		newBenchCmd(a),
 		newReportCmd(a),
 		newScenarioCmd(a),
+		newSeriesCmd(a),
 	)
 	return root
 }

@@ -29,17 +29,17 @@ func newScenarioGenerateCmd() *cobra.Command {
 			if out == "" {
 				return fmt.Errorf("scenario generate: --out FILE is required")
 			}
-			sp, err := scenario.GenerateSet(out, opts)
+			sps, err := scenario.GenerateSet(out, opts)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d scenarios\n\n%s", out, sp.Scenarios, scenario.PropertiesTable([]scenario.SetProperties{sp}))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s\n\n%s", out, scenario.PropertiesTable(sps))
 			return nil
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.Type, "type", scenario.Type2HB2G, "scenario type: 2hb2g or 1hb3g")
-	f.IntVar(&opts.N, "n", 20, "number of scenarios")
+	f.StringVar(&opts.Type, "type", scenario.Type2HB2G, "scenario type: 2hb2g or 1hb3g, or both comma separated")
+	f.IntVar(&opts.N, "n", 20, "number of scenarios per type")
 	f.Int64Var(&opts.Seed, "seed", scenario.FixedSetSeed, "generator seed")
 	f.StringVar(&opts.IDPrefix, "id-prefix", "", "id prefix (default: the type)")
 	f.IntVar(&opts.Difficulty.FeasibleMin, "feasible-min", 0, "least honest-feasible packages (default: the type's stated range)")

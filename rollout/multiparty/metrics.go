@@ -155,7 +155,10 @@ func honestModel(r *dataset.Rollout, o *Outcome) string {
 			continue
 		}
 		m := ro.Model
-		if m == "" || ro.Policy == dataset.PolicyTrained {
+		switch {
+		case ro.Policy == dataset.PolicyTrained && r.Step > 0:
+			m = "trained policy" // its adapter changes every step
+		case m == "":
 			m = ro.Policy
 		}
 		if !seen[m] {

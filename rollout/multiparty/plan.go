@@ -20,7 +20,7 @@ import (
 // trust condition of cfg (Config.Plan) over those same games and names,
 // which starts from the condition's fresh trust state. Conditions are thus
 // paired: series "<type>-<condition>-k007" of every condition play the
-// same scenarios in the same order.
+// same scenarios in the same order, with the same seeds (SeedKey).
 func Plan(cfg Config, prompts []dataset.Prompt, n int, seed int64) ([]rollout.Series, error) {
 	conds, err := cfg.Plan()
 	if err != nil {
@@ -61,7 +61,7 @@ func Plan(cfg Config, prompts []dataset.Prompt, n int, seed int64) ([]rollout.Se
 				if err != nil {
 					return nil, fmt.Errorf("multiparty.Plan: %w", err)
 				}
-				out = append(out, rollout.Series{ID: SeriesID(typ, c, k), Games: games, Init: init})
+				out = append(out, rollout.Series{ID: SeriesID(typ, c, k), Games: games, Init: init, SeedKey: fmt.Sprintf("%s-k%03d", typ, k)})
 			}
 		}
 	}

@@ -261,6 +261,7 @@ func TestGenerate(t *testing.T) {
 // their seed (regenerate with `parley scenario generate`, see the README
 // of dataset/scenarios).
 func TestFixedSets(t *testing.T) {
+	var both []*Scenario
 	for _, typ := range Types {
 		path := filepath.Join("..", "..", "..", "dataset", "scenarios", typ+".jsonl")
 		set, err := LoadSet(path)
@@ -279,11 +280,22 @@ func TestFixedSets(t *testing.T) {
 		if string(ja) != string(jb) {
 			t.Errorf("%s differs from Generate(seed %d): regenerate it", path, FixedSetSeed)
 		}
+		both = append(both, set...)
 		sp := Summarize(set)
 		d := DefaultDifficulty(typ)
 		if sp.FeasibleMin < d.FeasibleMin || sp.FeasibleMax > d.FeasibleMax || sp.Packages != 1024 {
 			t.Errorf("%s: properties %+v outside the stated range %+v", path, sp, d)
 		}
+	}
+	// both.jsonl is the two sets, 2HB+2G first.
+	mixed, err := LoadSet(filepath.Join("..", "..", "..", "dataset", "scenarios", "both.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ja, _ := json.Marshal(mixed)
+	jb, _ := json.Marshal(both)
+	if string(ja) != string(jb) {
+		t.Error("dataset/scenarios/both.jsonl is not 2hb2g.jsonl then 1hb3g.jsonl: regenerate it")
 	}
 }
 

@@ -3,6 +3,7 @@ package scenario
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/parleyhq/parley/dataset"
 )
@@ -71,16 +72,26 @@ func LoadSet(path string) ([]*Scenario, error) {
 }
 
 // GenerateSet generates a set (Generate) and writes it to path (WriteSet),
-// returning the set's properties.
-func GenerateSet(path string, opts GenerateOptions) (SetProperties, error) {
-	set, err := Generate(opts)
-	if err != nil {
-		return SetProperties{}, err
+// returning its properties per type. opts.Type may list several types,
+// comma separated: each gets opts.N scenarios, in the order given, the
+// same as when generated alone.
+func GenerateSet(path string, opts GenerateOptions) ([]SetProperties, error) {
+	var all []*Scenario
+	var props []SetProperties
+	for _, typ := range strings.Split(opts.Type, ",") {
+		o := opts
+		o.Type = strings.TrimSpace(typ)
+		set, err := Generate(o)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, set...)
+		props = append(props, Summarize(set))
 	}
-	if err := WriteSet(path, set); err != nil {
-		return SetProperties{}, err
+	if err := WriteSet(path, all); err != nil {
+		return nil, err
 	}
-	return Summarize(set), nil
+	return props, nil
 }
 
 // ReportSets loads scenario sets and renders their properties as the

@@ -16,12 +16,13 @@
 //   - A hard bargainer asks for a margin above its BATNA that shrinks from
 //     10 points in the first round to 0 in the last.
 //   - When trust scores are shown with the guidance reminder, an honest
-//     party ignores the priorities of parties it trusts less than 0.45
-//     and votes for their proposals only 10 points above its threshold.
+//     party ignores the priorities and the supported proposals of the one
+//     party it trusts least, if below 0.45, and votes for that party's
+//     proposals only 10 points above its threshold.
 //     Without the reminder it ignores trust (the seed's trust–agreement
 //     gap: knowing whom to trust does not by itself change decisions).
-//   - The adversary states its own priorities, proposes its ideal
-//     package and votes NO on everything.
+//   - The adversary states decoy priorities (two options drawn afresh
+//     each time), proposes its ideal package and votes NO on everything.
 //   - Assessments rate each counterpart by how often it voted with the
 //     assessor on packages the assessor accepted, and how often its
 //     proposals met the assessor's BATNA.
@@ -99,13 +100,23 @@ func (v view) margin() int {
 	return int(math.Round(hbMargin * math.Max(f, 0)))
 }
 
-// trusts reports whether the party acts on its distrust of name.
+// distrusts reports whether the party acts on its distrust of name: with
+// the guidance reminder, name must be the one party it trusts least, below
+// 0.45 (a suspect, not every party it rates low).
 func (v view) distrusts(name string) bool {
 	if !v.tv.Reminder || v.tv.Trust == nil {
 		return false
 	}
 	t, ok := v.tv.Trust[name]
-	return ok && t < distrusted
+	if !ok || t >= distrusted {
+		return false
+	}
+	for other, u := range v.tv.Trust {
+		if other != name && u <= t {
+			return false
+		}
+	}
+	return true
 }
 
 // ideal is the party's best option on every issue (lowest index on ties).
@@ -131,6 +142,15 @@ func (v view) priorities() string {
 		parts = append(parts, fmt.Sprintf("%s%d", v.sys.Issues[x.i], ideal[x.i]+1))
 	}
 	return "My priorities: " + strings.Join(parts, ", ") + "."
+}
+
+// decoy is the adversary's stated priorities: two options drawn afresh
+// every time, to pull proposals away from any package the others could
+// agree on.
+func (v view) decoy(rng *rand.Rand) string {
+	a := rng.IntN(len(v.sys.Issues))
+	b := (a + 1 + rng.IntN(len(v.sys.Issues)-1)) % len(v.sys.Issues)
+	return fmt.Sprintf("My priorities: %s%d, %s%d.", v.sys.Issues[a], 1+rng.IntN(v.sys.Options[a]), v.sys.Issues[b], 1+rng.IntN(v.sys.Options[b]))
 }
 
 var priorityRE = regexp.MustCompile(`My priorities: ([A-Za-z0-9, ]+)\.`)
@@ -171,7 +191,7 @@ func (v view) stated() map[string]map[int]int {
 func (v view) propose(rng *rand.Rand) string {
 	if v.adversary() {
 		return fmt.Sprintf("%s %s I am open to ideas, but this package is a fair start.\n%s %s",
-			pick(rng, openings), v.priorities(), protocol.ProposalMarker, label(v.sys.Shape, v.ideal()))
+			pick(rng, openings), v.decoy(rng), protocol.ProposalMarker, label(v.sys.Shape, v.ideal()))
 	}
 	stated := v.stated()
 	floor := v.sys.BATNA + v.margin()
@@ -228,7 +248,7 @@ func (v view) propose(rng *rand.Rand) string {
 func (v view) vote(rng *rand.Rand) string {
 	on := v.tv.VoteOn
 	if v.adversary() {
-		return fmt.Sprintf("%s %s\n%s NO", pick(rng, stalls), v.priorities(), protocol.VoteMarker)
+		return fmt.Sprintf("%s %s\n%s NO", pick(rng, stalls), v.decoy(rng), protocol.VoteMarker)
 	}
 	floor := v.sys.BATNA + v.margin()
 	if v.distrusts(on.By) {

@@ -110,7 +110,9 @@ func typesOf(gs []game) []string {
 			out = append(out, g.Type)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return slices.Index(scenario.Types, out[i]) < slices.Index(scenario.Types, out[j]) })
+	sort.Slice(out, func(i, j int) bool {
+		return slices.Index(scenario.Types, out[i]) < slices.Index(scenario.Types, out[j])
+	})
 	return out
 }
 

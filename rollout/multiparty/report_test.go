@@ -68,7 +68,7 @@ func TestReportTables(t *testing.T) {
 	for _, w := range []string{
 		"| BRS | 50.0 | 75.0 | 100.0 | +25.0 ± 79.6 | 0.50 | +50.0 ± 91.9 | +25.0 ± 79.6 |",
 		// Table 2, S+P: every game a deal (100 ± 0), surplus 4·10 = 40, no
-	// hard bargainer's NO, the one proposal meets every honest BATNA, R/deal 2.
+		// hard bargainer's NO, the one proposal meets every honest BATNA, R/deal 2.
 		"| BRS (S+P) | 100.0 ± 0.0 | 40.00 ± 0.00 | 0.0 ± 0.0 | 100.0 ± 0.0 | 2.00 ± 0.00 |",
 		// Table 1: one deal in four No-trust games, none invalid.
 		"| m | 25.0 / 0.0 (n = 4) |",

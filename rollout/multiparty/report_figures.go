@@ -156,7 +156,7 @@ func figure10(b *strings.Builder, gs []game, typ, dir string) error {
 				}
 			}
 		}
-		groups = append(groups, c.Label())
+		var pair [2]report.Bar
 		for band := 0; band < 2; band++ {
 			var rates []float64
 			for _, v := range per {
@@ -165,9 +165,13 @@ func figure10(b *strings.Builder, gs []game, typ, dir string) error {
 				}
 			}
 			iv := stats.MeanCI(rates, level)
-			bar := report.Bar{Value: iv.Mean, Lo: iv.Mean - iv.Half, Hi: iv.Mean + iv.Half, Missing: iv.N < 3}
-			bars[band] = append(bars[band], bar)
+			pair[band] = report.Bar{Value: iv.Mean, Lo: iv.Mean - iv.Half, Hi: iv.Mean + iv.Half, Missing: iv.N < 3}
 		}
+		if pair[0].Missing && pair[1].Missing {
+			continue // no trust outside the neutral band (S0.5+P), or too few series
+		}
+		groups = append(groups, c.Label())
+		bars[0], bars[1] = append(bars[0], pair[0]), append(bars[1], pair[1])
 	}
 	if len(groups) == 0 || !anyBar(bars) {
 		return nil

@@ -33,6 +33,15 @@ type Config struct {
 	InvalidPenalty float64 `yaml:"invalid_penalty"`
 	// AssessTokens bounds an assessment reply (0: sampling.max_tokens).
 	AssessTokens int `yaml:"assess_tokens"`
+	// VoteHints tells a party, when it votes, its total for the package
+	// and whether the package meets its BATNA (decision support the seed's
+	// agents do not get; off by default).
+	VoteHints bool `yaml:"vote_hints"`
+	// LenientVotes reads a reply without a VOTE line as YES when it holds
+	// a cooperative word (protocol.CooperativeWords) and NO otherwise, so
+	// it is never malformed: for tiny models that cannot write the format
+	// (configs/multiparty-tiny.yaml); off by default.
+	LenientVotes bool `yaml:"lenient_votes"`
 }
 
 // DefaultConfig is the section's defaults: ten rounds, four votes of five,

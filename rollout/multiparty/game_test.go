@@ -101,6 +101,19 @@ func playSeed(t *testing.T, cfg *multiparty.Config, p dataset.Prompt, ag rollout
 	return rec, o, next
 }
 
+// voteCase is one game of TestVoteCounting.
+type voteCase struct {
+	name     string
+	needed   int
+	rounds   int
+	behave   func(role string, round int, ask string) string
+	deal     bool
+	dealAt   int
+	yes      []int // yes votes per round
+	votes    map[string]string
+	mal, abs map[string]int
+}
+
 // TestVoteCounting plays scripted games that exercise the deal rule: a
 // package passes with votes_needed yes votes (the proposer's counting), a
 // NO or an abstention does not count, an unreadable move is asked again
@@ -112,17 +125,7 @@ func TestVoteCounting(t *testing.T) {
 	order := multiparty.TurnOrder(11, roles) // rec.Seed of play
 	v := order[1:]                           // round 1's voters, in order
 	const prop = "Here is a package.\nPROPOSAL: A1 B2 C3 D4 E1"
-	tests := []struct {
-		name     string
-		needed   int
-		rounds   int
-		behave   func(role string, round int, ask string) string
-		deal     bool
-		dealAt   int
-		yes      []int // yes votes per round
-		votes    map[string]string
-		mal, abs map[string]int
-	}{
+	tests := []voteCase{
 		{
 			name: "four of five pass", needed: 4, rounds: 3,
 			behave: func(role string, _ int, ask string) string {
@@ -214,10 +217,27 @@ func TestVoteCounting(t *testing.T) {
 			deal: false, yes: []int{4},
 		},
 	}
+	tests = append(tests, voteCase{
+		name: "lenient votes read cooperative words", needed: 4, rounds: 1,
+		behave: func(role string, _ int, ask string) string {
+			switch {
+			case ask == "propose":
+				return prop
+			case role == v[0]:
+				return "we both gain" // YES
+			case role == v[1]:
+				return "hmm" // NO, and never malformed
+			}
+			return "VOTE: YES"
+		},
+		deal: true, dealAt: 1, yes: []int{4},
+		votes: map[string]string{order[0]: "yes", v[0]: "yes", v[1]: "no", v[2]: "yes", v[3]: "yes"},
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := multiparty.DefaultConfig()
 			cfg.VotesNeeded, cfg.MaxRounds = tt.needed, tt.rounds
+			cfg.LenientVotes = strings.HasPrefix(tt.name, "lenient")
 			cfg.Trust.Condition = trust.CondNone
 			rec, o, _ := play(t, cfg, p, &fakeAgents{fn: tt.behave}, nil)
 			if o.Deal != tt.deal || rec.Agreed != tt.deal || o.DealRound != tt.dealAt {

@@ -200,7 +200,15 @@ func (n *negotiation) round(ctx context.Context, r int, proposer *party, voters 
 	rd.Yes = 1
 	for _, v := range voters {
 		var yes bool
-		vt, ok, err := n.move(ctx, v, protocol.VoteTurn(proposer.name, rd.Label, n.trustView(v)), n.g.turnTokens, func(t string) error {
+		var hint *protocol.Hint
+		if n.g.cfg.VoteHints {
+			hint = &protocol.Hint{Total: rd.Utility[v.role], BATNA: v.info.BATNA}
+		}
+		vt, ok, err := n.move(ctx, v, protocol.VoteTurn(proposer.name, rd.Label, n.trustView(v), hint), n.g.turnTokens, func(t string) error {
+			if n.g.cfg.LenientVotes {
+				yes = protocol.ParseVoteLenient(t)
+				return nil
+			}
 			var e error
 			yes, e = protocol.ParseVote(t)
 			return e

@@ -107,6 +107,28 @@ func ParseVote(text string) (bool, error) {
 	return false, fmt.Errorf("the %s line %q is neither YES nor NO", VoteMarker, rest)
 }
 
+// CooperativeWords are the words ParseVoteLenient reads as a YES.
+var CooperativeWords = []string{"yes", "agree", "accept", "deal", "fair", "we", "both", "share", "together", "thanks"}
+
+var wordRE = regexp.MustCompile(`[A-Za-z]+`)
+
+// ParseVoteLenient reads a vote from any reply: its VOTE line when it has
+// a readable one, else YES when it holds a cooperative word and NO
+// otherwise (for tiny models that cannot write the format).
+func ParseVoteLenient(text string) bool {
+	if yes, err := ParseVote(text); err == nil {
+		return yes
+	}
+	for _, w := range wordRE.FindAllString(text, -1) {
+		for _, c := range CooperativeWords {
+			if strings.EqualFold(w, c) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // assessLine finds, in text, the last line that starts with name
 // (ignoring markup) and returns what follows the name and a colon.
 func assessLine(text, name string) (string, bool) {

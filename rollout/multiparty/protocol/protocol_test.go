@@ -169,3 +169,26 @@ func TestParseTurn(t *testing.T) {
 		}
 	}
 }
+
+func TestParseVoteLenient(t *testing.T) {
+	tests := []struct {
+		text string
+		yes  bool
+	}{
+		{"VOTE: NO\nbut we agree on much", false}, // a readable VOTE line wins
+		{"VOTE: YES", true},
+		{"we can live with it", true},
+		{"Thanks!", true},
+		{"weird offer, no", false}, // "weird" is not "we"
+		{"", false},
+		{"nope", false},
+	}
+	for _, tt := range tests {
+		if got := ParseVoteLenient(tt.text); got != tt.yes {
+			t.Errorf("ParseVoteLenient(%q) = %v, want %v", tt.text, got, tt.yes)
+		}
+	}
+	if got := VoteTurn("Party A", "A1 B1", nil, &Hint{Total: 40, BATNA: 45}); !strings.Contains(got, "This package is worth 40 to you; your BATNA is 45: it is below your BATNA.") {
+		t.Errorf("VoteTurn with a hint = %q", got)
+	}
+}

@@ -230,10 +230,29 @@ func ProposeTurn(round int, s *scenario.Scenario, tv *TrustView) string {
 	return b.String()
 }
 
-// VoteTurn asks a party to vote on a proposal.
-func VoteTurn(proposer, label string, tv *TrustView) string {
+// Hint is what a party is told of a package when it votes with hints on:
+// its total and its BATNA.
+type Hint struct{ Total, BATNA int }
+
+func (h *Hint) line() string {
+	if h == nil {
+		return ""
+	}
+	verdict := "it meets your BATNA"
+	if h.Total < h.BATNA {
+		verdict = "it is below your BATNA"
+	}
+	return fmt.Sprintf("\nThis package is worth %d to you; your BATNA is %d: %s.", h.Total, h.BATNA, verdict)
+}
+
+// VoteTurn asks a party to vote on a proposal; hint, when set, tells it
+// what the package is worth to it.
+func VoteTurn(proposer, label string, tv *TrustView, hint ...*Hint) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%svote on %s's proposal %s.", TurnPrefix, proposer, label)
+	if len(hint) > 0 {
+		b.WriteString(hint[0].line())
+	}
 	b.WriteString(tv.line())
 	if tv != nil && tv.Reminder {
 		fmt.Fprintf(&b, "\nRemember to weigh your trust in %s when you vote.", proposer)

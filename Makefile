@@ -10,7 +10,7 @@ export PARLEY_TINY_MODEL := $(abspath $(TINY))
 .PHONY: build venv test test-go test-py bench quickstart tiny-model clean
 
 build:
-	$(GO) build -o bin/parley ./cmd/parley
+	$(GO) build -buildvcs=auto -o bin/parley ./cmd/parley
 
 venv:
 	bash scripts/setup_venv.sh $(VENV)

@@ -4,7 +4,15 @@
 package config
 
 import (
+	"fmt"
+	"strings"
 	"time"
+
+	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/internal/textfile"
+	"github.com/parleyhq/parley/reward"
+	"github.com/parleyhq/parley/rollout"
+	"gopkg.in/yaml.v3"
 )
 
 // Config is the whole of a parley run's configuration.
@@ -23,6 +31,25 @@ type Config struct {
 	Train     Train                `yaml:"train"`
 	Trainer   Trainer              `yaml:"trainer"`
 	Log       Log                  `yaml:"log"`
+
+	// given holds the key paths the file, the environment or flags set
+	// (Given); the others hold defaults.
+	given map[string]bool
+}
+
+// Given reports whether key (a key path such as policy.endpoints, or a
+// section such as judge) was set by the config file, a PARLEY_* variable
+// or a flag, rather than left at its default.
+func (c Config) Given(key string) bool {
+	if c.given[key] {
+		return true
+	}
+	for k := range c.given {
+		if strings.HasPrefix(k, key+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // Run names the run and fixes its seed.
@@ -57,9 +84,14 @@ type Policy struct {
 
 // Sampling holds the policy's sampling parameters for rollouts.
 type Sampling struct {
+	// Temperature is the sampling temperature (0: greedy).
 	Temperature float64 `yaml:"temperature"`
-	TopP        float64 `yaml:"top_p"`
-	TopK        int     `yaml:"top_k"`
+	// TopP is nucleus sampling's probability mass (1: off).
+	TopP float64 `yaml:"top_p"`
+	// TopK keeps the k likeliest tokens (0: off; sent to vLLM as -1, so
+	// that its generation-config defaults cannot change the sampling the
+	// trainer assumes).
+	TopK int `yaml:"top_k"`
 	// MaxTokens bounds each negotiation turn.
 	MaxTokens int `yaml:"max_tokens"`
 	// FinalMaxTokens bounds the final completion (and the single-agent answer).
@@ -74,7 +106,9 @@ type Curriculum struct {
 	Personas string `yaml:"personas"`
 	// Mix weighs categories when sampling rows (empty = as in the file).
 	Mix map[string]float64 `yaml:"mix"`
-	// Split keeps only rows of this split ("" = all).
+	// Split keeps only rows of this split: train (rows without a split are
+	// train rows), eval (held out), or "" for every row. parley train
+	// refuses eval rows.
 	Split string `yaml:"split"`
 }
 
@@ -222,6 +256,11 @@ type Train struct {
 	Handshake string `yaml:"handshake"`
 	// HTTPAddr is the handshake server's listen address (loopback by default).
 	HTTPAddr string `yaml:"http_addr"`
+	// MetricsAddr, if set (host:port), serves Prometheus metrics of the
+	// run at http://MetricsAddr/metrics: steps, rollouts in flight and by
+	// outcome, judge latency and failures, policy requests and retries,
+	// and every numeric metric of the last step. "" serves none.
+	MetricsAddr string `yaml:"metrics_addr"`
 	// TokenEnv names the environment variable holding the handshake bearer token.
 	TokenEnv string `yaml:"token_env"`
 	// TrainerTimeout bounds the wait for one step's DONE.
@@ -245,8 +284,9 @@ type Train struct {
 // Trainer holds the PyTorch trainer's hyperparameters; parley passes them as flags.
 type Trainer struct {
 	// Model is the base model folder (or hub id for real runs).
-	Model string  `yaml:"model"`
-	LR    float64 `yaml:"lr"`
+	Model string `yaml:"model"`
+	// LR is the optimizer's learning rate (AdamW).
+	LR float64 `yaml:"lr"`
 	// EpsilonLow and EpsilonHigh clip the ratio (0.2/0.28).
 	EpsilonLow  float64 `yaml:"epsilon_low"`
 	EpsilonHigh float64 `yaml:"epsilon_high"`
@@ -254,15 +294,22 @@ type Trainer struct {
 	KLBeta float64 `yaml:"kl_beta"`
 	// Aggregation is token_mean, seq_mean_token_mean or dr_grpo.
 	Aggregation string `yaml:"aggregation"`
-	// LoRA settings; FullFinetune trains every weight instead.
-	LoRAR        int     `yaml:"lora_r"`
-	LoRAAlpha    int     `yaml:"lora_alpha"`
-	LoRADropout  float64 `yaml:"lora_dropout"`
-	FullFinetune bool    `yaml:"full_finetune"`
+	// LoRAR is the LoRA rank (vLLM must serve with --max-lora-rank at
+	// least this).
+	LoRAR int `yaml:"lora_r"`
+	// LoRAAlpha is the LoRA scaling numerator (the update is scaled by
+	// alpha/r).
+	LoRAAlpha int `yaml:"lora_alpha"`
+	// LoRADropout is the dropout on the LoRA input.
+	LoRADropout float64 `yaml:"lora_dropout"`
+	// FullFinetune trains every weight instead of a LoRA adapter (refused:
+	// vLLM hot-loads only adapters).
+	FullFinetune bool `yaml:"full_finetune"`
 	// MicroBatchTokens is the token budget of a micro-batch.
 	MicroBatchTokens int `yaml:"micro_batch_tokens"`
 	// MaxGradNorm clips gradients.
 	MaxGradNorm float64 `yaml:"max_grad_norm"`
+	// WeightDecay is AdamW's weight decay.
 	WeightDecay float64 `yaml:"weight_decay"`
 	// ExtraArgs are appended to the trainer's command line as they are.
 	ExtraArgs []string `yaml:"extra_args"`
@@ -290,7 +337,8 @@ func Default() Config {
 		Sampling: Sampling{Temperature: 1.0, TopP: 1.0, MaxTokens: 256, FinalMaxTokens: 512},
 		Game:     defaultGame("deliberation"),
 		Curriculum: Curriculum{
-			Path: "builtin:dilemmas",
+			Path:  "builtin:dilemmas",
+			Split: "train",
 		},
 		Rollout: Rollout{GroupSize: 8, PromptsPerStep: 16, Concurrency: 256, History: "tokens"},
 		Judge: Judge{
@@ -312,4 +360,33 @@ func Default() Config {
 		},
 		Log: Log{Level: "info", Format: "auto"},
 	}
+}
+
+// ScoreScale is the scale of the scores the configured judge gives
+// (judge.kind): the Collective Agency rubric's 1–5, a rule scorer's 0–1, or
+// the game's own scorer's (rollout.Spec.ScoreScale). Exports, reports and
+// charts label scores with it.
+func (c Config) ScoreScale() dataset.ScoreScale {
+	switch c.Judge.Kind {
+	case "rule":
+		return reward.RuleScale(c.Judge.Rule.Kind, 0, 0)
+	case "game":
+		spec, _ := rollout.Lookup(c.Game.Env)
+		if spec.ScoreScale.IsZero() {
+			return dataset.ScoreScale{Name: c.Game.Env + " score"}
+		}
+		return spec.ScoreScale
+	}
+	return reward.CAScale
+}
+
+// ScoreScaleOf is the ScoreScale of a config file's YAML (a run's frozen
+// config.yaml), read leniently over the defaults: keys this parley does not
+// know, as an older or newer run's may hold, are ignored.
+func ScoreScaleOf(data []byte) (dataset.ScoreScale, error) {
+	cfg := Default()
+	if err := yaml.Unmarshal(textfile.StripBOM(data), &cfg); err != nil {
+		return dataset.ScoreScale{}, fmt.Errorf("config.ScoreScaleOf: %w", err)
+	}
+	return cfg.ScoreScale(), nil
 }

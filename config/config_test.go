@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/config/internal/keydocs"
 	"github.com/parleyhq/parley/internal/toygame"
 	"github.com/parleyhq/parley/rollout/deliberation"
 	_ "github.com/parleyhq/parley/rollout/games"
@@ -69,6 +71,7 @@ func TestLoadErrors(t *testing.T) {
 		{"secret in env field", "judge:\n  api_key_env: sk-abc123-secret\n", []string{"key judge.api_key_env", "environment"}},
 		{"single with dialogue mask", "game:\n  env: single\ngrpo:\n  mask: dialogue\n", []string{"key grpo.mask", "single game records only final"}},
 		{"staleness 2", "train:\n  max_staleness: 2\n", []string{"key train.max_staleness"}},
+		{"metrics addr", "train:\n  metrics_addr: 9464\n", []string{"key train.metrics_addr", "127.0.0.1:9464"}},
 		{"bad mix category", "curriculum:\n  mix:\n    sports: 1\n", []string{"curriculum.mix.sports"}},
 		{"negative group", "rollout:\n  group_size: -2\n", []string{"key rollout.group_size"}},
 		{"bad enum history", "rollout:\n  history: messages\n", []string{"key rollout.history", "messages", "tokens, rerender"}},
@@ -241,5 +244,62 @@ func TestChanges(t *testing.T) {
 	}
 	if op, frozen := Changes(a, Default()); len(op)+len(frozen) != 0 {
 		t.Errorf("Changes(Default, Default) = %v, %v; want none", op, frozen)
+	}
+}
+
+// TestKeyDocsCurrent fails when a config field's comment changed without
+// go generate ./config, and when a key has no doc at all.
+func TestKeyDocsCurrent(t *testing.T) {
+	want, err := keydocs.Generate("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("keydocs_gen.go")
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("keydocs_gen.go is stale: run go generate ./config")
+	}
+	for _, k := range KeyInfos() {
+		if k.Doc == "" {
+			t.Errorf("key %s has no doc comment on its field", k.Key)
+		}
+	}
+}
+
+// TestConfigDocCurrent fails when docs/config.md is not what parley config
+// keys --markdown writes.
+func TestConfigDocCurrent(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteKeysMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("../docs/config.md")
+	// The test-only toy game is registered here, not in parley.
+	var want []string
+	for _, line := range strings.SplitAfter(b.String(), "\n") {
+		if !strings.HasPrefix(line, "| `game.toy.") {
+			want = append(want, line)
+		}
+	}
+	if err != nil || string(got) != strings.Join(want, "") {
+		t.Errorf("docs/config.md is stale: run go run ./cmd/parley config keys --markdown > docs/config.md")
+	}
+}
+
+func TestScoreScale(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Config)
+		want   string
+	}{
+		{"default: the CA judge", func(*Config) {}, "CA 1–5"},
+		{"rule", func(c *Config) { c.Judge.Kind, c.Judge.Rule.Kind = "rule", "keyword_share" }, "rule keyword_share 0–1"},
+		{"a game's scorer without a scale", func(c *Config) { c.Judge.Kind, c.Game.Env = "game", "deliberation" }, "deliberation score"},
+	}
+	for _, tt := range tests {
+		c := Default()
+		tt.change(&c)
+		if got := c.ScoreScale().Label(); got != tt.want {
+			t.Errorf("%s: ScoreScale().Label() = %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }

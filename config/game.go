@@ -137,14 +137,19 @@ func gameKeys(n *yaml.Node, g Game) error {
 	return nil
 }
 
-// gameLeaves lists game.env and every game section's leaf keys.
-func gameLeaves(g Game, out []leaf) []leaf {
+// sectionNames are the names of the game sections, sorted.
+func (g Game) sectionNames() []string {
 	names := make([]string, 0, len(g.Sections))
 	for name := range g.Sections {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	for _, name := range names {
+	return names
+}
+
+// gameLeaves lists every game section's leaf keys.
+func gameLeaves(g Game, out []leaf) []leaf {
+	for _, name := range g.sectionNames() {
 		out = leaves(reflect.ValueOf(g.Sections[name]).Elem(), "game."+name, out)
 	}
 	return out

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/parleyhq/parley/internal/textfile"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 	"gopkg.in/yaml.v3"
@@ -27,8 +27,9 @@ const EnvPrefix = "PARLEY"
 // are errors naming the file, line and key path.
 func Load(path string, fs *pflag.FlagSet) (Config, error) {
 	cfg := Default()
+	cfg.given = map[string]bool{}
 	if path != "" {
-		data, err := os.ReadFile(path)
+		data, err := textfile.ReadFile(path)
 		if err != nil {
 			return cfg, fmt.Errorf("config: read %s: %w", path, err)
 		}
@@ -52,6 +53,7 @@ func Load(path string, fs *pflag.FlagSet) (Config, error) {
 // Load without a file, environment or flags.
 func Parse(data []byte) (Config, error) {
 	cfg := Default()
+	cfg.given = map[string]bool{}
 	if err := decodeStrict(data, &cfg); err != nil {
 		return cfg, fmt.Errorf("config: %w", err)
 	}
@@ -64,6 +66,7 @@ func Parse(data []byte) (Config, error) {
 // decodeStrict decodes data into cfg, rejecting unknown keys with their path
 // and line, and type mismatches with their line.
 func decodeStrict(data []byte, cfg *Config) error {
+	data = textfile.StripBOM(data)
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return fmt.Errorf("invalid YAML: %w", err)
@@ -77,6 +80,9 @@ func decodeStrict(data []byte, cfg *Config) error {
 	}
 	if err := checkKeys(doc, reflect.TypeOf(*cfg), ""); err != nil {
 		return err
+	}
+	if cfg.given != nil {
+		givenKeys(doc, "", cfg.given)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -130,6 +136,21 @@ func checkKeys(n *yaml.Node, t reflect.Type, prefix string) error {
 		}
 	}
 	return nil
+}
+
+// givenKeys records the key path of every mapping entry under n.
+func givenKeys(n *yaml.Node, prefix string, out map[string]bool) {
+	if n.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		path := n.Content[i].Value
+		if prefix != "" {
+			path = prefix + "." + path
+		}
+		out[path] = true
+		givenKeys(n.Content[i+1], path, out)
+	}
 }
 
 func yamlName(f reflect.StructField) string {
@@ -219,6 +240,9 @@ func applyOverrides(cfg *Config, fs *pflag.FlagSet) error {
 		}
 		if err := setFromString(l.v, v.GetString(l.key)); err != nil {
 			return fmt.Errorf("config: %s: key %s: %w", src, l.key, err)
+		}
+		if cfg.given != nil {
+			cfg.given[l.key] = true
 		}
 	}
 	return nil
@@ -312,7 +336,7 @@ var operationalKeys = []string{
 	"judge.api_key_env", "judge.concurrency", "judge.requests_per_minute", "judge.tokens_per_minute",
 	"judge.max_retries", "judge.timeout",
 	"generator.",
-	"train.steps", "train.http_addr", "train.token_env", "train.trainer_timeout", "train.trainer_command",
+	"train.steps", "train.http_addr", "train.metrics_addr", "train.token_env", "train.trainer_timeout", "train.trainer_command",
 	"train.server_command", "train.max_failed_fraction", "train.server_start_timeout",
 	"log.",
 }

@@ -336,6 +336,11 @@ func (c Config) validateTrain(k *checker) {
 	if _, _, err := net.SplitHostPort(t.HTTPAddr); err != nil {
 		k.bad("train.http_addr", "%q is not host:port", t.HTTPAddr)
 	}
+	if t.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(t.MetricsAddr); err != nil {
+			k.bad("train.metrics_addr", "%q is not host:port (e.g. 127.0.0.1:9464)", t.MetricsAddr)
+		}
+	}
 	k.envName("train.token_env", t.TokenEnv, t.Handshake == "http")
 	if t.TrainerTimeout <= 0 {
 		k.bad("train.trainer_timeout", "must be positive, got %s", t.TrainerTimeout)

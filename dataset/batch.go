@@ -257,8 +257,12 @@ func checkBatchSchema(path string, pf *parquet.File) error {
 		return fmt.Errorf("%s: schema_version %q, want %d to %d", path, v, MinSchemaVersion, SchemaVersion)
 	}
 	if n >= 2 {
+		have := map[string]bool{}
+		for _, f := range pf.Schema().Fields() {
+			have[f.Name()] = true
+		}
 		for _, name := range batchV2Columns {
-			if _, ok := pf.Schema().Lookup(name); !ok {
+			if !have[name] {
 				return fmt.Errorf("%s: missing column %q (schema_version %d)", path, name, n)
 			}
 		}
@@ -282,7 +286,7 @@ func ReadBatch(path string) ([]BatchRow, error) {
 // ReadBatchFunc is ReadBatch streaming: it calls fn on each row, decoding
 // a few rows at a time. An error from fn is returned as is.
 func ReadBatchFunc(path string, fn func(BatchRow) error) error {
-	f, pf, err := openParquet(path)
+	f, pf, err := OpenParquet(path)
 	if err != nil {
 		return fmt.Errorf("dataset.ReadBatch: %w", err)
 	}
@@ -346,7 +350,7 @@ func VerifyBatch(path string, step int) (Ready, error) {
 	if sum != ready.SHA256 {
 		return Ready{}, fmt.Errorf("dataset.VerifyBatch: %s: sha256 %s, marker says %s", path, sum, ready.SHA256)
 	}
-	f, pf, err := openParquet(path)
+	f, pf, err := OpenParquet(path)
 	if err != nil {
 		return Ready{}, fmt.Errorf("dataset.VerifyBatch: %w", err)
 	}

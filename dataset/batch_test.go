@@ -93,7 +93,7 @@ func mustRead(t *testing.T, path string) []byte {
 
 func openT(t *testing.T, path string) (*os.File, *parquet.File, func()) {
 	t.Helper()
-	f, pf, err := openParquet(path)
+	f, pf, err := OpenParquet(path)
 	mustNoErr(t, err)
 	return f, pf, func() { f.Close() }
 }
@@ -340,7 +340,7 @@ func TestReadBatchRejects(t *testing.T) {
 		{"repeated.parquet", []string{p("repeated.parquet"), `column "input_ids" has type repeated int32, want list<int32>`}},
 		{"badmask.parquet", []string{p("badmask.parquet"), "row 2: loss_mask[0] = 3, want 0 or 1"}},
 		{"badlen.parquet", []string{p("badlen.parquet"), "row 1: advantages has"}},
-		{"garbage.parquet", []string{p("garbage.parquet"), "not a valid parquet file"}},
+		{"garbage.parquet", []string{p("garbage.parquet"), "too short to be a parquet file"}},
 		{"missing.parquet", []string{p("missing.parquet"), "no such file"}},
 	}
 	for _, tt := range tests {

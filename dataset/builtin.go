@@ -18,8 +18,8 @@ const BuiltinPersonas = BuiltinPrefix + "personas"
 
 // Names of the bundled sample curricula.
 const (
-	SampleDilemmas  = "dilemmas"   // 40 dilemmas, 12/16/12 professional/interpersonal/micro_ethics, persona pairs p01…p25 cycled
-	SampleOpenEnded = "open-ended" // 20 open-ended questions for the single-agent baseline
+	SampleDilemmas  = "dilemmas"   // 40 dilemmas, 12/16/12 professional/interpersonal/micro_ethics, persona pairs p01…p25 cycled; 10 (3/4/3) in split eval
+	SampleOpenEnded = "open-ended" // 20 open-ended questions for the single-agent baseline; 5 in split eval
 )
 
 var (

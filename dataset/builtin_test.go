@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -28,7 +29,17 @@ func TestPersonaLibrary(t *testing.T) {
 		t.Fatalf("len(PersonaLibrary()) = %d, want 25", len(lib))
 	}
 	seen := map[string]string{}
+	names := map[string]string{}
 	for i, p := range lib {
+		for _, n := range []string{p.NameA, p.NameB} {
+			if n == "" || len(strings.Fields(n)) > 3 {
+				t.Errorf("%s: short persona name %q, want one to three words", p.ID, n)
+			}
+			if first, dup := names[n]; dup {
+				t.Errorf("short name %q of %s already in %s", n, p.ID, first)
+			}
+			names[n] = p.ID
+		}
 		if want := fmt.Sprintf("p%02d", i+1); p.ID != want {
 			t.Errorf("PersonaLibrary()[%d].ID = %q, want %q", i, p.ID, want)
 		}
@@ -50,6 +61,43 @@ func TestPersonaLibrary(t *testing.T) {
 	lib[0].A = "changed"
 	if PersonaLibrary()[0].A == "changed" {
 		t.Error("PersonaLibrary() returned shared memory")
+	}
+}
+
+// TestSampleCurriculaSplits: each bundled curriculum holds out a quarter of
+// every category in split eval; the rest is split train.
+func TestSampleCurriculaSplits(t *testing.T) {
+	tests := []struct {
+		name string
+		eval map[string]int
+		n    int
+	}{
+		{SampleDilemmas, map[string]int{CategoryProfessional: 3, CategoryInterpersonal: 4, CategoryMicroEthics: 3}, 40},
+		{SampleOpenEnded, map[string]int{CategoryOpenEnded: 5}, 20},
+	}
+	for _, tt := range tests {
+		ps, err := SampleCurriculum(tt.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eval, train := map[string]int{}, 0
+		for _, p := range ps {
+			switch p.Split {
+			case SplitEval:
+				eval[p.Category]++
+			case SplitTrain:
+				train++
+			default:
+				t.Errorf("%s: prompt %s has split %q", tt.name, p.ID, p.Split)
+			}
+		}
+		total := 0
+		for _, n := range tt.eval {
+			total += n
+		}
+		if !reflect.DeepEqual(eval, tt.eval) || train != tt.n-total {
+			t.Errorf("%s: eval %v and %d train rows, want eval %v and %d train", tt.name, eval, train, tt.eval, tt.n-total)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -99,7 +100,7 @@ func TestExportFilters(t *testing.T) {
 					failed++
 				}
 				if tt.keep(r) {
-					want = append(want, NewExportRecord(r))
+					want = append(want, NewExportRecord(r, ScoreScale{}))
 				}
 			}
 			if len(want) == 0 {
@@ -145,32 +146,114 @@ func ids(rs []ExportRecord) []string {
 	return out
 }
 
+func sp(s string) *string { return &s }
+
 func TestExportRecordMessages(t *testing.T) {
 	r := testRollout(1, 0)
-	got := NewExportRecord(r)
+	got := NewExportRecord(r, ScoreScale{Name: "CA", Min: 1, Max: 5})
 	want := []ChatMessage{
+		{Role: "system", Name: sp("A"), Content: "You are Agent A."},
+		{Role: "system", Name: sp("B"), Content: "You are Agent B."},
+		{Role: "system", Name: sp("final"), Content: "Write the solution."},
 		{Role: "user", Content: r.Task},
-		{Role: "assistant", Name: "A", Content: r.Turns[0].Text},
-		{Role: "assistant", Name: "B", Content: r.Turns[1].Text},
+		{Role: "assistant", Name: sp("A"), Content: r.Turns[0].Text},
+		{Role: "assistant", Name: sp("B"), Content: r.Turns[1].Text},
 	}
 	if !reflect.DeepEqual(got.Messages, want) {
 		t.Errorf("NewExportRecord(...).Messages = %+v, want %+v", got.Messages, want)
 	}
-	if got.Personas != (ExportPersonas{A: r.Persona("A"), B: r.Persona("B")}) || got.ID != r.RolloutID || got.Final != r.Final {
+	wantPersonas := ExportPersonas{A: sp("Be loyal."), B: sp("Be honest."), NameA: sp("loyalty"), NameB: sp("truth")}
+	if !reflect.DeepEqual(got.Personas, wantPersonas) || got.ID != r.RolloutID || got.Final != r.Final {
 		t.Errorf("NewExportRecord(...) = %+v", got)
 	}
-	// The JSON line has exactly the documented keys.
+	// The JSON line has exactly the documented keys, and every message
+	// the same three.
 	b, err := json.Marshal(got)
 	mustNoErr(t, err)
 	var m map[string]any
 	mustNoErr(t, json.Unmarshal(b, &m))
-	for _, k := range []string{"id", "step", "env", "prompt_id", "group_id", "category", "task", "personas", "messages", "final", "reward", "score", "agreed", "rounds", "failed", "error"} {
+	keys := []string{"id", "run_id", "step", "policy_version", "env", "prompt_id", "group_id", "category", "split", "task",
+		"persona_pair_id", "personas", "messages", "final", "agreed", "rounds", "judged", "judge_model", "judge_rationale",
+		"judge_error", "score", "score_scale", "reward", "advantage", "failed", "error"}
+	if len(m) != len(keys) {
+		t.Errorf("export JSON has %d keys, want %d: %s", len(m), len(keys), b)
+	}
+	for _, k := range keys {
 		if _, ok := m[k]; !ok {
 			t.Errorf("export JSON lacks %q", k)
 		}
 	}
-	if strings.Contains(string(b), `"name":""`) {
-		t.Errorf("export JSON has an empty name: %s", b)
+	for i, msg := range m["messages"].([]any) {
+		if mm := msg.(map[string]any); len(mm) != 3 {
+			t.Errorf("message %d has keys %v, want role, name, content", i, mm)
+		}
+	}
+	if !strings.Contains(string(b), `{"role":"user","name":null,"content":`) {
+		t.Errorf("the task message has no null name: %s", b)
+	}
+}
+
+// TestExportRecordFields: what each kind of rollout exports for the
+// fields a user looks for; a score that was not given is null, never 0.
+func TestExportRecordFields(t *testing.T) {
+	ca := ScoreScale{Name: "CA", Min: 1, Max: 5}
+	judged := testRollout(2, 0) // scored 1, reward 0.2, advantage -1
+	judgeFailed := testRollout(2, 1)
+	judgeFailed.Judged, judgeFailed.Score, judgeFailed.JudgeModel, judgeFailed.JudgeRationale, judgeFailed.JudgeError = false, 0, "", "", "judge: no verdict"
+	for k := range judgeFailed.Roles {
+		judgeFailed.Roles[k].Scored, judgeFailed.Roles[k].Score, judgeFailed.Roles[k].Reward, judgeFailed.Roles[k].Advantage = false, 0, 0, 0
+	}
+	failed := testRollout(2, 3) // i%7 == 3: failed, unjudged
+	single := testRollout(2, 2)
+	single.Personas, single.PersonaPairID, single.SystemPrompts, single.Split = nil, "", nil, ""
+	tests := []struct {
+		name string
+		r    Rollout
+		want string // the record's fields of interest as JSON
+	}{
+		{"judged", judged, `{"judged":true,"judge_model":"judge","judge_rationale":"because","judge_error":null,"score":1.0,"score_scale":"CA 1–5","reward":0.2,"advantage":-1.0,"policy_version":1,"split":"train","persona_pair_id":"p08","name_a":"loyalty","error":null}`},
+		{"judging failed", judgeFailed, `{"judged":false,"judge_model":null,"judge_rationale":null,"judge_error":"judge: no verdict","score":null,"score_scale":null,"reward":null,"advantage":null,"policy_version":1,"split":"train","persona_pair_id":"p08","name_a":"loyalty","error":null}`},
+		{"rollout failed", failed, `{"judged":false,"judge_model":null,"judge_rationale":null,"judge_error":null,"score":null,"score_scale":null,"reward":null,"advantage":null,"policy_version":1,"split":"train","persona_pair_id":"p08","name_a":"loyalty","error":"judge: timeout"}`},
+		{"no personas, no split", single, `{"judged":true,"judge_model":"judge","judge_rationale":"because","judge_error":null,"score":3.0,"score_scale":"CA 1–5","reward":0.6,"advantage":1.0,"policy_version":1,"split":null,"persona_pair_id":null,"name_a":null,"error":null}`},
+	}
+	for _, tt := range tests {
+		rec := NewExportRecord(tt.r, ca)
+		got, err := json.Marshal(struct {
+			Judged         bool    `json:"judged"`
+			JudgeModel     *string `json:"judge_model"`
+			JudgeRationale *string `json:"judge_rationale"`
+			JudgeError     *string `json:"judge_error"`
+			Score          *Float  `json:"score"`
+			ScoreScale     *string `json:"score_scale"`
+			Reward         *Float  `json:"reward"`
+			Advantage      *Float  `json:"advantage"`
+			PolicyVersion  int32   `json:"policy_version"`
+			Split          *string `json:"split"`
+			PersonaPairID  *string `json:"persona_pair_id"`
+			NameA          *string `json:"name_a"`
+			Error          *string `json:"error"`
+		}{rec.Judged, rec.JudgeModel, rec.JudgeRationale, rec.JudgeError, rec.Score, rec.ScoreScale, rec.Reward, rec.Advantage,
+			rec.PolicyVersion, rec.Split, rec.PersonaPairID, rec.Personas.NameA, rec.Error})
+		mustNoErr(t, err)
+		if string(got) != tt.want {
+			t.Errorf("%s: export fields =\n%s\nwant\n%s", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestFloatJSON(t *testing.T) {
+	tests := []struct {
+		v    float32
+		want string
+	}{
+		{3, "3.0"}, {0, "0.0"}, {-1, "-1.0"}, {0.2, "0.2"}, {2.5, "2.5"}, {1e-7, "1e-07"}, {3e20, "3e+20"},
+		{float32(math.NaN()), "null"}, {float32(math.Inf(1)), "null"},
+	}
+	for _, tt := range tests {
+		b, err := json.Marshal(Float(tt.v))
+		if err != nil || string(b) != tt.want {
+			t.Errorf("json.Marshal(Float(%g)) = %s, %v; want %s", tt.v, b, err, tt.want)
+		}
 	}
 }
 
@@ -184,7 +267,7 @@ func TestExportHFFolder(t *testing.T) {
 	}
 	for i := 0; i < 4; i++ {
 		path := filepath.Join(out, "data", fmt.Sprintf("train-%05d-of-00004.parquet", i))
-		f, pf, err := openParquet(path)
+		f, pf, err := OpenParquet(path)
 		if err != nil {
 			t.Fatalf("shard %d: %v", i, err)
 		}
@@ -198,7 +281,10 @@ func TestExportHFFolder(t *testing.T) {
 		checkZstd(t, pf)
 		for _, c := range []struct{ col, want string }{
 			{"messages", "list<struct<role:string,name:string,content:string>>"},
-			{"personas", "struct<a:string,b:string>"},
+			{"personas", "struct<a:string,b:string,name_a:string,name_b:string>"},
+			{"score", "float32"},
+			{"advantage", "float32"},
+			{"policy_version", "int32"},
 			{"reward", "float32"},
 			{"agreed", "bool"},
 			{"rounds", "int32"},
@@ -313,5 +399,87 @@ func TestExportJSONLFilePath(t *testing.T) {
 	}
 	if got := readJSONLRecords(t, out); int64(len(got)) != stats.Written {
 		t.Errorf("%s has %d lines, want %d", out, len(got), stats.Written)
+	}
+}
+
+// TestExportSources: export reads a run directory, the output directory of
+// parley rollout, a rollouts file, or files given one by one; anything else
+// is refused by name before an output is created.
+func TestExportSources(t *testing.T) {
+	run, all := makeRun(t, 2, 5)
+	ro := filepath.Join(t.TempDir(), "ro") // parley rollout --out ro
+	w, err := NewRolloutWriter(filepath.Join(ro, RolloutFileName), RolloutWriterOptions{Scale: ScoreScale{Name: "rule agreement", Max: 1}})
+	mustNoErr(t, err)
+	for i := 0; i < 4; i++ { // rollout 3 failed: 3 exported
+		mustNoErr(t, w.Write(testRollout(0, i)))
+	}
+	mustNoErr(t, w.Close())
+	batch := filepath.Join(t.TempDir(), "step-000001.parquet")
+	_, err = WriteBatch(batch, 1, 0, testBatchRows(1, 4))
+	mustNoErr(t, err)
+	empty := t.TempDir()
+	notRollouts := filepath.Join(t.TempDir(), "curriculum.parquet")
+	mustNoErr(t, WritePromptsParquet(notRollouts, []Prompt{{ID: "a", Category: CategoryOpenEnded, Task: "t"}}))
+	step1, step2 := RunDir(run).RolloutsPath(1), RunDir(run).RolloutsPath(2)
+	notFailed := func(rs []Rollout) int {
+		n := 0
+		for _, r := range rs {
+			if !r.Failed {
+				n++
+			}
+		}
+		return n
+	}
+	tests := []struct {
+		name      string
+		opts      ExportOptions
+		written   int
+		scales    []string
+		source    string // in the card
+		wantError string
+	}{
+		{"run directory", ExportOptions{From: run}, notFailed(all), nil, "run `myrun`", ""},
+		{"run directory with a fallback scale", ExportOptions{From: run, Scale: ScoreScale{Name: "CA", Min: 1, Max: 5}}, notFailed(all), []string{"CA 1–5"}, "run `myrun`", ""},
+		{"parley rollout's directory", ExportOptions{From: ro}, 3, []string{"rule agreement 0–1"}, "`parley rollout` output `ro`", ""},
+		{"a rollouts file", ExportOptions{From: filepath.Join(ro, RolloutFileName)}, 3, []string{"rule agreement 0–1"}, "file `rollouts.parquet`", ""},
+		{"files", ExportOptions{In: []string{step2, step1}}, notFailed(all), nil, "files `step-000002.parquet`, `step-000001.parquet`", ""},
+		{"files with a step bound", ExportOptions{In: []string{step1, step2}, MinStep: 2}, notFailed(all[5:]), nil, "files", ""},
+		{"from and in", ExportOptions{From: run, In: []string{step1}}, 0, nil, "", "not both"},
+		{"nothing", ExportOptions{}, 0, nil, "", "no rollouts given"},
+		{"a directory without rollouts", ExportOptions{From: empty}, 0, nil, "", "holds neither rollouts/step-N.parquet (a run of parley train, or parley score's output) nor rollouts.parquet (parley rollout's output)"},
+		{"a batch", ExportOptions{In: []string{batch}}, 0, nil, "", "is a training batch"},
+		{"another table", ExportOptions{From: notRollouts}, 0, nil, "", `missing column "rollout_id"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "hf")
+			opts := tt.opts
+			opts.Format, opts.Out = FormatHF, out
+			st, err := Export(context.Background(), opts)
+			if tt.wantError != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantError) {
+					t.Fatalf("Export = %v, want an error containing %q", err, tt.wantError)
+				}
+				if _, serr := os.Stat(out); serr == nil {
+					t.Errorf("a refused export created %s", out)
+				}
+				return
+			}
+			mustNoErr(t, err)
+			if st.Written != int64(tt.written) || !reflect.DeepEqual(st.Scales, tt.scales) {
+				t.Errorf("Export stats = %+v, want %d written, scales %v", st, tt.written, tt.scales)
+			}
+			card := string(mustRead(t, filepath.Join(out, "README.md")))
+			if !strings.Contains(card, "from "+tt.source) {
+				t.Errorf("card does not name the source %q:\n%s", tt.source, card[strings.Index(card, "# parley"):])
+			}
+			label := "Scores: not recorded"
+			if len(tt.scales) > 0 {
+				label = "Scores: " + tt.scales[0]
+			}
+			if !strings.Contains(card, label) {
+				t.Errorf("card lacks %q", label)
+			}
+		})
 	}
 }

@@ -57,7 +57,7 @@ func TestWriteFixtures(t *testing.T) {
 		"export_jsonl_rows":   js.Written,
 		"export_hf_rows":      hf.Written,
 		"export_hf_shards":    len(hf.Outputs) - 1,
-		"export_first_record": NewExportRecord(testRollout(1, 0)),
+		"export_first_record": NewExportRecord(testRollout(1, 0), ScoreScale{}),
 	}
 	b, err := json.MarshalIndent(expected, "", "  ")
 	mustNoErr(t, err)

@@ -31,7 +31,9 @@ func testRollout(step, i int) Rollout {
 		PromptID: fmt.Sprintf("d%03d", i/4), GroupID: fmt.Sprintf("s%d-g%d", step, i/4),
 		RolloutID: fmt.Sprintf("s%d-r%d", step, i), Index: int32(i % 4),
 		Category: CategoryInterpersonal, Task: fmt.Sprintf("Task %d: what do you do?", i),
-		Personas: PersonaPairOf("Be loyal.", "Be honest."), Seed: int64(i) * 7, Temperature: 0.7,
+		PersonaPairID: "p08", Split: SplitTrain,
+		Personas: PersonaPair{A: "Be loyal.", B: "Be honest.", NameA: "loyalty", NameB: "truth"}.Personas(), Seed: int64(i) * 7, Temperature: 0.7,
+		SystemPrompts: []SystemPrompt{{Role: "A", Text: "You are Agent A."}, {Role: "B", Text: "You are Agent B."}, {Role: "final", Text: "Write the solution."}},
 		Turns: []Turn{
 			{Agent: "A", Text: fmt.Sprintf("A speaks %d", i), Tokens: 12, FinishReason: "stop"},
 			{Agent: "B", Text: fmt.Sprintf("B answers %d", i), Tokens: 9, FinishReason: "length", Agree: i%2 == 0},

@@ -13,12 +13,14 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/internal/fsutil"
+	"github.com/parleyhq/parley/internal/textfile"
 	"github.com/parquet-go/parquet-go"
 )
 
 // promptRecord is a Prompt as curriculum files hold it: the columns id,
-// category, task, persona_pair_id, persona_a, persona_b, split and
-// scenario, and a personas list for roles other than A and B.
+// category, task, persona_pair_id, persona_a, persona_b (and their short
+// names persona_a_name, persona_b_name), split and scenario, and a
+// personas list for roles other than A and B.
 type promptRecord struct {
 	ID            string    `json:"id" parquet:"id"`
 	Category      string    `json:"category" parquet:"category"`
@@ -26,6 +28,8 @@ type promptRecord struct {
 	PersonaPairID string    `json:"persona_pair_id,omitempty" parquet:"persona_pair_id"`
 	PersonaA      string    `json:"persona_a,omitempty" parquet:"persona_a"`
 	PersonaB      string    `json:"persona_b,omitempty" parquet:"persona_b"`
+	PersonaAName  string    `json:"persona_a_name,omitempty" parquet:"persona_a_name"`
+	PersonaBName  string    `json:"persona_b_name,omitempty" parquet:"persona_b_name"`
 	Personas      []Persona `json:"personas,omitempty" parquet:"personas,list"`
 	Split         string    `json:"split,omitempty" parquet:"split"`
 	Scenario      string    `json:"scenario,omitempty" parquet:"scenario"`
@@ -34,7 +38,7 @@ type promptRecord struct {
 func (r promptRecord) prompt() Prompt {
 	p := Prompt{ID: r.ID, Category: r.Category, Task: r.Task, PersonaPairID: r.PersonaPairID, Split: r.Split, Scenario: r.Scenario}
 	if r.PersonaA != "" || r.PersonaB != "" {
-		p.Personas = PersonaPairOf(r.PersonaA, r.PersonaB)
+		p.Personas = PersonaPair{A: r.PersonaA, B: r.PersonaB, NameA: r.PersonaAName, NameB: r.PersonaBName}.Personas()
 	}
 	p.Personas = append(p.Personas, r.Personas...)
 	return p
@@ -45,9 +49,9 @@ func (p Prompt) record() promptRecord {
 	for _, x := range p.Personas {
 		switch x.Role {
 		case "A":
-			r.PersonaA = x.Text
+			r.PersonaA, r.PersonaAName = x.Text, x.Name
 		case "B":
-			r.PersonaB = x.Text
+			r.PersonaB, r.PersonaBName = x.Text, x.Name
 		default:
 			r.Personas = append(r.Personas, x)
 		}
@@ -93,10 +97,12 @@ type LoadOptions struct {
 // "builtin:open-ended"). Errors name the file and the line (JSONL, from 1)
 // or row (parquet, from 0) and the field.
 //
-// A prompt gives its personas inline (persona_a and persona_b) or by
-// persona_pair_id, which is resolved against opts.Personas and filled in;
-// when both are given the inline personas win and the id is kept as a
-// label.
+// A prompt gives its personas inline (persona_a and persona_b, with
+// optional short names persona_a_name and persona_b_name) or by
+// persona_pair_id, which is resolved against opts.Personas (names
+// included) and filled in; when both are given the inline personas win and
+// the id is kept as a label. A row without a split is in SplitTrain; rows
+// of SplitEval are held out for evaluation.
 func LoadPrompts(path string, opts LoadOptions) ([]Prompt, error) {
 	prompts, err := loadPrompts(path, opts)
 	if err != nil {
@@ -173,6 +179,9 @@ func (v *promptValidator) check(loc string, p *Prompt) error {
 	if strings.TrimSpace(p.Task) == "" {
 		return errors.New("field task: empty")
 	}
+	if p.Split == "" {
+		p.Split = SplitTrain
+	}
 	if !validCategory(p.Category) && !slices.Contains(v.opts.Categories, p.Category) {
 		return fmt.Errorf("field category: unknown category %q (want one of %s)", p.Category, strings.Join(append(slices.Clone(Categories), v.opts.Categories...), ", "))
 	}
@@ -188,7 +197,7 @@ func (v *promptValidator) check(loc string, p *Prompt) error {
 		if err := checkPersonas("persona_a", "persona_b", pair.A, pair.B); err != nil {
 			return fmt.Errorf("persona pair %q: %w", pair.ID, err)
 		}
-		p.Personas = append(PersonaPairOf(pair.A, pair.B), p.Personas...)
+		p.Personas = append(pair.Personas(), p.Personas...)
 	} else if v.opts.RequirePersonas {
 		return errors.New("fields persona_pair_id, persona_a, persona_b: no personas (the deliberation game needs persona_pair_id or persona_a and persona_b)")
 	}
@@ -307,7 +316,7 @@ func formatOf(path string) (string, error) {
 // readJSONL decodes one T per non-blank line, rejecting unknown fields and
 // trailing data, and calls fn with the 1-based line number.
 func readJSONL[T any](name string, r io.Reader, fn func(line int, v T) error) error {
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := textfile.NewReader(r, 64<<10)
 	for line := 1; ; line++ {
 		raw, err := br.ReadBytes('\n')
 		if err != nil && err != io.EOF {
@@ -346,7 +355,9 @@ var (
 		{name: "persona_pair_id", types: []string{"string"}, optional: true},
 		{name: "persona_a", types: []string{"string"}, optional: true},
 		{name: "persona_b", types: []string{"string"}, optional: true},
-		{name: "personas", types: []string{"list<struct<role:string,text:string>>"}, optional: true},
+		{name: "persona_a_name", types: []string{"string"}, optional: true},
+		{name: "persona_b_name", types: []string{"string"}, optional: true},
+		{name: "personas", types: []string{"list<struct<role:string,text:string>>", "list<struct<role:string,text:string,name:string>>"}, optional: true},
 		{name: "split", types: []string{"string"}, optional: true},
 		{name: "scenario", types: []string{"string"}, optional: true},
 	}
@@ -354,6 +365,8 @@ var (
 		{name: "id", types: []string{"string"}},
 		{name: "a", types: []string{"string"}},
 		{name: "b", types: []string{"string"}},
+		{name: "name_a", types: []string{"string"}, optional: true},
+		{name: "name_b", types: []string{"string"}, optional: true},
 	}
 )
 
@@ -361,7 +374,7 @@ var (
 // columns strictly (unknown columns are errors), and calls fn per row
 // with the 0-based row index.
 func readParquetTable[T any](path string, cols []columnSpec, fn func(row int, v T) error) error {
-	f, pf, err := openParquet(path)
+	f, pf, err := OpenParquet(path)
 	if err != nil {
 		return err
 	}
@@ -460,4 +473,48 @@ func writeParquetTable[T any](path string, rows []T) error {
 		}
 		return pw.Close()
 	})
+}
+
+// SelectSplit returns the prompts of split (SplitTrain, SplitEval; a row
+// without a split is in SplitTrain), or every prompt when split is "". The
+// input is not modified.
+func SelectSplit(prompts []Prompt, split string) []Prompt {
+	if split == "" {
+		return prompts
+	}
+	var out []Prompt
+	for _, p := range prompts {
+		s := p.Split
+		if s == "" {
+			s = SplitTrain
+		}
+		if s == split {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// CheckTrainRows refuses to train on held-out rows: an error naming the
+// curriculum (path) and the rows of split eval among prompts, if any.
+func CheckTrainRows(path string, prompts []Prompt) error {
+	var held []string
+	for _, p := range prompts {
+		if p.Split == SplitEval {
+			held = append(held, p.ID)
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	shown := held
+	if len(shown) > 5 {
+		shown = append(slices.Clone(shown[:5]), "…")
+	}
+	n := fmt.Sprintf("%d rows are", len(held))
+	if len(held) == 1 {
+		n = "1 row is"
+	}
+	return fmt.Errorf("%s: %s in split %s (ids %s), held out for evaluation: training on them is refused",
+		path, n, SplitEval, strings.Join(shown, ", "))
 }

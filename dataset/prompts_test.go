@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -65,9 +66,9 @@ func TestLoadPromptsGood(t *testing.T) {
 	}
 	lib := PersonaLibrary()
 	want := []Prompt{
-		{ID: "g1", Category: CategoryProfessional, Task: "A hospital must choose which of two wards to close. Which one, and why?", PersonaPairID: "p05", Personas: PersonaPairOf(lib[4].A, lib[4].B)},
+		{ID: "g1", Category: CategoryProfessional, Task: "A hospital must choose which of two wards to close. Which one, and why?", PersonaPairID: "p05", Personas: lib[4].Personas(), Split: SplitTrain},
 		{ID: "g2", Category: CategoryInterpersonal, Task: "Your friend asks you to lie for them. Do you?", Personas: PersonaPairOf("Always protect your friends.", "Always tell the truth."), Split: "eval"},
-		{ID: "g3", Category: CategoryOpenEnded, Task: "Imagine you plan a picnic for ten people. Plan it."},
+		{ID: "g3", Category: CategoryOpenEnded, Task: "Imagine you plan a picnic for ten people. Plan it.", Split: SplitTrain},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("LoadPrompts(good.jsonl) =\n%+v\nwant\n%+v", got, want)
@@ -283,5 +284,41 @@ func TestLoadPersonaPairs(t *testing.T) {
 				t.Errorf("LoadPersonaPairs(%q) error = %q, want it to contain %q", tt.file, err, w)
 			}
 		}
+	}
+}
+
+func TestSelectSplitAndCheckTrainRows(t *testing.T) {
+	ps := []Prompt{{ID: "a", Split: SplitTrain}, {ID: "b", Split: SplitEval}, {ID: "c"}, {ID: "d", Split: "test"}}
+	idsOf := func(ps []Prompt) string {
+		var s []string
+		for _, p := range ps {
+			s = append(s, p.ID)
+		}
+		return strings.Join(s, ",")
+	}
+	tests := []struct {
+		split, want, refusal string
+	}{
+		{"", "a,b,c,d", "cur.jsonl: 1 row is in split eval (ids b), held out for evaluation: training on them is refused"},
+		{SplitTrain, "a,c", ""},
+		{SplitEval, "b", "cur.jsonl: 1 row is in split eval (ids b)"},
+		{"test", "d", ""},
+	}
+	for _, tt := range tests {
+		got := SelectSplit(ps, tt.split)
+		if idsOf(got) != tt.want {
+			t.Errorf("SelectSplit(%q) = %s, want %s", tt.split, idsOf(got), tt.want)
+		}
+		err := CheckTrainRows("cur.jsonl", got)
+		if (err == nil) != (tt.refusal == "") || (err != nil && !strings.Contains(err.Error(), tt.refusal)) {
+			t.Errorf("CheckTrainRows(split %q) = %v, want %q", tt.split, err, tt.refusal)
+		}
+	}
+	many := make([]Prompt, 7)
+	for i := range many {
+		many[i] = Prompt{ID: fmt.Sprintf("e%d", i), Split: SplitEval}
+	}
+	if err := CheckTrainRows("x", many); err == nil || !strings.Contains(err.Error(), "7 rows are in split eval (ids e0, e1, e2, e3, e4, …)") {
+		t.Errorf("CheckTrainRows(7 eval rows) = %v", err)
 	}
 }

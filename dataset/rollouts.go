@@ -24,6 +24,8 @@ type RolloutWriterOptions struct {
 	RowGroupRows int
 	// Metadata is written as parquet key-value metadata.
 	Metadata map[string]string
+	// Scale, when not zero, is recorded as the file's ScoreScaleKey.
+	Scale ScoreScale
 	// Logger logs flushes at debug level; nil means no logging.
 	Logger *zap.Logger
 }
@@ -64,6 +66,9 @@ func NewRolloutWriter(path string, opts RolloutWriterOptions) (*RolloutWriter, e
 		parquet.KeyValueMetadata(SchemaVersionKey, strconv.Itoa(SchemaVersion)),
 	}
 	for k, v := range opts.Metadata {
+		wopts = append(wopts, parquet.KeyValueMetadata(k, v))
+	}
+	for k, v := range opts.Scale.metadata() {
 		wopts = append(wopts, parquet.KeyValueMetadata(k, v))
 	}
 	return &RolloutWriter{
@@ -144,6 +149,39 @@ func (w *RolloutWriter) Abort() {
 // readBatchRows is how many rows readers decode at a time.
 const readBatchRows = 64
 
+// rolloutColumns are the columns every rollouts file has, in every schema
+// version.
+var rolloutColumns = []columnSpec{
+	{name: "rollout_id", types: []string{"string"}},
+	{name: "group_id", types: []string{"string"}},
+	{name: "env", types: []string{"string"}},
+	{name: "final", types: []string{"string"}},
+	{name: "failed", types: []string{"bool"}},
+}
+
+// CheckRolloutsFile refuses a parquet file that is not a rollouts file,
+// saying what it looks like instead (a training batch is the likely
+// mistake: judging it would judge empty finals).
+func CheckRolloutsFile(path string) error {
+	f, pf, err := OpenParquet(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	schema := pf.Schema()
+	has := map[string]bool{}
+	for _, f := range schema.Fields() {
+		has[f.Name()] = true
+	}
+	if has["input_ids"] && has["loss_mask"] {
+		return fmt.Errorf("%s is a training batch (input_ids, loss_mask), not a rollouts file: give a rollouts file (rollouts/step-N.parquet, or parley rollout's rollouts.parquet)", path)
+	}
+	if err := checkColumns(path, schema, rolloutColumns, false); err != nil {
+		return fmt.Errorf("%w: not a rollouts file", err)
+	}
+	return nil
+}
+
 // rolloutCompat is a Rollout with the columns schema version 1 had and
 // version 2 replaced: the persona pair and the rollout-level reward and
 // advantage, now per role.
@@ -191,6 +229,9 @@ func (c rolloutCompat) upgrade() Rollout {
 // the read and is returned as is. Files of schema version 1 (no
 // schema_version metadata) are upgraded row by row (see rolloutCompat).
 func ReadRollouts(path string, fn func(Rollout) error) error {
+	if err := CheckRolloutsFile(path); err != nil {
+		return fmt.Errorf("dataset.ReadRollouts: %w", err)
+	}
 	err := streamParquetMeta(path, func(version int, c rolloutCompat) error {
 		if version < 2 {
 			return fn(c.upgrade())
@@ -234,7 +275,7 @@ func streamParquet[T any](path string, fn func(T) error) error {
 // streamParquetMeta is streamParquet that also passes the file's
 // schema_version (1 when the metadata is absent).
 func streamParquetMeta[T any](path string, fn func(version int, v T) error) error {
-	f, pf, err := openParquet(path)
+	f, pf, err := OpenParquet(path)
 	if err != nil {
 		return err
 	}

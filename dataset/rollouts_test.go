@@ -58,7 +58,7 @@ func TestRolloutsRoundTrip(t *testing.T) {
 					t.Fatalf("row %d = %+v\nwant %+v", i, got[i], want[i])
 				}
 			}
-			f, pf, err := openParquet(path)
+			f, pf, err := OpenParquet(path)
 			mustNoErr(t, err)
 			defer f.Close()
 			if n := len(pf.RowGroups()); n != tt.wantRGs {
@@ -282,6 +282,9 @@ func tempFiles(t *testing.T, dir string) []string {
 type rolloutV1 struct {
 	RolloutID string     `parquet:"rollout_id"`
 	GroupID   string     `parquet:"group_id"`
+	Env       string     `parquet:"env"`
+	Final     string     `parquet:"final"`
+	Failed    bool       `parquet:"failed"`
 	PersonaA  string     `parquet:"persona_a"`
 	PersonaB  string     `parquet:"persona_b"`
 	Sequences []Sequence `parquet:"sequences,list"`
@@ -327,5 +330,23 @@ func TestReadRolloutsVersion1(t *testing.T) {
 	writeRaw(t, future, []rolloutV1{{RolloutID: "x"}}, "9")
 	if _, err := ReadAllRollouts(future); err == nil || !strings.Contains(err.Error(), `schema_version "9"`) {
 		t.Errorf("ReadAllRollouts(version 9) = %v, want a schema_version error", err)
+	}
+}
+
+// TestReadRolloutsRefusesOtherFiles: a training batch (or any other
+// parquet) given as rollouts is refused, saying what it is.
+func TestReadRolloutsRefusesOtherFiles(t *testing.T) {
+	dir := t.TempDir()
+	batch := batchPath(dir, 1)
+	if _, err := WriteBatch(batch, 1, 0, testBatchRows(1, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadAllRollouts(batch); err == nil || !strings.Contains(err.Error(), "is a training batch") {
+		t.Errorf("ReadAllRollouts(batch) = %v, want it named a training batch", err)
+	}
+	other := filepath.Join(dir, "prompts.parquet")
+	mustNoErr(t, WritePromptsParquet(other, []Prompt{{ID: "a", Category: CategoryProfessional, Task: "t"}}))
+	if _, err := ReadAllRollouts(other); err == nil || !strings.Contains(err.Error(), "not a rollouts file") {
+		t.Errorf("ReadAllRollouts(prompts) = %v, want not a rollouts file", err)
 	}
 }

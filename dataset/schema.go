@@ -1,7 +1,9 @@
 package dataset
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -11,9 +13,15 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 )
 
-// openParquet opens a parquet file for reading. The caller closes the
-// returned *os.File.
-func openParquet(path string) (*os.File, *parquet.File, error) {
+// parquetMagic starts and ends every parquet file.
+const parquetMagic = "PAR1"
+
+// OpenParquet opens a parquet file for reading; the caller closes the
+// returned *os.File. A file that cannot be parquet (empty, shorter than
+// its header and footer, or without the PAR1 marks at both ends) is
+// refused by name before parquet-go sees it, so that the message says what
+// is wrong with the file rather than where a seek failed.
+func OpenParquet(path string) (*os.File, *parquet.File, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
@@ -23,12 +31,62 @@ func openParquet(path string) (*os.File, *parquet.File, error) {
 		f.Close()
 		return nil, nil, err
 	}
+	if err := checkParquetFrame(f, st.Size()); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
 	pf, err := parquet.OpenFile(f, st.Size())
 	if err != nil {
 		f.Close()
 		return nil, nil, fmt.Errorf("%s: not a valid parquet file: %w", path, err)
 	}
 	return f, pf, nil
+}
+
+// checkParquetFrame checks the PAR1 marks at the start and end of a file
+// of size bytes.
+func checkParquetFrame(r io.ReaderAt, size int64) error {
+	const frame = 2*len(parquetMagic) + 4 // the marks and the footer length
+	if size == 0 {
+		return errors.New("empty file (0 bytes), not a parquet file")
+	}
+	if size < int64(frame) {
+		return fmt.Errorf("%d bytes, too short to be a parquet file", size)
+	}
+	head, tail := make([]byte, len(parquetMagic)), make([]byte, len(parquetMagic))
+	if _, err := r.ReadAt(head, 0); err != nil {
+		return err
+	}
+	if _, err := r.ReadAt(tail, size-int64(len(tail))); err != nil {
+		return err
+	}
+	if string(head) != parquetMagic {
+		return fmt.Errorf("not a parquet file (it starts with %q, not %q)", head, parquetMagic)
+	}
+	if string(tail) != parquetMagic {
+		return fmt.Errorf("not a complete parquet file (no %q at its end: cut short, or still being written)", parquetMagic)
+	}
+	return nil
+}
+
+// IsPandasIndex reports whether a column is an index pandas wrote beside
+// the data (to_parquet with index=True, or a reset index):
+// __index_level_N__. Readers ignore such columns.
+func IsPandasIndex(name string) bool {
+	n, ok := strings.CutPrefix(name, "__index_level_")
+	if !ok {
+		return false
+	}
+	n, ok = strings.CutSuffix(n, "__")
+	if !ok || n == "" {
+		return false
+	}
+	for _, c := range n {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // newReader builds a parquet.GenericReader over pf, turning the panics
@@ -204,7 +262,7 @@ func checkColumns(path string, schema *parquet.Schema, want []columnSpec, strict
 	if strict {
 		var extra []string
 		for name := range have {
-			if !known[name] {
+			if !known[name] && !IsPandasIndex(name) {
 				extra = append(extra, name)
 			}
 		}

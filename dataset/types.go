@@ -28,11 +28,19 @@ const (
 	KindFinal    = "final"
 )
 
-// PersonaPair is two opposed personas, one for each negotiating agent.
+// PersonaPair is two opposed personas, one for each negotiating agent,
+// with optional short names ("speed", "quality") for tables and exports.
 type PersonaPair struct {
-	ID string `json:"id" parquet:"id"`
-	A  string `json:"a" parquet:"a"`
-	B  string `json:"b" parquet:"b"`
+	ID    string `json:"id" parquet:"id"`
+	A     string `json:"a" parquet:"a"`
+	B     string `json:"b" parquet:"b"`
+	NameA string `json:"name_a,omitempty" parquet:"name_a"`
+	NameB string `json:"name_b,omitempty" parquet:"name_b"`
+}
+
+// Personas returns the pair as the personas of roles A and B, named.
+func (p PersonaPair) Personas() []Persona {
+	return []Persona{{Role: "A", Text: p.A, Name: p.NameA}, {Role: "B", Text: p.B, Name: p.NameB}}
 }
 
 // Persona is the persona one role argues from.
@@ -41,6 +49,8 @@ type Persona struct {
 	Role string `json:"role" parquet:"role"`
 	// Text is the persona as the agent is told it.
 	Text string `json:"text" parquet:"text"`
+	// Name is a short name of the persona ("speed"), "" when it has none.
+	Name string `json:"name,omitempty" parquet:"name"`
 }
 
 // Prompt is one curriculum row: a task, the personas its roles argue from
@@ -64,6 +74,13 @@ type Prompt struct {
 // Persona returns the persona of role, or "".
 func (p Prompt) Persona(role string) string { return PersonaOf(p.Personas, role) }
 
+// Default curriculum splits: a row without a split is a training row; rows
+// of SplitEval are held out for evaluation and never trained on.
+const (
+	SplitTrain = "train"
+	SplitEval  = "eval"
+)
+
 // PersonaOf returns the persona of role in ps, or "".
 func PersonaOf(ps []Persona, role string) string {
 	for _, x := range ps {
@@ -78,6 +95,13 @@ func PersonaOf(ps []Persona, role string) string {
 // game's pair).
 func PersonaPairOf(a, b string) []Persona {
 	return []Persona{{Role: "A", Text: a}, {Role: "B", Text: b}}
+}
+
+// SystemPrompt is the system prompt one role of a rollout was given, as
+// its first message.
+type SystemPrompt struct {
+	Role string `json:"role" parquet:"role"`
+	Text string `json:"text" parquet:"text"`
 }
 
 // Turn is one visible utterance of a rollout.
@@ -170,6 +194,10 @@ type Rollout struct {
 	// state carries over (seed 002's repeated games); "" and 0 otherwise.
 	Series    string `json:"series" parquet:"series"`
 	GameIndex int32  `json:"game_index" parquet:"game_index"`
+
+	// SystemPrompts are the system prompts of the roles that had one, in
+	// the order the roles first spoke.
+	SystemPrompts []SystemPrompt `json:"system_prompts" parquet:"system_prompts,list"`
 
 	Turns  []Turn `json:"turns" parquet:"turns,list"`
 	Agreed bool   `json:"agreed" parquet:"agreed"`

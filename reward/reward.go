@@ -69,6 +69,16 @@ type ScoreStats struct {
 // false, Score 0 and every role unscored. When ctx is cancelled, the
 // rollouts not yet judged fail with the context's error.
 func ScoreAll(ctx context.Context, j Judge, rs []dataset.Rollout, concurrency int) ScoreStats {
+	return ScoreAllFunc(ctx, j, rs, concurrency, nil)
+}
+
+// ScoreAllFunc is ScoreAll calling onDone (when not nil) after each
+// rollout is judged or skipped, for progress; it may be called
+// concurrently.
+func ScoreAllFunc(ctx context.Context, j Judge, rs []dataset.Rollout, concurrency int, onDone func()) ScoreStats {
+	if onDone == nil {
+		onDone = func() {}
+	}
 	if concurrency < 1 {
 		concurrency = 1
 	}
@@ -82,12 +92,13 @@ func ScoreAll(ctx context.Context, j Judge, rs []dataset.Rollout, concurrency in
 		r := &rs[i]
 		if r.Failed {
 			stats.Skipped++
+			onDone()
 			continue
 		}
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
-			defer func() { <-sem; wg.Done() }()
+			defer func() { <-sem; wg.Done(); onDone() }()
 			res, err := scoreOne(ctx, j, r)
 			mu.Lock()
 			defer mu.Unlock()

@@ -149,6 +149,7 @@ type RecorderOptions struct {
 type Recorder struct {
 	opts    RecorderOptions
 	seqs    []dataset.Sequence
+	systems []dataset.SystemPrompt
 	agents  map[string]*agentState
 	bridges map[Policy]*Bridge // bridges of players' other clients
 
@@ -210,6 +211,9 @@ func (r *Recorder) Turn(ctx context.Context, role string, msgs []llm.Message, op
 	if st == nil {
 		st = &agentState{seq: -1}
 		r.agents[role] = st
+		if len(msgs) > 0 && msgs[0].Role == "system" {
+			r.systems = append(r.systems, dataset.SystemPrompt{Role: role, Text: msgs[0].Content})
+		}
 	}
 	pl := r.Player(role)
 	if pl.Chat != nil {
@@ -445,6 +449,11 @@ func (r *Recorder) chatTurn(ctx context.Context, role string, st *agentState, pl
 
 // Sequences returns the recorded training sequences in creation order.
 func (r *Recorder) Sequences() []dataset.Sequence { return r.seqs }
+
+// SystemPrompts returns the system prompt each role was first given (the
+// first message of its first turn, when it is a system message), in the
+// order the roles first spoke.
+func (r *Recorder) SystemPrompts() []dataset.SystemPrompt { return r.systems }
 
 func hasPrefix(s, prefix []int32) bool {
 	if len(prefix) > len(s) {

@@ -178,6 +178,16 @@ func TestDeliberationAgreement(t *testing.T) {
 			if len(seqs) != 3 {
 				t.Fatalf("len(Sequences) = %d, want 3 (A, B, final)", len(seqs))
 			}
+			// Each role's system prompt is recorded once, in speaking order.
+			sys := agents.SystemPrompts()
+			roles := make([]string, len(sys))
+			for i, s := range sys {
+				roles[i] = s.Role
+			}
+			if !slices.Equal(roles, []string{"A", "B", "final"}) || sys[0].Text != g.System(prompt, "A", "B") ||
+				!strings.Contains(sys[2].Text, "final solution") {
+				t.Errorf("SystemPrompts() = %+v, want A's, B's and the final's", sys)
+			}
 			want := map[string]string{"A": dataset.KindDialogue, "B": dataset.KindDialogue, "final": dataset.KindFinal}
 			for _, s := range seqs {
 				if s.Kind != want[s.Role] {
@@ -567,5 +577,31 @@ func TestTrimEndTokens(t *testing.T) {
 		if got := rollout.TrimEndTokens(tc.in); got != tc.want {
 			t.Errorf("rollout.TrimEndTokens(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+func TestRunnerOnActiveCountsInFlight(t *testing.T) {
+	pol := &bytePolicy{calls: map[string]int{}, failAfter: 3}
+	var mu sync.Mutex
+	active, peak, starts := 0, 0, 0
+	r, err := rollout.NewRunner(rollout.RunnerOptions{Game: single.New(single.Options{}), Policy: pol, Model: "m", GroupSize: 4, Concurrency: 3,
+		Sampling: llm.Sampling{MaxTokens: 8},
+		OnActive: func(d int) {
+			mu.Lock()
+			defer mu.Unlock()
+			active += d
+			peak = max(peak, active)
+			if d > 0 {
+				starts++
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(context.Background(), []dataset.Prompt{prompt, {ID: "d2", Task: "t2"}}, func(*dataset.Rollout) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if active != 0 || starts != 8 || peak < 1 || peak > 3 {
+		t.Errorf("after the run: active %d, starts %d, peak %d; want 0, 8 (a failed one too), 1..3", active, starts, peak)
 	}
 }

@@ -55,6 +55,10 @@ type Spec struct {
 	// outcome (seed 001's ledger share, seed 002's utility above BATNA)
 	// through reward.Result.Roles.
 	Scorer func(section any) (reward.Judge, error)
+	// ScoreScale names the Scorer's scores and their range ("ledger share
+	// 0–1"), for the labels of exports, reports and charts; zero means
+	// "<game> score" with no range.
+	ScoreScale dataset.ScoreScale
 	// UsesJudge is set by games that consult the judge (judge.base_url,
 	// judge.model) during play: they get its client in Shared.Judge.
 	UsesJudge bool

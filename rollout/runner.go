@@ -36,6 +36,9 @@ type RunnerOptions struct {
 	// History is how agents' conversations carry from turn to turn:
 	// HistoryTokens ("" too) or HistoryRerender.
 	History HistoryMode
+	// OnActive, if set, is told when a rollout starts (+1) and ends (-1),
+	// for a gauge of rollouts in flight.
+	OnActive func(delta int)
 }
 
 // Runner samples G rollouts of every prompt row with a bounded worker pool.
@@ -283,7 +286,8 @@ func (r *Runner) run(ctx context.Context, groups []groupJob, sink func(played) e
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				if p := r.playOne(ctx, j.g, j.group, j.index); p.rec != nil {
+				p := r.active(func() played { return r.playOne(ctx, j.g, j.group, j.index) })
+				if p.rec != nil {
 					results <- p
 				}
 			}
@@ -346,6 +350,16 @@ func RoleOutcomes(roles []string, agents *Recorder) []dataset.RoleOutcome {
 	return out
 }
 
+// active runs play, telling OnActive of its start and end.
+func (r *Runner) active(play func() played) played {
+	if r.opts.OnActive == nil {
+		return play()
+	}
+	r.opts.OnActive(1)
+	defer r.opts.OnActive(-1)
+	return play()
+}
+
 // playOne plays one rollout of a group (from the group's series state,
 // when it has one); a nil record means it was interrupted by cancellation.
 func (r *Runner) playOne(ctx context.Context, g groupJob, group, index int) played {
@@ -390,6 +404,7 @@ func (r *Runner) playOne(ctx context.Context, g groupJob, group, index int) play
 	}
 	rec.RolloutMS = time.Since(t0).Milliseconds()
 	rec.Sequences = agents.Sequences()
+	rec.SystemPrompts = agents.SystemPrompts()
 	rec.PrefixBreaks = int32(agents.PrefixBreaks)
 	rec.PromptTokens = int32(agents.PromptTokens)
 	rec.SampledTokens = int32(agents.SampledTokens)

@@ -200,6 +200,7 @@ func playSeriesGame(ctx context.Context, g SeriesGame, opts RunnerOptions, bridg
 	next, err := g.PlayState(ctx, p, agents, rec, state)
 	rec.RolloutMS = time.Since(t0).Milliseconds()
 	rec.Sequences = agents.Sequences()
+	rec.SystemPrompts = agents.SystemPrompts()
 	rec.PrefixBreaks = int32(agents.PrefixBreaks)
 	rec.PromptTokens = int32(agents.PromptTokens)
 	rec.SampledTokens = int32(agents.SampledTokens)

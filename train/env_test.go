@@ -36,3 +36,11 @@ func TestChildEnv(t *testing.T) {
 		t.Error("values are not kept as they are")
 	}
 }
+
+func TestShellLine(t *testing.T) {
+	got := shellLine([]string{"python", "-m", "parley_trainer", "--run-dir", "runs/my run", "--note", "it's", ""})
+	want := `python -m parley_trainer --run-dir 'runs/my run' --note 'it'\''s' ''`
+	if got != want {
+		t.Errorf("shellLine = %s, want %s", got, want)
+	}
+}

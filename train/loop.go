@@ -81,6 +81,11 @@ type LoopOptions struct {
 	// (default 30s).
 	WaitLogEvery time.Duration
 
+	// Progress, if set, is told of each phase of a step with a known
+	// size (rollouts, judging, the trainer's step): it returns the tick
+	// and the end call of a progress bar.
+	Progress func(label string, total int) (tick func(), end func(failed bool))
+
 	// OnStart, if set, is called when Run starts with the number of steps
 	// already completed (a resumed run).
 	OnStart func(completed int)
@@ -142,6 +147,9 @@ func NewLoop(opts LoopOptions) (*Loop, error) {
 	if len(opts.Prompts) == 0 || opts.PromptsPerStep <= 0 || opts.Steps <= 0 {
 		return nil, fmt.Errorf("train.NewLoop: need prompts (%d), prompts per step (%d) and steps (%d)", len(opts.Prompts), opts.PromptsPerStep, opts.Steps)
 	}
+	if err := dataset.CheckTrainRows("the curriculum", opts.Prompts); err != nil {
+		return nil, fmt.Errorf("train.NewLoop: %w", err)
+	}
 	if opts.MaxStaleness != 0 && opts.MaxStaleness != 1 {
 		return nil, fmt.Errorf("train.NewLoop: max staleness %d: want 0 or 1", opts.MaxStaleness)
 	}
@@ -196,6 +204,14 @@ func NewLoop(opts LoopOptions) (*Loop, error) {
 		return nil, err
 	}
 	return &Loop{opts: opts, log: opts.Logger, state: st, recorded: recorded, baseline: st.RoleBaseline.Clone()}, nil
+}
+
+// progress starts a progress bar through opts.Progress, or nothing.
+func (l *Loop) progress(label string, total int) (tick func(), end func(bool)) {
+	if l.opts.Progress == nil {
+		return func() {}, func(bool) {}
+	}
+	return l.opts.Progress(label, total)
 }
 
 // State is the loop's current state.
@@ -361,13 +377,18 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 		cursors []SeriesCursor
 	)
 	if l.opts.Series != nil {
-		rs, sum, cursors, err = l.sampleSeries(ctx, runner, step)
+		tick, end := l.progress(fmt.Sprintf("step %d rollouts", step), l.opts.Series.Slots*ro.GroupSize)
+		rs, sum, cursors, err = l.sampleSeries(ctx, runner, step, tick)
+		end(err != nil || ctx.Err() != nil)
 	} else {
 		prompts := rollout.SelectPrompts(l.opts.Prompts, l.opts.Mix, l.opts.PromptsPerStep, l.opts.Seed, step)
+		tick, end := l.progress(fmt.Sprintf("step %d rollouts", step), len(prompts)*ro.GroupSize)
 		sum, err = runner.Run(ctx, prompts, func(r *dataset.Rollout) error {
 			rs = append(rs, *r)
+			tick()
 			return nil
 		})
+		end(err != nil || ctx.Err() != nil)
 	}
 	if err != nil {
 		return fmt.Errorf("train.Loop step %d: %w", step, err)
@@ -380,10 +401,13 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 	sampleSec := time.Since(t0).Seconds()
 	t1 := time.Now()
 	baseline := l.baseline.Clone()
+	tick, end := l.progress(fmt.Sprintf("step %d judging", step), len(rs))
 	res, err := ScoreStep(ctx, l.opts.Judge, rs, baseline, ScoreOptions{
 		RunID: l.opts.RunID, Step: step, PolicyVersion: pv,
 		Advantage: l.opts.Advantage, Mask: l.opts.Mask, JudgeConcurrency: l.opts.JudgeConcurrency,
+		OnJudged: tick,
 	})
+	end(err != nil)
 	if err != nil {
 		return fmt.Errorf("train.Loop step %d: %w", step, err)
 	}
@@ -428,7 +452,7 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 	if err != nil {
 		return fmt.Errorf("train.Loop step %d: metrics: %w", step, err)
 	}
-	ready, err := WriteStep(l.opts.Dir, step, pv, rs, res.Rows, b, l.log)
+	ready, err := WriteStep(l.opts.Dir, step, pv, rs, res.Rows, res.Scale, b, l.log)
 	if err != nil {
 		return err
 	}
@@ -442,7 +466,12 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 // and saves the state.
 func (l *Loop) finish(ctx context.Context, step int) error {
 	t0 := time.Now()
+	tick, end := l.progress(fmt.Sprintf("step %d trainer", step), 1)
 	done, err := l.waitTrainer(ctx, step)
+	if err == nil {
+		tick()
+	}
+	end(err != nil)
 	if err != nil {
 		return err
 	}

@@ -101,10 +101,11 @@ func loopOptions(t *testing.T, dir dataset.RunDir, client *llm.Client, steps, st
 	if err != nil {
 		t.Fatal(err)
 	}
-	prompts, err := dataset.LoadPrompts("builtin:dilemmas", dataset.LoadOptions{RequirePersonas: true})
+	all, err := dataset.LoadPrompts("builtin:dilemmas", dataset.LoadOptions{RequirePersonas: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	prompts := dataset.SelectSplit(all, dataset.SplitTrain)
 	opts := train.LoopOptions{
 		Dir: dir, RunID: "t", Seed: 5, Steps: steps, MaxStaleness: staleness,
 		Prompts: prompts, PromptsPerStep: 4,
@@ -274,5 +275,19 @@ func TestLoopFailsOnFailedRollouts(t *testing.T) {
 	}
 	if _, err := os.Stat(dir.ReadyPath(1)); err == nil {
 		t.Errorf("a batch was written for a step whose rollouts failed")
+	}
+}
+
+func TestNewLoopRefusesEvalRows(t *testing.T) {
+	client, err := llm.New(llm.Options{Endpoints: []string{"http://127.0.0.1:1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	opts := loopOptions(t, dataset.RunDir(t.TempDir()), client, 1, 0)
+	opts.Prompts = append(opts.Prompts[:1:1], dataset.Prompt{ID: "e", Split: dataset.SplitEval})
+	_, err = train.NewLoop(opts)
+	if err == nil || !strings.Contains(err.Error(), "1 row is in split eval (ids e)") {
+		t.Errorf("NewLoop(an eval row) = %v, want a refusal naming it", err)
 	}
 }

@@ -193,7 +193,7 @@ func Run(ctx context.Context, opts RunOptions) (State, error) {
 			}
 		}
 	} else {
-		log.Info("waiting for an external trainer; start it with", zap.Strings("command", hint))
+		log.Info("waiting for an external trainer; start it with: " + shellLine(hint))
 	}
 	for restarts := 0; ; restarts++ {
 		l, err := NewLoop(loop)
@@ -300,4 +300,19 @@ func startHandshake(opts RunOptions, log *zap.Logger) (*HandshakeServer, []strin
 		extra = opts.OnURL(hs.URL())
 	}
 	return hs, extra, opts.TokenEnv + "=" + token, nil
+}
+
+// shellLine renders argv as one line a POSIX shell reads back as argv.
+func shellLine(argv []string) string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+		}) < 0 {
+			out[i] = a
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(out, " ")
 }

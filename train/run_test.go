@@ -65,10 +65,11 @@ func TestRunRestartsDeadEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prompts, err := dataset.LoadPrompts("builtin:dilemmas", dataset.LoadOptions{RequirePersonas: true})
+	all, err := dataset.LoadPrompts("builtin:dilemmas", dataset.LoadOptions{RequirePersonas: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	prompts := dataset.SelectSplit(all, dataset.SplitTrain)
 	core, logs := observer.New(zap.InfoLevel)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

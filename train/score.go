@@ -25,6 +25,8 @@ type ScoreOptions struct {
 	Mask string
 	// JudgeConcurrency bounds judge calls in flight.
 	JudgeConcurrency int
+	// OnJudged, if set, is called after each rollout is judged (progress).
+	OnJudged func()
 }
 
 // ScoreResult is what ScoreStep produced: the batch rows and the counts of
@@ -34,6 +36,8 @@ type ScoreResult struct {
 	Judge     reward.ScoreStats
 	Advantage grpo.AdvantageStats
 	Batch     grpo.BatchStats
+	// Scale is the judge's score scale, recorded in the rollouts file.
+	Scale dataset.ScoreScale
 }
 
 // ScoreStep judges rollouts (in place: score, rationale, reward and
@@ -43,7 +47,7 @@ type ScoreResult struct {
 // afresh, so a re-score with another judge replaces the old verdicts; the
 // judge's cache makes a repeat with the same judge free.
 func ScoreStep(ctx context.Context, j reward.Judge, rs []dataset.Rollout, baseline *grpo.RoleBaseline, opts ScoreOptions) (ScoreResult, error) {
-	var res ScoreResult
+	res := ScoreResult{Scale: reward.ScaleOf(j)}
 	if opts.PolicyVersion < 0 {
 		return res, fmt.Errorf("train.ScoreStep: policy version %d", opts.PolicyVersion)
 	}
@@ -54,7 +58,7 @@ func ScoreStep(ctx context.Context, j reward.Judge, rs []dataset.Rollout, baseli
 			ro.Scored, ro.Score, ro.Reward, ro.Advantage = false, 0, 0, 0
 		}
 	}
-	res.Judge = reward.ScoreAll(ctx, j, rs, opts.JudgeConcurrency)
+	res.Judge = reward.ScoreAllFunc(ctx, j, rs, opts.JudgeConcurrency, opts.OnJudged)
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("train.ScoreStep: %w", err)
 	}
@@ -84,10 +88,11 @@ func ScoreStep(ctx context.Context, j reward.Judge, rs []dataset.Rollout, baseli
 
 // WriteStep writes a scored step into the run directory d, in the order that
 // makes each file final only when what it needs is written: the rollouts
-// (rollouts/step-N.parquet), then sidecar (rollouts/step-N.metrics.json,
-// when not nil), then the batch and last its .ready marker.
-func WriteStep(d dataset.RunDir, step, policyVersion int, rs []dataset.Rollout, rows []dataset.BatchRow, sidecar []byte, log *zap.Logger) (dataset.Ready, error) {
-	w, err := dataset.NewRolloutWriter(d.RolloutsPath(step), dataset.RolloutWriterOptions{Logger: log})
+// (rollouts/step-N.parquet, recording the judge's score scale), then
+// sidecar (rollouts/step-N.metrics.json, when not nil), then the batch and
+// last its .ready marker.
+func WriteStep(d dataset.RunDir, step, policyVersion int, rs []dataset.Rollout, rows []dataset.BatchRow, scale dataset.ScoreScale, sidecar []byte, log *zap.Logger) (dataset.Ready, error) {
+	w, err := dataset.NewRolloutWriter(d.RolloutsPath(step), dataset.RolloutWriterOptions{Logger: log, Scale: scale})
 	if err != nil {
 		return dataset.Ready{}, err
 	}
@@ -125,6 +130,10 @@ type RescoreOptions struct {
 	Step, PolicyVersion int
 	// Force replaces a batch already written for the step.
 	Force bool
+	// MaxFailedFraction fails the rescoring, writing nothing, when more
+	// than this share of the rollouts failed (in sampling or judging);
+	// 0 means 0.5.
+	MaxFailedFraction float64
 	// Score configures judging, advantages and the mask; its Step and
 	// PolicyVersion are set by Rescore.
 	Score  ScoreOptions
@@ -181,7 +190,15 @@ func Rescore(ctx context.Context, opts RescoreOptions) (RescoreSummary, error) {
 	if err != nil {
 		return sum, err
 	}
-	ready, err := WriteStep(opts.Out, step, pv, rs, res.Rows, nil, opts.Logger)
+	if err := checkFailed(rs, res, opts.MaxFailedFraction); err != nil {
+		return sum, fmt.Errorf("train.Rescore %s: %w", opts.In, err)
+	}
+	if len(res.Rows) == 0 {
+		return sum, fmt.Errorf("train.Rescore %s: no batch written: no rollout has a trainable sequence with an advantage "+
+			"(%d groups, %d dropped for zero variance, %d rollouts failed or unjudged)",
+			opts.In, res.Advantage.Groups, res.Advantage.DroppedZeroVariance, res.Advantage.Excluded)
+	}
+	ready, err := WriteStep(opts.Out, step, pv, rs, res.Rows, res.Scale, nil, opts.Logger)
 	if err != nil {
 		return sum, err
 	}
@@ -194,4 +211,25 @@ func Rescore(ctx context.Context, opts RescoreOptions) (RescoreSummary, error) {
 		return sum, err
 	}
 	return sum, nil
+}
+
+// checkFailed is the train.max_failed_fraction rule: an error naming the
+// counts and the first failure when more than max (0: 0.5) of rs failed in
+// sampling or judging.
+func checkFailed(rs []dataset.Rollout, res ScoreResult, max float64) error {
+	if max <= 0 {
+		max = 0.5
+	}
+	sampled := 0
+	for _, r := range rs {
+		if r.Failed {
+			sampled++
+		}
+	}
+	failed := sampled + res.Judge.Failed
+	if float64(failed) <= max*float64(len(rs)) {
+		return nil
+	}
+	return fmt.Errorf("%d of %d rollouts failed (%d sampling, %d judging), more than train.max_failed_fraction %g; first error: %s",
+		failed, len(rs), sampled, res.Judge.Failed, max, firstError(rs))
 }

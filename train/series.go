@@ -97,9 +97,9 @@ func (l *Loop) cursorsBefore(step int) ([]SeriesCursor, error) {
 }
 
 // sampleSeries plays step's groups: the next game of each slot's series,
-// GroupSize times from its state, and returns the rollouts (sorted) and
-// the cursors after the step.
-func (l *Loop) sampleSeries(ctx context.Context, runner *rollout.Runner, step int) ([]dataset.Rollout, rollout.Summary, []SeriesCursor, error) {
+// GroupSize times from its state, calling tick after each, and returns
+// the rollouts (sorted) and the cursors after the step.
+func (l *Loop) sampleSeries(ctx context.Context, runner *rollout.Runner, step int, tick func()) ([]dataset.Rollout, rollout.Summary, []SeriesCursor, error) {
 	cursors, err := l.cursorsBefore(step)
 	if err != nil {
 		return nil, rollout.Summary{}, nil, err
@@ -132,6 +132,7 @@ func (l *Loop) sampleSeries(ctx context.Context, runner *rollout.Runner, step in
 	var got []result
 	sum, err := runner.RunFromStates(ctx, jobs, func(r *dataset.Rollout, next []byte) error {
 		got = append(got, result{*r, next})
+		tick()
 		return nil
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/internal/logging"
 	"github.com/parleyhq/parley/internal/progress"
+	"github.com/parleyhq/parley/internal/summary"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 )
@@ -16,6 +17,9 @@ type app struct {
 	logFormat, logLevel string
 	logs                *logging.Writer
 	log                 *zap.Logger
+	// console is set when logs are for people (console format): summaries
+	// print as tables on stdout instead of as one JSON log line.
+	console bool
 }
 
 // logger builds the logger from the flags, falling back to cfg's log section.
@@ -34,11 +38,13 @@ func (a *app) logger(cfg *config.Config) (*zap.Logger, error) {
 		level = a.logLevel
 	}
 	a.logs = logging.NewWriter(os.Stderr)
-	l, err := logging.New(format, level, a.logs, logging.IsTerminal(os.Stderr))
+	tty := logging.IsTerminal(os.Stderr)
+	l, err := logging.New(format, level, a.logs, tty)
 	if err != nil {
 		return nil, err
 	}
 	a.log = l
+	a.console = logging.Resolve(format, tty) == "console"
 	return l, nil
 }
 
@@ -58,6 +64,34 @@ func (a *app) progress(label string, total int) (tick func(), end func(failed bo
 		}
 		bars.Wait()
 	}
+}
+
+// summarize ends a command with its summary: a table on stdout when logs
+// are for people, else one structured log line. Bars must be done.
+func (a *app) summarize(t *summary.Table) {
+	if a.console {
+		if err := t.WriteText(os.Stdout); err == nil {
+			return
+		}
+	}
+	if a.log != nil {
+		a.log.Info(t.Title()+" summary", t.Fields()...)
+	}
+}
+
+// setup loads --config (with environment and --<key> overrides), builds the
+// logger from it, and says which server keys are at their defaults.
+func (a *app) setup(cmd *cobra.Command, path string) (config.Config, *zap.Logger, error) {
+	cfg, err := a.loadConfig(cmd, path)
+	if err != nil {
+		return cfg, nil, err
+	}
+	log, err := a.logger(&cfg)
+	if err != nil {
+		return cfg, nil, err
+	}
+	warnDefaults(cfg, path, log)
+	return cfg, log, nil
 }
 
 // loadConfig loads --config with environment and --<key> overrides.

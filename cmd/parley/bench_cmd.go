@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"path/filepath"
+
 	"github.com/parleyhq/parley/eval/harness"
 	"github.com/spf13/cobra"
 )
@@ -17,8 +20,30 @@ With --adapter NAME[=PATH] the base model and the adapter are run and
 reported side by side.
 
 --responses [MODEL=]FILE (repeatable) scores responses already generated
-instead (offline; no server is needed). GPQA's choice order depends on
---seed: score with the seed the responses were generated with.
+instead (offline; no server is needed; MODEL names the column, default
+base). FILE is JSON lines, one response a line, as bench writes them to
+OUT/<benchmark>-<model>.responses.jsonl:
+
+  {"id": "1001", "run": 0, "response": "the model's whole answer"}
+
+  id        the item's id in --data: IFEval's key; GPQA's "Record ID" (or
+            id, ID); AIME's id, ID, problem_idx, idx or "Problem ID" (a
+            string or a number). Items without an id column get
+            "gpqa-"/"aime-" and a hash of the question: score files that
+            bench wrote.
+  run       the run, an integer from 0.
+  response  the text as generated, thinking block included: it is
+            stripped before scoring. IFEval scores it exactly as given (no
+            trimming), as the reference does.
+  expected  optional: the answer the item expects (GPQA's shuffled letter,
+            AIME's integer); scoring fails when it disagrees, so a GPQA file
+            scored with another --seed or data file is refused.
+
+For IFEval the reference's input_response_data format, {"prompt": ...,
+"response": ...} a line, is accepted too (matched by prompt text, run 0).
+Every run in FILE must answer every item of --data: a file that misses
+items is an error naming them, not a lower score. GPQA's choice order
+depends on --seed: score with the seed the responses were generated with.
 
 IFEval's headline number is the prompt-level strict accuracy (ifeval); the
 instruction-level and loose accuracies are written beside it. GPQA data is
@@ -28,6 +53,7 @@ letters are.`
 // newBenchCmd is `parley bench`: benchmark checks on the policy.
 func newBenchCmd(a *app) *cobra.Command {
 	var path string
+	var force bool
 	var o harness.BenchOptions
 	cmd := &cobra.Command{
 		Use:       "bench ifeval|gpqa|aime24|aime25 --config F --data FILE",
@@ -36,11 +62,7 @@ func newBenchCmd(a *app) *cobra.Command {
 		Args:      cobra.ExactArgs(1),
 		Long:      benchLong,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := a.loadConfig(cmd, path)
-			if err != nil {
-				return err
-			}
-			log, err := a.logger(&cfg)
+			cfg, log, err := a.setup(cmd, path)
 			if err != nil {
 				return err
 			}
@@ -57,12 +79,22 @@ func newBenchCmd(a *app) *cobra.Command {
 			if o.Concurrency <= 0 {
 				o.Concurrency = cfg.Rollout.Concurrency
 			}
+			name, err := harness.BenchmarkName(o.Benchmark)
+			if err != nil {
+				return err
+			}
+			if err := checkOut(filepath.Join(o.Out, name+".json"), force); err != nil {
+				return fmt.Errorf("bench: --out: %w", err)
+			}
 			if len(o.Responses) == 0 {
 				policy, err := newPolicy(cfg, log)
 				if err != nil {
 					return err
 				}
 				defer policy.Close()
+				if err := preflightPolicy(cmd.Context(), policy, cfg.Policy.Model); err != nil {
+					return fmt.Errorf("bench: %w", err)
+				}
 				o.Policy, o.Loader, o.BaseModel = policy, policy, cfg.Policy.Model
 			}
 			results, err := harness.RunBench(cmd.Context(), o)
@@ -83,5 +115,6 @@ func newBenchCmd(a *app) *cobra.Command {
 	f.Int64Var(&o.Seed, "seed", 0, "seed of sampling and of GPQA's choice shuffle (default: run.seed)")
 	f.StringArrayVar(&o.Responses, "responses", nil, "score this responses file instead of generating: [MODEL=]FILE, repeatable (MODEL defaults to base)")
 	f.StringVar(&o.Out, "out", "bench-results", "output directory")
+	f.BoolVar(&force, "force", false, "replace OUT/<benchmark>.json and its files when they exist")
 	return cmd
 }

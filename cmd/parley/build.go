@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/dataset"
@@ -104,24 +105,16 @@ func loadCurriculum(cfg config.Config) ([]dataset.Prompt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config key curriculum.path: %w", err)
 	}
-	if cfg.Curriculum.Split != "" {
-		kept := prompts[:0]
-		for _, p := range prompts {
-			if p.Split == "" || p.Split == cfg.Curriculum.Split {
-				kept = append(kept, p)
-			}
-		}
-		if len(kept) == 0 {
-			return nil, fmt.Errorf("config key curriculum.split: no prompt of %s is in split %q", cfg.Curriculum.Path, cfg.Curriculum.Split)
-		}
-		prompts = kept
+	prompts = dataset.SelectSplit(prompts, cfg.Curriculum.Split)
+	if len(prompts) == 0 {
+		return nil, fmt.Errorf("config key curriculum.split: no prompt of %s is in split %q", cfg.Curriculum.Path, cfg.Curriculum.Split)
 	}
 	return prompts, nil
 }
 
 // newJudge builds the configured reward judge; cacheDir holds the judge
 // cache ("" for none). The returned func releases it.
-func newJudge(cfg config.Config, cacheDir string, log *zap.Logger) (reward.Judge, func(), error) {
+func newJudge(cfg config.Config, cacheDir string, observe func(time.Duration, error), log *zap.Logger) (reward.Judge, func(), error) {
 	if cfg.Judge.Kind == "game" {
 		spec, _ := rollout.Lookup(cfg.Game.Env)
 		j, err := spec.Scorer(cfg.Game.Active())
@@ -142,7 +135,9 @@ func newJudge(cfg config.Config, cacheDir string, log *zap.Logger) (reward.Judge
 		}
 		return j, func() {}, nil
 	}
-	c, err := chat.New(judgeClient(cfg, cacheDir, log))
+	opts := judgeClient(cfg, cacheDir, log)
+	opts.Observe = observe
+	c, err := chat.New(opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("config key judge: %w", err)
 	}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"text/tabwriter"
 
+	"github.com/parleyhq/parley/config"
 	"github.com/spf13/cobra"
 )
 
@@ -26,6 +28,23 @@ func newConfigCmd(a *app) *cobra.Command {
 		},
 	}
 	configFlags(show, &path)
-	cmd.AddCommand(show)
+	var markdown bool
+	keys := &cobra.Command{
+		Use:   "keys [--markdown]",
+		Short: "List every config key with its type, default and meaning (docs/config.md is --markdown's output)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if markdown {
+				return config.WriteKeysMarkdown(cmd.OutOrStdout())
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "KEY\tTYPE\tDEFAULT\tMEANING")
+			for _, k := range config.KeyInfos() {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", k.Key, k.Type, k.Default, k.Doc)
+			}
+			return w.Flush()
+		},
+	}
+	keys.Flags().BoolVar(&markdown, "markdown", false, "write the reference as a markdown table")
+	cmd.AddCommand(show, keys)
 	return cmd
 }

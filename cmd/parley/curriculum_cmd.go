@@ -52,11 +52,7 @@ func newCurriculumGenerateCmd(a *app) *cobra.Command {
 		Short: "Write N prompts with the generator LLM to F (.jsonl or .parquet), resuming what F holds",
 		Long:  generateLong,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.loadConfig(cmd, fl.path)
-			if err != nil {
-				return err
-			}
-			log, err := a.logger(&cfg)
+			cfg, log, err := a.setup(cmd, fl.path)
 			if err != nil {
 				return err
 			}
@@ -89,6 +85,9 @@ func (fl generateFlags) options(cmd *cobra.Command, cfg config.Config, log *zap.
 	if fl.n < 1 {
 		return generate.Options{}, fmt.Errorf("curriculum generate: --n must be at least 1, got %d", fl.n)
 	}
+	if fl.kind != generate.KindDilemmas && fl.kind != generate.KindOpenEnded {
+		return generate.Options{}, fmt.Errorf("curriculum generate: --kind: unknown kind %q (want %s or %s)", fl.kind, generate.KindDilemmas, generate.KindOpenEnded)
+	}
 	g := cfg.Generator
 	opts := generate.Options{
 		Kind: fl.kind, N: fl.n, Seed: cfg.Run.Seed, EvalFraction: g.EvalFraction, BatchSize: g.BatchSize,
@@ -119,6 +118,9 @@ func (fl generateFlags) options(cmd *cobra.Command, cfg config.Config, log *zap.
 			return opts, fmt.Errorf("config key curriculum.personas: %w", err)
 		}
 	}
+	if err := opts.Validate(); err != nil {
+		return opts, fmt.Errorf("curriculum generate: %w", err)
+	}
 	return opts, nil
 }
 
@@ -129,6 +131,12 @@ func runGenerate(cmd *cobra.Command, a *app, cfg config.Config, fl generateFlags
 		return err
 	}
 	defer client.Close()
+	if err := client.Check(cmd.Context()); err != nil {
+		if ctxErr := cmd.Context().Err(); ctxErr != nil {
+			return fmt.Errorf("curriculum generate: interrupted before the first prompt (rerun to continue): %w", ctxErr)
+		}
+		return fmt.Errorf("curriculum generate: %w", err)
+	}
 	sink, existing, err := generate.OpenFile(fl.out)
 	if err != nil {
 		return err

@@ -140,5 +140,8 @@ func TestCurriculumGenerateErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("curriculum generate %q = %v, want an error containing %q", tt.args, err, tt.want)
 		}
+		if _, err := os.Stat(path); err == nil {
+			t.Errorf("curriculum generate %q created %s before refusing", tt.args, path)
+		}
 	}
 }

@@ -62,6 +62,7 @@ type pairwiseFlags struct {
 	set, data, out, details, cacheDir                           string
 	runs, prompts                                               int
 	decodings, aspects                                          []string
+	force                                                       bool
 }
 
 func newEvalPairwiseCmd(a *app) *cobra.Command {
@@ -71,11 +72,7 @@ func newEvalPairwiseCmd(a *app) *cobra.Command {
 		Short: "Win rate of a left model against a right model, judged pairwise in both orders",
 		Long:  pairwiseLong,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.loadConfig(cmd, fl.path)
-			if err != nil {
-				return err
-			}
-			log, err := a.logger(&cfg)
+			cfg, log, err := a.setup(cmd, fl.path)
 			if err != nil {
 				return err
 			}
@@ -99,6 +96,7 @@ func newEvalPairwiseCmd(a *app) *cobra.Command {
 	f.StringVar(&fl.out, "out", "", "write the results (report.PairwiseResult objects) to this JSON file")
 	f.StringVar(&fl.details, "details", "", "write every comparison (finals, verdicts, rationales) to this JSONL file")
 	f.StringVar(&fl.cacheDir, "judge-cache", "", "directory of a judge cache to reuse verdicts across invocations (default: none)")
+	f.BoolVar(&fl.force, "force", false, "replace the --out and --details files when they exist")
 	_ = cmd.MarkFlagRequired("left")
 	_ = cmd.MarkFlagRequired("right")
 	return cmd
@@ -148,6 +146,14 @@ func runPairwise(cmd *cobra.Command, a *app, cfg config.Config, fl pairwiseFlags
 	if cfg.Judge.Kind != "ca" {
 		return fmt.Errorf("eval pairwise: judge.kind is %q: pairwise comparison needs an LLM judge (judge.kind ca)", cfg.Judge.Kind)
 	}
+	for _, p := range []string{fl.out, fl.details} {
+		if err := checkOut(p, fl.force); err != nil {
+			return fmt.Errorf("eval pairwise: %w", err)
+		}
+	}
+	if err := preflightJudge(ctx, cfg, log); err != nil {
+		return fmt.Errorf("eval pairwise: %w", err)
+	}
 	rows, err := evalPrompts(cfg, fl.set, fl.data, fl.prompts)
 	if err != nil {
 		return err
@@ -174,8 +180,9 @@ func runPairwise(cmd *cobra.Command, a *app, cfg config.Config, fl pairwiseFlags
 		return err
 	}
 	defer closeJudge()
-	tickR, endR := a.progress("rollouts", 2*len(rows)*fl.runs*len(decs))
-	tickJ, endJ := a.progress("comparisons", len(rows)*fl.runs*len(decs)*len(asp))
+	bars := a.bars()
+	tickR, endR := bars.Start("rollouts", 2*len(rows)*fl.runs*len(decs))
+	tickJ, endJ := bars.Start("comparisons", len(rows)*fl.runs*len(decs)*len(asp))
 	rep, err := harness.RunPairwise(ctx, harness.PairwiseOptions{
 		Left: l, Right: r, Prompts: rows, Set: setLabel, Aspects: asp, Decodings: decs,
 		Runs: fl.runs, Seed: cfg.Run.Seed, ChatTemplateKwargs: chatKwargs(cfg),
@@ -184,6 +191,7 @@ func runPairwise(cmd *cobra.Command, a *app, cfg config.Config, fl pairwiseFlags
 	})
 	endR(err != nil)
 	endJ(err != nil)
+	bars.Wait()
 	return writePairwise(cmd, rep, err, fl, log)
 }
 
@@ -332,6 +340,9 @@ func (s *sides) side(ctx context.Context, spec, name, game string) (harness.Side
 	if name == "" {
 		name = ss.Label()
 	}
+	if err := preflightPolicy(ctx, client, model); err != nil {
+		return harness.Side{}, err
+	}
 	c.Game.Env = game
 	g, closeGame, err := newGame(c, s.log)
 	if err != nil {
@@ -366,11 +377,7 @@ func newEvalAgreementCmd(a *app) *cobra.Command {
 		Short: "Agreement of two judges (or one judge twice: test-retest) on the same rollouts' final completions",
 		Long:  agreementLong,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.loadConfig(cmd, fl.path)
-			if err != nil {
-				return err
-			}
-			log, err := a.logger(&cfg)
+			cfg, log, err := a.setup(cmd, fl.path)
 			if err != nil {
 				return err
 			}
@@ -437,12 +444,12 @@ func runAgreement(cmd *cobra.Command, cfg config.Config, fl agreementFlags, log 
 		}
 		rs = append(rs, part...)
 	}
-	ja, closeA, err := newJudge(cfg, "", log)
+	ja, closeA, err := newJudge(cfg, "", nil, log)
 	if err != nil {
 		return fmt.Errorf("eval judge-agreement: judge A: %w", err)
 	}
 	defer closeA()
-	jb, closeB, err := newJudge(cfgB, "", log.Named("b"))
+	jb, closeB, err := newJudge(cfgB, "", nil, log.Named("b"))
 	if err != nil {
 		return fmt.Errorf("eval judge-agreement: judge B: %w", err)
 	}

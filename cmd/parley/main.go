@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	// The built-in games (seeds 000, 001, 002) register themselves.
@@ -28,7 +29,10 @@ func main() {
 			fmt.Fprintln(os.Stderr, "parley: interrupted")
 			os.Exit(130)
 		}
-		fmt.Fprintln(os.Stderr, "parley:", err)
+		fmt.Fprintln(os.Stderr, "parley:", userMessage(err))
+		if level, _ := root.PersistentFlags().GetString("log-level"); level == "debug" {
+			fmt.Fprintln(os.Stderr, "parley: error chain:", err)
+		}
 		os.Exit(1)
 	}
 }
@@ -38,6 +42,7 @@ func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "parley",
 		Short:         "Self-play alignment training with RLAIF and GRPO",
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -59,4 +64,31 @@ func newRoot() *cobra.Command {
 		newSeriesCmd(a),
 	)
 	return root
+}
+
+// version is the module version and the commit parley was built from (Go
+// stamps the VCS state into the binary).
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	var rev, dirty, when string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = " (modified)"
+			}
+		case "vcs.time":
+			when = s.Value
+		}
+	}
+	if rev == "" {
+		return v + ", commit unknown (built without VCS information)"
+	}
+	return fmt.Sprintf("%s, commit %s%s, %s, %s", v, rev, dirty, when, bi.GoVersion)
 }

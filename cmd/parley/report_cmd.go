@@ -7,7 +7,6 @@ import (
 
 	"github.com/parleyhq/parley/eval/report"
 	"github.com/spf13/cobra"
-	"go.uber.org/zap"
 )
 
 // newReportCmd is `parley report`: the markdown report with PNG charts.
@@ -21,7 +20,8 @@ func newReportCmd(a *app) *cobra.Command {
 		Use:   "report [RUN_DIR] [--eval FILE]... [--out DIR]",
 		Short: "Write a markdown report with PNG charts: training dynamics from RUN_DIR/metrics.jsonl, then pairwise, benchmark and judge-agreement tables from --eval files",
 		Long: `RUN_DIR is a run directory (runs/<name>); its metrics.jsonl gives the
-training dynamics of seed 000 figure 2 (CA score min/mean/max, agreement
+training dynamics of seed 000 figure 2 (judge score min/mean/max, labelled
+by the run's judge: CA 1–5 or a rule's 0–1; agreement
 rate, rounds to agreement, as running averages). Without RUN_DIR only the
 --eval files are reported. --eval takes the JSON files that parley eval
 pairwise, eval judge-agreement and bench write (repeatable, or comma
@@ -59,9 +59,7 @@ OUT/report.md with its PNGs beside it (default OUT: RUN_DIR/report, else
 			}); err != nil {
 				return err
 			}
-			path := filepath.Join(out, report.ReportFile)
-			fmt.Fprintln(cmd.OutOrStdout(), path)
-			log.Info("report written", zap.String("path", path))
+			fmt.Fprintln(cmd.OutOrStdout(), filepath.Join(out, report.ReportFile))
 			return nil
 		},
 	}

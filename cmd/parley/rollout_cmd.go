@@ -8,6 +8,7 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/internal/fsutil"
+	"github.com/parleyhq/parley/internal/summary"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/rollout"
 	"github.com/spf13/cobra"
@@ -17,20 +18,20 @@ import (
 func newRolloutCmd(a *app) *cobra.Command {
 	var path, out string
 	var prompts, group int
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "rollout --config F --out DIR",
 		Short: "Sample G rollouts per prompt row and write DIR/rollouts.parquet and DIR/summary.json",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.loadConfig(cmd, path)
-			if err != nil {
-				return err
-			}
-			log, err := a.logger(&cfg)
+			cfg, log, err := a.setup(cmd, path)
 			if err != nil {
 				return err
 			}
 			if out == "" {
 				return fmt.Errorf("rollout: --out DIR is required")
+			}
+			if err := checkOut(out, force); err != nil {
+				return fmt.Errorf("rollout: --out: %w", err)
 			}
 			if group > 0 {
 				cfg.Rollout.GroupSize = group
@@ -47,6 +48,9 @@ func newRolloutCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer policy.Close()
+			if err := preflightPolicy(cmd.Context(), policy, cfg.Policy.Model); err != nil {
+				return fmt.Errorf("rollout: %w", err)
+			}
 			ro, closePlayers, err := runnerOptions(cfg, policy, log)
 			if err != nil {
 				return err
@@ -61,27 +65,30 @@ func newRolloutCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return reportRollouts(sum, policy.Stats(), out, log)
+			return reportRollouts(a, sum, policy.Stats(), out, cfg.Train.MaxFailedFraction)
 		},
 	}
 	configFlags(cmd, &path)
 	cmd.Flags().StringVar(&out, "out", "", "output directory")
 	cmd.Flags().IntVar(&prompts, "prompts", 0, "number of prompt rows to draw with the curriculum mix (0: every row once)")
 	cmd.Flags().IntVar(&group, "group-size", 0, "rollouts per row (0: rollout.group_size)")
+	cmd.Flags().BoolVar(&force, "force", false, "replace what --out holds")
 	return cmd
 }
 
-// reportRollouts logs the rollout summary and writes OUT/summary.json; an
-// interrupted run is an error.
-func reportRollouts(sum rollout.Summary, st llm.Stats, out string, log *zap.Logger) error {
-	log.Info("rollout summary",
-		zap.Int("rollouts", sum.Rollouts), zap.Int("failed", sum.Failed), zap.Int("interrupted", sum.Interrupted),
-		zap.Float64("agreement_rate", sum.AgreementRate), zap.Float64("rounds_to_agreement", sum.RoundsToAgree),
-		zap.Int64("prompt_tokens", sum.PromptTokens), zap.Int64("sampled_tokens", sum.SampledTokens),
-		zap.Int64("prefix_breaks", sum.PrefixBreaks), zap.Float64("sequences_per_rollout", sum.SequencesPerRollout),
-		zap.Float64("trainer_tokens_per_sampled_token", sum.TrainerTokensPerSampled),
-		zap.Int64("requests", sum.Requests), zap.Int64("retries", st.Retries),
-		zap.Duration("elapsed", sum.Elapsed), zap.Float64("rollouts_per_second", sum.PerSecond))
+// reportRollouts prints the rollout summary and writes OUT/summary.json;
+// an interrupted run, or one past the failure threshold, is an error.
+func reportRollouts(a *app, sum rollout.Summary, st llm.Stats, out string, maxFailed float64) error {
+	log := a.log
+	a.summarize(summary.New("rollout").
+		Add("rollouts", sum.Rollouts).AddIf(sum.Failed > 0, "failed", sum.Failed).AddIf(sum.Interrupted > 0, "interrupted", sum.Interrupted).
+		Add("agreement rate", sum.AgreementRate).Add("rounds to agreement", sum.RoundsToAgree).
+		Add("sampled tokens", sum.SampledTokens).Add("prompt tokens sent", sum.PromptTokensSent).
+		Add("prefix breaks", sum.PrefixBreaks).Add("sequences per rollout", sum.SequencesPerRollout).
+		Add("trainer tokens per sampled", sum.TrainerTokensPerSampled).
+		Add("requests", sum.Requests).AddIf(st.Retries > 0, "retries", st.Retries).
+		Add("elapsed", sum.Elapsed).Add("rollouts per second", sum.PerSecond).
+		Add("output", filepath.Join(out, "rollouts.parquet")))
 	for cause, n := range sum.Errors {
 		log.Warn("rollouts failed", zap.Int("count", n), zap.String("cause", cause))
 	}
@@ -91,6 +98,10 @@ func reportRollouts(sum rollout.Summary, st llm.Stats, out string, log *zap.Logg
 	}
 	if sum.Interrupted > 0 {
 		return fmt.Errorf("rollout: interrupted: %d rollouts written to %s, %d not run: %w", sum.Rollouts, out, sum.Interrupted, context.Canceled)
+	}
+	if float64(sum.Failed) > maxFailed*float64(max(sum.Rollouts, 1)) {
+		return fmt.Errorf("rollout: %d of %d rollouts failed, more than train.max_failed_fraction %g (they are in %s, marked failed); first error: %w",
+			sum.Failed, sum.Rollouts, maxFailed, out, sum.FirstErr)
 	}
 	return nil
 }

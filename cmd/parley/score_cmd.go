@@ -1,12 +1,17 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"syscall"
 
+	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/internal/summary"
+	"github.com/parleyhq/parley/internal/textfile"
 	"github.com/parleyhq/parley/train"
 	"github.com/spf13/cobra"
-	"go.uber.org/zap"
 )
 
 func newScoreCmd(a *app) *cobra.Command {
@@ -17,35 +22,38 @@ func newScoreCmd(a *app) *cobra.Command {
 		Use:   "score --config F --in ROLLOUTS.parquet --out DIR",
 		Short: "Judge a rollouts parquet, compute advantages and write the batch (re-score without rolling out again)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.loadConfig(cmd, path)
-			if err != nil {
-				return err
-			}
-			log, err := a.logger(&cfg)
+			cfg, log, err := a.setup(cmd, path)
 			if err != nil {
 				return err
 			}
 			if in == "" || out == "" {
 				return fmt.Errorf("score: --in and --out are required")
 			}
-			judge, closeJudge, err := newJudge(cfg, out, log)
+			if err := dataset.CheckRolloutsFile(in); err != nil {
+				return fmt.Errorf("score: --in: %w", err)
+			}
+			if err := preflightJudge(cmd.Context(), cfg, log); err != nil {
+				return fmt.Errorf("score: %w", err)
+			}
+			judge, closeJudge, err := newJudge(cfg, out, nil, log)
 			if err != nil {
 				return err
 			}
 			defer closeJudge()
 			sum, err := train.Rescore(cmd.Context(), train.RescoreOptions{
 				In: in, Out: dataset.RunDir(out), Step: step, PolicyVersion: policyVersion, Force: force,
-				Score: train.ScoreOptions{RunID: cfg.Run.Name, Advantage: advantageOptions(cfg.GRPO), Mask: cfg.GRPO.Mask, JudgeConcurrency: cfg.Judge.Concurrency},
-				Judge: judge, Logger: log,
+				MaxFailedFraction: cfg.Train.MaxFailedFraction,
+				Score:             train.ScoreOptions{RunID: cfg.Run.Name, Advantage: advantageOptions(cfg.GRPO), Mask: cfg.GRPO.Mask, JudgeConcurrency: cfg.Judge.Concurrency},
+				Judge:             judge, Logger: log,
 			})
 			if err != nil {
 				return err
 			}
-			log.Info("scored",
-				zap.Int("judged", sum.Judge.Judged), zap.Int("judge_failed", sum.Judge.Failed), zap.Int("cached", sum.Judge.Cached),
-				zap.Int("groups", sum.Advantage.Groups), zap.Int("dropped_zero_variance", sum.Advantage.DroppedZeroVariance),
-				zap.Float64("score_mean", sum.Advantage.ScoreMean), zap.Int("rows", sum.Ready.Rows), zap.Int64("tokens", sum.Ready.Tokens),
-				zap.String("batch", sum.BatchPath))
+			a.summarize(summary.New("score").
+				Add("judged", sum.Judge.Judged).AddIf(sum.Judge.Failed > 0, "judge failed", sum.Judge.Failed).AddIf(sum.Judge.Cached > 0, "from cache", sum.Judge.Cached).
+				Add("groups", sum.Advantage.Groups).Add("dropped (zero variance)", sum.Advantage.DroppedZeroVariance).
+				Add("score mean", sum.Advantage.ScoreMean).Add("rows", sum.Ready.Rows).Add("tokens", sum.Ready.Tokens).
+				Add("batch", sum.BatchPath))
 			return nil
 		},
 	}
@@ -58,12 +66,24 @@ func newScoreCmd(a *app) *cobra.Command {
 	return cmd
 }
 
+const exportLong = `Exports rollouts as JSONL (one rollout a line, its dialogue as chat
+messages) or as a Hugging Face dataset folder (parquet shards and a README.md
+card), streaming, in constant memory.
+
+--from takes a run directory (RUN/rollouts/step-N.parquet: parley train, or
+parley score's --out), the output directory of parley rollout
+(DIR/rollouts.parquet), or a rollouts parquet file; --in takes rollouts files
+one by one instead. Scores are labelled by the scale their judge gave them on
+(CA 1–5, rule <kind> 0–1), as recorded in the rollouts files or, for older
+files, by the run directory's config.yaml.`
+
 func newExportCmd(a *app) *cobra.Command {
 	var o dataset.ExportOptions
 	var minReward float64
 	cmd := &cobra.Command{
-		Use:   "export --from RUN --format jsonl|hf --out DIR",
-		Short: "Export a run's rollouts as JSONL chat messages or a Hugging Face dataset folder (streaming)",
+		Use:   "export --from RUN|DIR|FILE [--in FILE]... --format jsonl|hf --out DIR",
+		Short: "Export rollouts (a run's, parley rollout's, or files) as JSONL chat messages or a Hugging Face dataset folder",
+		Long:  exportLong,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := a.logger(nil)
 			if err != nil {
@@ -72,19 +92,30 @@ func newExportCmd(a *app) *cobra.Command {
 			if cmd.Flags().Changed("min-reward") {
 				o.MinReward = &minReward
 			}
+			switch {
+			case o.From != "" && len(o.In) > 0:
+				return fmt.Errorf("export: give --from or --in, not both")
+			case o.From == "" && len(o.In) == 0:
+				return fmt.Errorf("export: --from or --in is required")
+			}
+			if o.Scale, err = runScale(o.From); err != nil {
+				return fmt.Errorf("export: %w", err)
+			}
 			o.Logger = log
 			st, err := dataset.Export(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
-			log.Info("exported", zap.Int64("read", st.Read), zap.Int64("written", st.Written),
-				zap.Int64("skipped_failed", st.SkippedFailed), zap.Int64("skipped_filters", st.SkippedFilters),
-				zap.Strings("outputs", st.Outputs))
+			a.summarize(summary.New("export").
+				Add("read", st.Read).Add("written", st.Written).
+				Add("skipped (failed)", st.SkippedFailed).Add("skipped (filters)", st.SkippedFilters).
+				Add("outputs", st.Outputs))
 			return nil
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.From, "from", "", "run directory (reads RUN/rollouts/step-*.parquet)")
+	f.StringVar(&o.From, "from", "", "a run directory (RUN/rollouts/step-*.parquet), parley rollout's output directory (DIR/rollouts.parquet), or a rollouts file")
+	f.StringArrayVar(&o.In, "in", nil, "a rollouts parquet file, repeatable (instead of --from)")
 	f.StringVar(&o.Format, "format", "jsonl", "jsonl or hf")
 	f.StringVar(&o.Out, "out", "", "output directory (or .jsonl file)")
 	f.IntVar(&o.MinStep, "min-step", 0, "first step to export")
@@ -93,4 +124,21 @@ func newExportCmd(a *app) *cobra.Command {
 	f.BoolVar(&o.AgreedOnly, "agreed-only", false, "keep only rollouts whose agents agreed")
 	f.BoolVar(&o.IncludeFailed, "include-failed", false, "keep failed rollouts too")
 	return cmd
+}
+
+// runScale is the score scale of the run directory dir by its frozen
+// config.yaml: the zero scale when dir is not a run directory with one.
+func runScale(dir string) (dataset.ScoreScale, error) {
+	b, err := textfile.ReadFile(dataset.RunDir(dir).ConfigPath())
+	if dir == "" || errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return dataset.ScoreScale{}, nil
+	}
+	if err != nil {
+		return dataset.ScoreScale{}, err
+	}
+	s, err := config.ScoreScaleOf(b)
+	if err != nil {
+		return dataset.ScoreScale{}, fmt.Errorf("%s: %w", dataset.RunDir(dir).ConfigPath(), err)
+	}
+	return s, nil
 }

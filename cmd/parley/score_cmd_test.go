@@ -57,9 +57,41 @@ func TestScoreAndExport(t *testing.T) {
 	if err := score("--force"); err != nil {
 		t.Errorf("score --force = %v", err)
 	}
-	exp := newExportCmd(quietApp())
-	exp.SetArgs([]string{"--from", out, "--format", "jsonl", "--out", filepath.Join(out, "export")})
-	if err := exp.ExecuteContext(context.Background()); err != nil {
-		t.Fatal(err)
+	// Export reads what rollout and score wrote, by directory or by file.
+	export := func(args ...string) []dataset.ExportRecord {
+		t.Helper()
+		dst := filepath.Join(t.TempDir(), "x.jsonl")
+		exp := newExportCmd(quietApp())
+		exp.SetArgs(append(args, "--format", "jsonl", "--out", dst))
+		if err := exp.ExecuteContext(context.Background()); err != nil {
+			t.Fatalf("export %v: %v", args, err)
+		}
+		return readJSONL[dataset.ExportRecord](t, dst)
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		judged bool
+	}{
+		{"score's output directory", []string{"--from", out}, true},
+		{"rollout's output directory", []string{"--from", ro}, false},
+		{"rollout's file", []string{"--in", filepath.Join(ro, "rollouts.parquet")}, false},
+	}
+	for _, tt := range tests {
+		recs := export(tt.args...)
+		if len(recs) == 0 {
+			t.Fatalf("%s: nothing exported", tt.name)
+		}
+		for _, r := range recs {
+			if r.Judged != tt.judged || (r.Score != nil) != tt.judged || (r.Reward != nil) != tt.judged {
+				t.Fatalf("%s: record judged %v score %v reward %v, want judged %v with a score and reward only then", tt.name, r.Judged, r.Score, r.Reward, tt.judged)
+			}
+			if tt.judged && (r.ScoreScale == nil || *r.ScoreScale != "CA 1–5" || r.JudgeModel == nil || *r.JudgeModel != "sim-judge" || r.Advantage == nil) {
+				t.Fatalf("%s: judged record scale %v model %v advantage %v, want CA 1–5, sim-judge and an advantage", tt.name, r.ScoreScale, r.JudgeModel, r.Advantage)
+			}
+			if r.Messages[0].Role != "system" || r.Personas.NameA == nil || r.Split == nil || *r.Split != "train" {
+				t.Fatalf("%s: record messages[0] %+v personas %+v split %v, want a system prompt, named personas, split train", tt.name, r.Messages[0], r.Personas, r.Split)
+			}
+		}
 	}
 }

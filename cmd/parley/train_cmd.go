@@ -7,10 +7,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
+	"github.com/parleyhq/parley/internal/summary"
+	"github.com/parleyhq/parley/internal/telemetry"
+	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/rollout"
 	"github.com/parleyhq/parley/train"
 	"github.com/spf13/cobra"
@@ -24,15 +28,11 @@ func newTrainCmd(a *app) *cobra.Command {
 		Use:   "train --config F [--resume]",
 		Short: "Run the training loop: roll out, judge, write batches, hand them to the trainer, load its adapters",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.loadConfig(cmd, path)
+			cfg, log, err := a.setup(cmd, path)
 			if err != nil {
 				return err
 			}
 			runDir := dataset.RunDir(cfg.RunDir())
-			log, err := a.logger(&cfg)
-			if err != nil {
-				return err
-			}
 			if cfg, err = resumeConfig(cmd, cfg, runDir, path, resume, log); err != nil {
 				return err
 			}
@@ -129,11 +129,17 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.Run
 	if cfg.Rollout.GroupSize < 2 && cfg.GRPO.Advantage != grpo.ModeRoleBaseline {
 		return fmt.Errorf("train: config key rollout.group_size: a group of %d has no group-relative advantage in %s mode: use 2 or more", cfg.Rollout.GroupSize, cfg.GRPO.Advantage)
 	}
-	frozen, err := cfg.YAML()
+	prompts, err := loadCurriculum(cfg)
 	if err != nil {
 		return err
 	}
-	prompts, err := loadCurriculum(cfg)
+	if err := dataset.CheckTrainRows(cfg.Curriculum.Path, prompts); err != nil {
+		return fmt.Errorf("train: config key curriculum.split is %q: %w; set curriculum.split: train (the default) to train on the train rows only", cfg.Curriculum.Split, err)
+	}
+	if err := preflightJudge(ctx, cfg, log); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	frozen, err := cfg.YAML()
 	if err != nil {
 		return err
 	}
@@ -147,7 +153,12 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.Run
 		return err
 	}
 	defer closePlayers()
-	judge, closeJudge, err := newJudge(cfg, runDir.Root(), log)
+	tm, err := serveMetrics(ctx, cfg, policy, log)
+	if err != nil {
+		return err
+	}
+	ro.OnActive = tm.Active
+	judge, closeJudge, err := newJudge(cfg, runDir.Root(), tm.ObserveJudge, log)
 	if err != nil {
 		return err
 	}
@@ -160,6 +171,8 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.Run
 	bars := a.bars()
 	defer bars.Wait()
 	bar := bars.Add("steps", int64(cfg.Train.Steps))
+	var first, last map[string]any
+	start := time.Now()
 	st, err := train.Run(ctx, train.RunOptions{
 		Loop: train.LoopOptions{
 			Dir: runDir, RunID: cfg.Run.Name, Seed: cfg.Run.Seed, Steps: cfg.Train.Steps, MaxStaleness: cfg.Train.MaxStaleness,
@@ -168,9 +181,15 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.Run
 			Rollout: ro, Judge: judge, JudgeConcurrency: cfg.Judge.Concurrency,
 			Advantage: advantageOptions(cfg.GRPO), Mask: cfg.GRPO.Mask, AdapterPrefix: cfg.Train.AdapterPrefix,
 			TrainerTimeout: cfg.Train.TrainerTimeout, MaxFailedFraction: cfg.Train.MaxFailedFraction, Logger: log,
-			OnStart: func(done int) { bar.SetCurrent(int64(done)) },
+			OnStart:  func(done int) { bar.SetCurrent(int64(done)) },
+			Progress: bars.Start,
 			OnStep: func(m map[string]any) {
 				bar.Increment()
+				tm.Step(m)
+				if first == nil {
+					first = m
+				}
+				last = m
 				log.Info("step done", zap.Any("step", m["step"]), zap.Any("reward_mean", m["reward_mean"]),
 					zap.Any("score_max", m["score_max"]), zap.Any("agreement_rate", m["agreement_rate"]),
 					zap.Any("loss", m["trainer/loss"]), zap.Any("sampled_tokens", m["sampled_tokens"]))
@@ -188,8 +207,40 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.Run
 	if err != nil {
 		return err
 	}
-	log.Info("training finished", zap.Int("steps", st.Step), zap.String("run", runDir.Root()), zap.String("adapter", st.Adapter))
+	bars.Wait()
+	a.summarize(trainSummary(st.Step, first, last, time.Since(start)).
+		Add("run", runDir.Root()).Add("adapter", st.Adapter))
 	return nil
+}
+
+// trainSummary is parley train's closing table: steps done and how the
+// step metrics moved from the first step of this invocation to the last.
+func trainSummary(steps int, first, last map[string]any, elapsed time.Duration) *summary.Table {
+	t := summary.New("train").Add("steps", steps).Add("elapsed", elapsed)
+	for _, k := range []string{"reward_mean", "agreement_rate", "rounds_to_agreement", "trainer/loss"} {
+		a, okA := first[k].(float64)
+		b, okB := last[k].(float64)
+		if !okA || !okB {
+			continue
+		}
+		t.Add(strings.ReplaceAll(k, "_", " ")+" (first → last)", summary.Format(a)+" → "+summary.Format(b))
+	}
+	return t
+}
+
+// serveMetrics serves the run's Prometheus metrics on train.metrics_addr;
+// with none set it returns nil metrics, which ignore every call.
+func serveMetrics(ctx context.Context, cfg config.Config, policy *llm.Client, log *zap.Logger) (*telemetry.Metrics, error) {
+	if cfg.Train.MetricsAddr == "" {
+		return nil, nil
+	}
+	tm := telemetry.New(policy.Stats)
+	url, err := tm.Serve(ctx, cfg.Train.MetricsAddr, log)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	log.Info("serving Prometheus metrics", zap.String("url", url))
+	return tm, nil
 }
 
 // seriesOptions makes training run over series when the game lays them

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/dataset"
 )
 
@@ -75,5 +76,52 @@ func TestTrainResumeRules(t *testing.T) {
 				t.Errorf("an operational override was refused: %v", err)
 			}
 		})
+	}
+}
+
+// TestTrainRefusesEvalRows: parley train trains on split train by default
+// and refuses a selection holding held-out rows, naming the curriculum, the
+// rows and the config key, before it starts anything.
+func TestTrainRefusesEvalRows(t *testing.T) {
+	cur := filepath.Join(t.TempDir(), "cur.jsonl")
+	rows := `{"id": "t1", "category": "open_ended", "task": "Plan a trip.", "split": "train"}
+{"id": "e1", "category": "open_ended", "task": "Plan a party.", "split": "eval"}
+{"id": "u1", "category": "open_ended", "task": "Plan a garden."}
+`
+	if err := os.WriteFile(cur, []byte(rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, curriculum, split string
+		want                    []string
+	}{
+		{"every row of a bundled curriculum", "builtin:dilemmas", `""`, []string{"builtin:dilemmas: 10 rows are in split eval (ids d", "config key curriculum.split is \"\"", "training on them is refused"}},
+		{"the eval split", cur, "eval", []string{cur + ": 1 row is in split eval (ids e1)", `curriculum.split is "eval"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := writeYAML(t, fmt.Sprintf("run:\n  dir: %q\ngame:\n  env: single\ngrpo:\n  mask: final\ncurriculum:\n  path: %q\n  split: %s\njudge:\n  kind: rule\n  rule:\n    kind: agreement\n",
+				t.TempDir(), tt.curriculum, tt.split))
+			cmd := newTrainCmd(quietApp())
+			cmd.SetArgs([]string{"--config", cfg})
+			err := cmd.ExecuteContext(context.Background())
+			if err == nil {
+				t.Fatal("train = nil error, want a refusal")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("train error = %q, want it to contain %q", err, w)
+				}
+			}
+		})
+	}
+	// The default split trains on t1 and u1 only.
+	c, err := config.Load(writeYAML(t, fmt.Sprintf("curriculum:\n  path: %q\ngame:\n  env: single\ngrpo:\n  mask: final\n", cur)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := loadCurriculum(c)
+	if err != nil || len(got) != 2 || got[0].ID != "t1" || got[1].ID != "u1" {
+		t.Errorf("loadCurriculum(default split) = %+v, %v; want t1 and u1", got, err)
 	}
 }

@@ -228,6 +228,13 @@ func ParseMix(s string) (map[string]float64, error) {
 }
 
 // withDefaults fills zero fields and checks the options.
+// Validate checks the options as Generate would, so that a caller can refuse
+// bad options before it opens the output.
+func (o Options) Validate() error {
+	_, _, _, err := o.withDefaults()
+	return err
+}
+
 func (o Options) withDefaults() (Options, []string, []float64, error) {
 	if o.Kind == "" {
 		o.Kind = KindDilemmas

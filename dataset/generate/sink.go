@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/internal/textfile"
 )
 
 // JournalSuffix names the JSON lines journal beside a parquet output: new
@@ -120,11 +121,14 @@ func readJournal(name string, r io.Reader) ([]dataset.Prompt, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	// A byte-order mark (an editor's) is skipped; offsets still count it.
+	stripped := textfile.StripBOM(data)
 	var (
 		rows []dataset.Prompt
-		off  int64
+		off  = int64(len(data) - len(stripped))
 		ids  = map[string]int{}
 	)
+	data = stripped
 	for line := 1; len(data) > 0; line++ {
 		raw, rest, hasNL := bytes.Cut(data, []byte{'\n'})
 		trimmed := bytes.TrimSpace(raw)

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
@@ -14,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/internal/textfile"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -128,7 +129,7 @@ func ReadJSONL(path string) ([]Record, error) {
 }
 
 func decodeJSONL(r io.Reader, name string) ([]Record, error) {
-	br := bufio.NewReader(r)
+	br := textfile.NewReader(r, 64<<10)
 	var recs []Record
 	for line := 1; ; line++ {
 		b, err := br.ReadBytes('\n')
@@ -154,7 +155,7 @@ func decodeObject(b []byte) (map[string]any, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("malformed JSON: %w", err)
 	}
 	if dec.More() {
 		return nil, errors.New("more than one JSON value")
@@ -169,7 +170,7 @@ func decodeObject(b []byte) (map[string]any, error) {
 // ReadJSONArray reads a file holding one JSON array of objects (numbers kept
 // as json.Number). Errors name the file and the 1-based element.
 func ReadJSONArray(path string) ([]Record, error) {
-	b, err := os.ReadFile(path)
+	b, err := textfile.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("bench.ReadJSONArray: %w", err)
 	}
@@ -177,7 +178,7 @@ func ReadJSONArray(path string) ([]Record, error) {
 	dec.UseNumber()
 	var raw []json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
-		return nil, fmt.Errorf("bench.ReadJSONArray: %s: %w", path, err)
+		return nil, fmt.Errorf("bench.ReadJSONArray: %s: not a JSON array of objects: %w", path, err)
 	}
 	recs := make([]Record, 0, len(raw))
 	for i, m := range raw {
@@ -209,7 +210,7 @@ func ReadCSV(path string) ([]Record, error) {
 }
 
 func decodeCSV(r io.Reader, name string) ([]Record, error) {
-	cr := csv.NewReader(r)
+	cr := csv.NewReader(textfile.NewReader(r, 64<<10))
 	cr.LazyQuotes = false
 	cr.FieldsPerRecord = 0 // the header's count, enforced on every record
 	header, err := cr.Read()
@@ -219,7 +220,6 @@ func decodeCSV(r io.Reader, name string) ([]Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	header[0] = strings.TrimPrefix(header[0], "\ufeff")
 	seen := make(map[string]bool, len(header))
 	for i, h := range header {
 		if seen[h] {
@@ -248,29 +248,22 @@ func decodeCSV(r io.Reader, name string) ([]Record, error) {
 
 // ReadParquet reads every row of a parquet file into generic records, keyed
 // by top-level column name (a null is nil; a list is []any; a group is
-// map[string]any). Errors name the file and row.
+// map[string]any). pandas' index columns (__index_level_N__) are dropped.
+// Errors name the file and row.
 func ReadParquet(path string) ([]Record, error) {
-	f, err := os.Open(path)
+	f, pf, err := dataset.OpenParquet(path)
 	if err != nil {
 		return nil, fmt.Errorf("bench.ReadParquet: %w", err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("bench.ReadParquet: %w", err)
-	}
-	recs, err := decodeParquet(f, st.Size(), path)
+	recs, err := decodeParquet(pf, path)
 	if err != nil {
 		return nil, fmt.Errorf("bench.ReadParquet: %w", err)
 	}
 	return recs, nil
 }
 
-func decodeParquet(r io.ReaderAt, size int64, name string) (recs []Record, err error) {
-	pf, err := parquet.OpenFile(r, size)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
+func decodeParquet(pf *parquet.File, name string) (recs []Record, err error) {
 	reader := parquet.NewGenericReader[map[string]any](pf, pf.Schema())
 	defer reader.Close()
 	defer func() {
@@ -287,6 +280,11 @@ func decodeParquet(r io.ReaderAt, size int64, name string) (recs []Record, err e
 		}
 		n, rerr := reader.Read(buf)
 		for _, m := range buf[:n] {
+			for k := range m {
+				if dataset.IsPandasIndex(k) {
+					delete(m, k)
+				}
+			}
 			recs = append(recs, Record{File: name, Row: len(recs) + 1, Fields: m})
 		}
 		if rerr == io.EOF {

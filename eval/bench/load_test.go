@@ -237,3 +237,31 @@ func TestRecordText(t *testing.T) {
 		}
 	}
 }
+
+func TestReadParquetBadFilesAndPandasIndex(t *testing.T) {
+	tests := []struct {
+		name, content, want string
+	}{
+		{"empty.parquet", "", "empty file (0 bytes), not a parquet file"},
+		{"csv.parquet", "Question,Correct Answer\nq,c\n", "not a parquet file"},
+	}
+	for _, tt := range tests {
+		p := writeTemp(t, tt.name, tt.content)
+		_, err := ReadRecords(p)
+		if err == nil || !strings.Contains(err.Error(), p+": "+tt.want) || strings.Contains(err.Error(), "Seek") {
+			t.Errorf("ReadRecords(%s) error = %v, want %q after the path", tt.name, err, tt.want)
+		}
+	}
+	type pandasRow struct {
+		Question string `parquet:"Question"`
+		Index    int64  `parquet:"__index_level_0__"`
+	}
+	p := writeParquet(t, "pandas.parquet", []pandasRow{{Question: "q", Index: 4}})
+	recs, err := ReadRecords(p)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("ReadRecords(pandas) = %v, %v", recs, err)
+	}
+	if _, ok := recs[0].Fields["__index_level_0__"]; ok || recs[0].Fields["Question"] != "q" {
+		t.Errorf("pandas row fields = %v, want Question only", recs[0].Fields)
+	}
+}

@@ -3,13 +3,13 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/parleyhq/parley/eval/stats"
 	"github.com/parleyhq/parley/internal/fsutil"
+	"github.com/parleyhq/parley/internal/textfile"
 )
 
 // ItemScore is the verdict on one item in one run.
@@ -226,7 +226,7 @@ func (r Result) WriteJSON(path string, withItems bool) error {
 
 // ReadResult reads a result written by WriteJSON.
 func ReadResult(path string) (Result, error) {
-	b, err := os.ReadFile(path)
+	b, err := textfile.ReadFile(path)
 	if err != nil {
 		return Result{}, fmt.Errorf("bench.ReadResult: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/parleyhq/parley/eval/bench"
 	"github.com/parleyhq/parley/eval/ifeval"
@@ -191,7 +192,7 @@ func (s *Suite) scoreIFEval(model string, responses []bench.Response) (Scored, e
 			id := strconv.Itoa(in.Key)
 			in.Prompt = id
 			inputs[i] = in
-			resps[i] = ifeval.Response{Prompt: id, Response: strings.TrimSpace(bench.StripThinking(byRun[run][id]))}
+			resps[i] = ifeval.Response{Prompt: id, Response: IFEvalResponse(byRun[run][id])}
 		}
 		rep, err := ifeval.Evaluate(inputs, resps)
 		if err != nil {
@@ -217,22 +218,90 @@ func (s *Suite) scoreIFEval(model string, responses []bench.Response) (Scored, e
 	return Scored{Results: results, Detail: detail}, nil
 }
 
+// IFEvalResponse is the text IFEval scores of a response: the response
+// exactly as generated, as the reference scores it (trimming it would
+// change which lines loose mode drops and where paragraphs start), less a
+// thinking block and the white space the chat template puts between the
+// block and the answer ("</think>\n\n"). A response cut off while
+// thinking scores as an empty response.
+func IFEvalResponse(response string) string {
+	if !strings.Contains(response, "<think>") && !strings.Contains(response, "</think>") {
+		return response
+	}
+	return strings.TrimLeftFunc(bench.StripThinking(response), unicode.IsSpace)
+}
+
 // ReadResponses reads a responses file for the suite: the JSONL that
 // WriteGenerations and bench.WriteResponses write ({id, run, response}).
 // For IFEval the reference's format ({prompt, response} a line, one run)
 // is accepted too: responses are matched to inputs by prompt text and
-// count as run 0.
+// count as run 0. Every run in the file must answer every item of the
+// suite (see CheckComplete).
 func (s *Suite) ReadResponses(path string) ([]bench.Response, error) {
+	rs, err := s.readResponses(path)
+	if err != nil {
+		return nil, fmt.Errorf("harness.Suite.ReadResponses: %w", err)
+	}
+	if err := s.CheckComplete(path, rs); err != nil {
+		return nil, fmt.Errorf("harness.Suite.ReadResponses: %w", err)
+	}
+	return rs, nil
+}
+
+// CheckComplete checks that every run of rs (the responses read from
+// path) has a response to every item of the suite: a responses file that
+// misses items would score them as wrong (or, for IFEval, as empty
+// responses) without a word. The error names the run and the first
+// missing item ids.
+func (s *Suite) CheckComplete(path string, rs []bench.Response) error {
+	have := map[int]map[string]bool{}
+	var runs []int
+	for _, r := range rs {
+		if have[r.Run] == nil {
+			have[r.Run] = map[string]bool{}
+			runs = append(runs, r.Run)
+		}
+		have[r.Run][r.ID] = true
+	}
+	slices.Sort(runs)
+	ids := s.ids()
+	for _, run := range runs {
+		var missing []string
+		for _, id := range ids {
+			if !have[run][id] {
+				missing = append(missing, id)
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		shown := missing
+		if len(shown) > 5 {
+			shown = append(slices.Clone(shown[:5]), "…")
+		}
+		return fmt.Errorf("%s: run %d answers %d of the %d items of the data file: no response to %d (ids %s); score a complete file, or score against a data file of the items it answers",
+			path, run, len(ids)-len(missing), len(ids), len(missing), strings.Join(shown, ", "))
+	}
+	return nil
+}
+
+// ids are the item ids, in data file order.
+func (s *Suite) ids() []string {
+	var out []string
+	for _, q := range s.Questions(0) {
+		out = append(out, q.ID)
+	}
+	return out
+}
+
+func (s *Suite) readResponses(path string) ([]bench.Response, error) {
 	rs, err := bench.ReadResponses(path)
 	if err == nil || s.Name != IFEval {
-		if err != nil {
-			return nil, fmt.Errorf("harness.Suite.ReadResponses: %w", err)
-		}
-		return rs, nil
+		return rs, err
 	}
 	ref, rerr := ifeval.LoadResponses(path)
 	if rerr != nil {
-		return nil, fmt.Errorf("harness.Suite.ReadResponses: %w", err)
+		return nil, err
 	}
 	byPrompt := make(map[string]string, len(s.ifeval))
 	for _, in := range s.ifeval {
@@ -242,7 +311,7 @@ func (s *Suite) ReadResponses(path string) ([]bench.Response, error) {
 	for _, r := range ref {
 		id, ok := byPrompt[r.Prompt]
 		if !ok {
-			return nil, fmt.Errorf("harness.Suite.ReadResponses: %s: a response's prompt is not an input's: %.60q", path, r.Prompt)
+			return nil, fmt.Errorf("%s: a response's prompt is not an input's: %.60q", path, r.Prompt)
 		}
 		if k, dup := seen[id]; dup { // the reference keeps the last response to a prompt
 			rs[k].Response = r.Response
@@ -252,7 +321,7 @@ func (s *Suite) ReadResponses(path string) ([]bench.Response, error) {
 		rs = append(rs, bench.Response{ID: id, Run: 0, Response: r.Response})
 	}
 	if len(rs) == 0 {
-		return nil, fmt.Errorf("harness.Suite.ReadResponses: %s: no responses", path)
+		return nil, fmt.Errorf("%s: no responses", path)
 	}
 	return rs, nil
 }

@@ -48,11 +48,66 @@ func roundTrip(t *testing.T, s *Suite, rs []bench.Response) []bench.Response {
 	if err := WriteGenerations(path, gens); err != nil {
 		t.Fatal(err)
 	}
-	back, err := s.ReadResponses(path)
+	back, err := s.readResponses(path) // ReadResponses less its completeness check
 	if err != nil {
 		t.Fatal(err)
 	}
 	return back
+}
+
+// TestReadResponsesIncomplete: a responses file that does not answer every
+// item of the data file in each of its runs is refused, naming the run and
+// the items, instead of scoring them as wrong answers.
+func TestReadResponsesIncomplete(t *testing.T) {
+	ifeval, err := LoadSuite(IFEval, "testdata/ifeval_inputs.jsonl", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aime, err := LoadSuite(bench.AIME2024, "testdata/aime_synthetic.jsonl", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		suite *Suite
+		lines string
+		want  string // "" for no error
+	}{
+		{"ifeval complete", ifeval, `{"id": "11", "run": 0, "response": "a"}
+{"id": "12", "run": 0, "response": "b"}
+{"id": 13, "run": 0, "response": "c"}
+`, ""},
+		{"ifeval one missing", ifeval, `{"id": "11", "run": 0, "response": "a"}
+{"id": "13", "run": 0, "response": "c"}
+`, "run 0 answers 2 of the 3 items of the data file: no response to 1 (ids 12)"},
+		{"ifeval second run short", ifeval, `{"id": "11", "run": 0, "response": "a"}
+{"id": "12", "run": 0, "response": "b"}
+{"id": "13", "run": 0, "response": "c"}
+{"id": "11", "run": 1, "response": "a"}
+`, "run 1 answers 1 of the 3 items of the data file: no response to 2 (ids 12, 13)"},
+		{"ifeval reference format missing a prompt", ifeval, `{"prompt": "Write three words without commas.", "response": "sun moon stars"}
+`, "run 0 answers 1 of the 3 items"},
+		{"aime missing", aime, `{"id": "s1", "run": 0, "response": "\boxed{42}"}
+`, "run 0 answers 1 of the 3 items of the data file: no response to 2 (ids s2, s3)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "r.jsonl")
+			if err := os.WriteFile(path, []byte(tt.lines), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := tt.suite.ReadResponses(path)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("ReadResponses = %v, want no error", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), path+": "+tt.want) {
+				t.Errorf("ReadResponses = %v, want %q after the path", err, tt.want)
+			}
+		})
+	}
 }
 
 func checkBench(t *testing.T, r report.BenchResult, bench, model string, n int, accs []float64) {
@@ -199,7 +254,7 @@ func TestScoreIFEval(t *testing.T) {
 	if err := os.WriteFile(path, []byte(ref), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.ReadResponses(path)
+	got, err := s.readResponses(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,5 +348,78 @@ func TestGenerate(t *testing.T) {
 	cancel()
 	if _, err := Generate(cancelled, qs, GenerateOptions{Policy: client, Model: "sim-policy", Preset: bench.Qwen3NonThinking()}); err == nil {
 		t.Errorf("Generate(cancelled) = nil error, want one")
+	}
+}
+
+// TestIFEvalScoresResponsesAsGiven: IFEval scores a response exactly as
+// generated, as the reference does; a newline before and after changes the
+// lines loose mode drops and where the first paragraph starts, and so the
+// verdicts, just as in the reference (worked out from evaluation_lib.py and
+// instructions.py in the comments). A thinking block and the white space
+// after it are not part of the response.
+func TestIFEvalScoresResponsesAsGiven(t *testing.T) {
+	inputs := `{"key": 1, "prompt": "Quote it.", "instruction_id_list": ["startend:quotation"], "kwargs": [{}]}
+{"key": 2, "prompt": "Two paragraphs.", "instruction_id_list": ["length_constraints:nth_paragraph_first_word"], "kwargs": [{"num_paragraphs": 2, "nth_paragraph": 1, "first_word": "alpha"}]}
+`
+	data := filepath.Join(t.TempDir(), "in.jsonl")
+	if err := os.WriteFile(data, []byte(inputs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := LoadSuite(IFEval, data, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quote := "Sure:\n\"quoted answer\""
+	paras := "Alpha one.\n\nBeta two."
+	tests := []struct {
+		name                  string
+		key, response         string
+		wantStrict, wantLoose bool
+	}{
+		// Loose drops the first line "Sure:".
+		{"quotation", "1", quote, false, true},
+		// Split on "\n": ["", "Sure:", "\"quoted answer\"", ""]: dropping
+		// the first or last line drops an empty one; no variant is quoted.
+		{"quotation, newline before and after", "1", "\n" + quote + "\n", false, false},
+		{"quotation after thinking", "1", "<think>Let me see.</think>\n\n" + quote, false, true},
+		{"paragraphs", "2", paras, true, true},
+		// Split on "\n\n": ["\nAlpha one.", "Beta two.\n"]: paragraph 1
+		// still starts with alpha once stripped.
+		{"paragraphs, newline before and after", "2", "\n" + paras + "\n", true, true},
+		// ["", "Alpha one.", "Beta two."]: paragraph 1 is the empty one;
+		// loose, without the first line, has "Alpha one." first again.
+		{"paragraphs, blank line before", "2", "\n\n" + paras, false, true},
+	}
+	for _, tt := range tests {
+		var rs []bench.Response
+		for _, key := range []string{"1", "2"} {
+			r := bench.Response{ID: key, Response: "x"}
+			if key == tt.key {
+				r.Response = tt.response
+			}
+			rs = append(rs, r)
+		}
+		sc, err := s.Score("base", rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr := sc.Detail.([]IFEvalRun)[0].Report.Prompts[map[string]int{"1": 0, "2": 1}[tt.key]]
+		if pr.FollowAllStrict != tt.wantStrict || pr.FollowAllLoose != tt.wantLoose {
+			t.Errorf("%s: strict %v loose %v, want %v %v (the reference's)", tt.name, pr.FollowAllStrict, pr.FollowAllLoose, tt.wantStrict, tt.wantLoose)
+		}
+	}
+}
+
+func TestIFEvalResponse(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"\n answer \n", "\n answer \n"},
+		{"<think>x</think>\n\nanswer\n", "answer\n"},
+		{"<think>cut off", ""},
+		{"no tags", "no tags"},
+	}
+	for _, tt := range tests {
+		if got := IFEvalResponse(tt.in); got != tt.want {
+			t.Errorf("IFEvalResponse(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }

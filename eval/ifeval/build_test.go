@@ -96,3 +96,57 @@ func TestCheckStrictBlank(t *testing.T) {
 		t.Errorf("CheckStrict/CheckLoose(blank) = true, want false (evaluation_lib rejects blank responses)")
 	}
 }
+
+// TestReferenceEdgeKwargs: kwargs of 0, a letter outside a–z, and case
+// folds beyond Go's (?i), with the verdicts the reference gives (worked out
+// from instructions.py: a count kwarg is drawn at random only when None or
+// negative, so 0 is a real threshold; nth_paragraph is drawn from
+// randint(1, num_paragraphs+1), which is 1 for num_paragraphs 0; the letter
+// counted is letter.strip().lower() in Counter(value.lower()); keywords are
+// matched with re.IGNORECASE).
+func TestReferenceEdgeKwargs(t *testing.T) {
+	tests := []struct {
+		name     string
+		id       string
+		kwargs   map[string]any
+		response string
+		want     bool
+	}{
+		{"0 placeholders", "detectable_content:number_placeholders", map[string]any{"num_placeholders": 0.0}, "no brackets", true},
+		{"0 bullets, none", "detectable_format:number_bullet_lists", map[string]any{"num_bullets": 0.0}, "plain text", true},
+		{"0 bullets, two", "detectable_format:number_bullet_lists", map[string]any{"num_bullets": 0.0}, "* a\n* b", false},
+		{"0 highlights", "detectable_format:number_highlighted_sections", map[string]any{"num_highlights": 0.0}, "plain", true},
+		{"0 sections", "detectable_format:multiple_sections", map[string]any{"section_spliter": "Section", "num_sections": 0.0}, "plain", true},
+		{"0 paragraphs, one", "length_constraints:number_paragraphs", map[string]any{"num_paragraphs": 0.0}, "one paragraph", false},
+		{"0 paragraphs, only a divider", "length_constraints:number_paragraphs", map[string]any{"num_paragraphs": 0.0}, "***", true},
+		{"less than 0 words", "length_constraints:number_words", map[string]any{"num_words": 0.0, "relation": "less than"}, "a b", false},
+		{"at least 0 words", "length_constraints:number_words", map[string]any{"num_words": 0.0, "relation": "at least"}, "a b", true},
+		{"less than 0 sentences", "length_constraints:number_sentences", map[string]any{"num_sentences": 0.0, "relation": "less than"}, "A b.", false},
+		{"keyword less than 0 times", "keywords:frequency", map[string]any{"keyword": "x", "frequency": 0.0, "relation": "less than"}, "none", false},
+		{"letter at least 0", "keywords:letter_frequency", map[string]any{"letter": "z", "let_frequency": 0.0, "let_relation": "at least"}, "none", true},
+		{"capital words at least 0", "change_case:capital_word_frequency", map[string]any{"capital_frequency": 0.0, "capital_relation": "at least"}, "none", true},
+		{"0 paragraphs, nth 0", "length_constraints:nth_paragraph_first_word", map[string]any{"num_paragraphs": 0.0, "nth_paragraph": 0.0, "first_word": "alpha"}, "Alpha.", false},
+		{"0 paragraphs, nth 3", "length_constraints:nth_paragraph_first_word", map[string]any{"num_paragraphs": 0.0, "nth_paragraph": 3.0, "first_word": "alpha"}, "Alpha.", false},
+		{"0 paragraphs, no nth", "length_constraints:nth_paragraph_first_word", map[string]any{"num_paragraphs": 0.0, "first_word": "alpha"}, "Alpha.", false},
+		{"letter é", "keywords:letter_frequency", map[string]any{"letter": "é", "let_frequency": 2.0, "let_relation": "at least"}, "Été", true},
+		{"letter 1", "keywords:letter_frequency", map[string]any{"letter": "1", "let_frequency": 2.0, "let_relation": "at least"}, "1 and 1", true},
+		{"letter İ lowers to two characters", "keywords:letter_frequency", map[string]any{"letter": "İ", "let_frequency": 1.0, "let_relation": "at least"}, "iii İİ", false},
+		{"letter space strips to nothing", "keywords:letter_frequency", map[string]any{"letter": " ", "let_frequency": 1.0, "let_relation": "at least"}, "a b c", false},
+		{"letter A", "keywords:letter_frequency", map[string]any{"letter": "A", "let_frequency": 2.0, "let_relation": "at least"}, "Aa", true},
+		{"keyword i finds ı", "keywords:existence", map[string]any{"keywords": []any{"kız"}}, "KIZ", true},
+		{"keyword finds İ", "keywords:existence", map[string]any{"keywords": []any{"istanbul"}}, "İSTANBUL", true},
+		{"keyword ﬅ finds ﬆ", "keywords:frequency", map[string]any{"keyword": "ﬅ", "frequency": 2.0, "relation": "at least"}, "ﬆ ﬅ", true},
+		{"forbidden word with İ", "keywords:forbidden_words", map[string]any{"forbidden_words": []any{"izmir"}}, "İZMİR is nice", false},
+		{"Kelvin sign", "keywords:existence", map[string]any{"keywords": []any{"kelvin"}}, "\u212aELVIN", true},
+	}
+	for _, tt := range tests {
+		ins, err := Build(tt.id, tt.kwargs)
+		if err != nil {
+			t.Errorf("%s: Build: %v", tt.name, err)
+			continue
+		}
+		if got := CheckStrict(ins, tt.response); got != tt.want {
+			t.Errorf("%s: %s%v on %q = %v, want %v (the reference's)", tt.name, tt.id, tt.kwargs, tt.response, got, tt.want)
+		}
+	}
+}

@@ -14,11 +14,17 @@ import (
 // The checks below follow instructions.py class by class; each comment names
 // the reference class.
 
-// compilePy compiles a pattern the reference passes to Python's re.
+// compilePy compiles a pattern the reference passes to Python's re; with
+// ignoreCase, as re.IGNORECASE folds case (pystr.IgnoreCase), not as Go's
+// (?i) does.
 func compilePy(a *args, name, pattern string, ignoreCase bool) (*regexp.Regexp, error) {
 	p := pystr.TranslateRegex(pattern)
 	if ignoreCase {
-		p = "(?i)" + p
+		folded, err := pystr.IgnoreCase(p)
+		if err != nil {
+			return nil, a.errf(name, "pattern %q: %v", pattern, err)
+		}
+		p = folded
 	}
 	re, err := regexp.Compile(p)
 	if err != nil {
@@ -145,7 +151,9 @@ func boundary(s string, i int) bool {
 }
 
 // buildLetterFrequency is LetterFrequencyChecker: occurrences of letter in
-// response.lower() against let_frequency.
+// response.lower() against let_frequency. The current reference takes any
+// one-character letter (earlier versions drew a random a–z letter for one
+// outside a–z): "é" counts é, "1" counts 1.
 func buildLetterFrequency(a *args) (Instruction, error) {
 	letter, err := a.reqStr("letter")
 	if err != nil {
@@ -164,8 +172,11 @@ func buildLetterFrequency(a *args) (Instruction, error) {
 		return nil, err
 	}
 	return checkFunc{a.id, func(v string) bool {
+		// collections.Counter(value.lower())[letter]: the counter's keys
+		// are single characters, so a letter that is not one character
+		// once stripped and lowered (" ", "İ" → "i̇") counts 0.
 		n := 0
-		if letter != "" {
+		if utf8.RuneCountInString(letter) == 1 {
 			lr, _ := utf8.DecodeRuneInString(letter)
 			for _, r := range pystr.Lower(v) {
 				if r == lr {
@@ -295,11 +306,18 @@ func buildNthParagraphFirstWord(a *args) (Instruction, error) {
 	if err != nil {
 		return nil, err
 	}
-	nth, err := a.reqInt("nth_paragraph", 1)
-	if err != nil {
+	var nth int
+	if num == 0 {
+		// The reference draws nth_paragraph from randint(1, num+1) when it
+		// is absent, below 1 or above num: for num 0 that is always 1.
+		if _, _, err := a.optInt("nth_paragraph"); err != nil {
+			return nil, err
+		}
+		nth = 1
+	} else if nth, err = a.reqInt("nth_paragraph", 1); err != nil {
 		return nil, err
 	}
-	if nth > num {
+	if nth > num && num > 0 {
 		return nil, a.errf("nth_paragraph", "%d exceeds num_paragraphs %d (the reference would draw it at random)", nth, num)
 	}
 	first, err := a.reqStr("first_word")

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/parleyhq/parley/internal/textfile"
 )
 
 // Input is one benchmark prompt, a line of IFEval's input_data.jsonl.
@@ -24,13 +26,28 @@ type Response struct {
 }
 
 // LoadInputs reads IFEval input data: one JSON object per line with key,
-// prompt, instruction_id_list and kwargs. Blank lines are skipped.
+// prompt, instruction_id_list and kwargs. Blank lines are skipped. A row
+// without one of the four fields (the reference raises KeyError), or with
+// no instruction to check (it would pass without a check), is an error
+// naming the file and line.
 func LoadInputs(path string) ([]Input, error) {
 	var out []Input
 	err := readJSONL(path, func(data []byte) error {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(data, &fields); err != nil {
+			return fmt.Errorf("malformed JSON: %w", err)
+		}
+		for _, k := range []string{"key", "prompt", "instruction_id_list", "kwargs"} {
+			if v, ok := fields[k]; !ok || string(v) == "null" {
+				return fmt.Errorf("no %s (an IFEval input row has key, prompt, instruction_id_list and kwargs)", k)
+			}
+		}
 		var in Input
 		if err := json.Unmarshal(data, &in); err != nil {
 			return err
+		}
+		if len(in.InstructionIDs) == 0 {
+			return fmt.Errorf("key %d: instruction_id_list is empty: the prompt would count as followed without a check", in.Key)
 		}
 		if len(in.Kwargs) != len(in.InstructionIDs) {
 			return fmt.Errorf("key %d: %d instruction ids but %d kwargs", in.Key, len(in.InstructionIDs), len(in.Kwargs))
@@ -68,7 +85,7 @@ func readJSONL(path string, fn func(data []byte) error) error {
 		return err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(textfile.NewReader(f, 64<<10))
 	sc.Buffer(make([]byte, 0, 1<<20), 1<<30)
 	for n := 1; sc.Scan(); n++ {
 		data := sc.Bytes()

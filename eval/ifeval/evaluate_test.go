@@ -121,8 +121,8 @@ func TestLoadErrors(t *testing.T) {
 		}
 		return p
 	}
-	bad := write("bad.jsonl", "{\"key\": 1}\n{not json\n")
-	if _, err := LoadInputs(bad); err == nil || !strings.Contains(err.Error(), "bad.jsonl:2") {
+	bad := write("bad.jsonl", `{"key": 1, "prompt": "p", "response": "r", "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}`+"\n{not json\n")
+	if _, err := LoadInputs(bad); err == nil || !strings.Contains(err.Error(), "bad.jsonl:2: malformed JSON") {
 		t.Errorf("LoadInputs(malformed) err = %v, want one naming bad.jsonl:2", err)
 	}
 	if _, err := LoadResponses(bad); err == nil || !strings.Contains(err.Error(), "bad.jsonl:2") {
@@ -160,5 +160,38 @@ func TestLooseVariants(t *testing.T) {
 	one := LooseVariants(" single ")
 	if one[2] != "" || one[3] != "" || one[4] != "" {
 		t.Errorf("LooseVariants(one line) trimmed variants = %q, want empty", one[2:5])
+	}
+}
+
+// TestLoadInputsRows: an input row without one of the reference's four
+// fields, or without an instruction, is refused by file and line: it would
+// otherwise pass without being checked.
+func TestLoadInputsRows(t *testing.T) {
+	tests := []struct {
+		name, row, want string
+	}{
+		{"complete", `{"key": 1, "prompt": "p", "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}`, ""},
+		{"no instruction_id_list", `{"key": 1, "prompt": "p", "kwargs": [{}]}`, "in.jsonl:1: no instruction_id_list"},
+		{"null instruction_id_list", `{"key": 1, "prompt": "p", "instruction_id_list": null, "kwargs": []}`, "in.jsonl:1: no instruction_id_list"},
+		{"empty instruction_id_list", `{"key": 1, "prompt": "p", "instruction_id_list": [], "kwargs": []}`, "in.jsonl:1: key 1: instruction_id_list is empty"},
+		{"no kwargs", `{"key": 1, "prompt": "p", "instruction_id_list": ["punctuation:no_comma"]}`, "in.jsonl:1: no kwargs"},
+		{"no prompt", `{"key": 1, "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}`, "in.jsonl:1: no prompt"},
+		{"no key", `{"prompt": "p", "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}`, "in.jsonl:1: no key"},
+	}
+	for _, tt := range tests {
+		path := filepath.Join(t.TempDir(), "in.jsonl")
+		if err := os.WriteFile(path, []byte(tt.row+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadInputs(path)
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("%s: LoadInputs = %v, want no error", tt.name, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: LoadInputs = %v, want %q", tt.name, err, tt.want)
+		}
 	}
 }

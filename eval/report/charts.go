@@ -168,13 +168,13 @@ type dynamicsChart struct {
 	lines []struct{ key, label, style string }
 }
 
-func dynamicsCharts(prefix string) []dynamicsChart {
+func dynamicsCharts(prefix, scoreLabel string) []dynamicsChart {
 	set, file := "training set", ""
 	if prefix == EvalPrefix {
 		set, file = "evaluation set", "eval_"
 	}
 	return []dynamicsChart{
-		{file: file + "ca_scores.png", title: "(a) judge score, " + set, ylab: "score (CA: 1–5)",
+		{file: file + "ca_scores.png", title: "(a) judge score, " + set, ylab: "score (" + scoreLabel + ")",
 			lines: []struct{ key, label, style string }{
 				{prefix + KeyScoreMax, "group max", StyleDashDotted},
 				{prefix + KeyScoreMean, "group mean", StyleSolid},

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -11,10 +10,13 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+
+	"github.com/parleyhq/parley/internal/textfile"
 )
 
 // Keys of a run's metrics.jsonl that the report charts, as the training loop
-// writes them. The score keys are the CA score min/mean/max within each group,
+// writes them. The score keys are the judge score (CA 1–5, a rule's 0–1, …)
+// min/mean/max within each group,
 // averaged over the step's groups. Keys under EvalPrefix are the same
 // metrics on the evaluation set ("eval/score_mean", …), written on the steps
 // that evaluate.
@@ -63,7 +65,7 @@ func decodeMetrics(r io.Reader, path string) (*Metrics, error) {
 	name := filepath.Base(path)
 	m := &Metrics{File: path}
 	bySteps := map[int]map[string]float64{}
-	br := bufio.NewReader(r)
+	br := textfile.NewReader(r, 64<<10)
 	for line := 1; ; line++ {
 		b, err := br.ReadBytes('\n')
 		if err != nil && err != io.EOF {

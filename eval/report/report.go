@@ -1,8 +1,8 @@
 // Package report turns a run's metrics and its evaluation results into a
 // markdown report with PNG charts: the training dynamics of seed 000
-// figure 2 (CA score min/mean/max, agreement rate, rounds to agreement, as
-// running averages) for the training set and, where the run logged them,
-// the evaluation set; pairwise win-rate tables in the form of tables 2–3;
+// figure 2 (judge score min/mean/max, labelled by the reward in use;
+// agreement rate; rounds to agreement; as running averages) for the
+// training set and, where the run logged them, the evaluation set; pairwise win-rate tables in the form of tables 2–3;
 // the benchmark table of table 4; and judge agreement as in table 7.
 //
 // The report reads only files: runs/<name>/metrics.jsonl and evaluation
@@ -19,8 +19,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/internal/fsutil"
+	"github.com/parleyhq/parley/internal/textfile"
 	"github.com/parleyhq/parley/rollout"
 	"go.uber.org/zap"
 	"gopkg.in/yaml.v3"
@@ -75,6 +77,7 @@ func Generate(opts Options) error {
 
 type generator struct {
 	opts  Options
+	scale dataset.ScoreScale // what scored the run's rollouts (zero: not known)
 	log   *zap.Logger
 	md    strings.Builder
 	notes []string
@@ -101,6 +104,7 @@ func (g *generator) run() error {
 
 	var metrics *Metrics
 	if g.opts.RunDir != "" {
+		g.scale = runScale(g.opts.RunDir)
 		path := filepath.Join(g.opts.RunDir, "metrics.jsonl")
 		m, err := ReadMetrics(path)
 		switch {
@@ -187,10 +191,28 @@ func (g *generator) games() error {
 	return nil
 }
 
+// runScale is the score scale of a run: by its frozen config.yaml's judge
+// (config.ScoreScaleOf), else as recorded in its first rollouts file,
+// else zero.
+func runScale(runDir string) dataset.ScoreScale {
+	rd := dataset.RunDir(runDir)
+	if b, err := textfile.ReadFile(rd.ConfigPath()); err == nil {
+		if s, err := config.ScoreScaleOf(b); err == nil {
+			return s
+		}
+	}
+	if files, err := dataset.RolloutFiles(rd.RolloutsDir(), 0, 0); err == nil && len(files) > 0 {
+		if s, ok, err := dataset.ReadScoreScale(files[0].Path); err == nil && ok {
+			return s
+		}
+	}
+	return dataset.ScoreScale{}
+}
+
 // runGame reads game.env from a run directory's frozen config.yaml ("" when
 // there is none).
 func runGame(runDir string) (string, error) {
-	b, err := os.ReadFile(dataset.RunDir(runDir).ConfigPath())
+	b, err := textfile.ReadFile(dataset.RunDir(runDir).ConfigPath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
@@ -237,9 +259,9 @@ func (g *generator) dynamics(m *Metrics) error {
 	w := g.window(len(m.Steps))
 	g.printf("## Training dynamics\n\n")
 	g.printf("Running averages over a trailing window of %d steps. "+
-		"CA scores are the min, mean and max within each group, averaged over the step's groups.\n\n", w)
+		"Scores (%s) are the min, mean and max within each group, averaged over the step's groups.\n\n", w, g.scoreLabel())
 	for _, prefix := range []string{"", EvalPrefix} {
-		charts := dynamicsCharts(prefix)
+		charts := dynamicsCharts(prefix, g.scoreLabel())
 		has := false
 		for _, c := range charts {
 			for _, l := range c.lines {
@@ -264,10 +286,29 @@ func (g *generator) dynamics(m *Metrics) error {
 	return nil
 }
 
+// scoreLabel names the run's scores by the reward in use: "CA 1–5",
+// "rule keyword_share 0–1", or "judge score" when the run does not say.
+func (g *generator) scoreLabel() string {
+	if g.scale.IsZero() {
+		return "judge score"
+	}
+	return g.scale.Label()
+}
+
+// metricLabel is the table label of a metric key.
+func (g *generator) metricLabel(key string) string {
+	switch key {
+	case KeyScoreMin:
+		return "score (" + g.scoreLabel() + "), group min"
+	case KeyScoreMean:
+		return "score (" + g.scoreLabel() + "), group mean"
+	case KeyScoreMax:
+		return "score (" + g.scoreLabel() + "), group max"
+	}
+	return metricLabels[key]
+}
+
 var metricLabels = map[string]string{
-	KeyScoreMin:          "CA score, group min",
-	KeyScoreMean:         "CA score, group mean",
-	KeyScoreMax:          "CA score, group max",
 	KeyAgreementRate:     "agreement rate",
 	KeyRoundsToAgreement: "rounds to agreement",
 	KeyRewardMean:        "reward mean",
@@ -292,7 +333,7 @@ func (g *generator) summaryTable(m *Metrics, prefix string, w int) {
 			}
 		}
 		_, ra, _ := smoothed(m, prefix+k, w)
-		rows = append(rows, []string{"`" + prefix + k + "`", metricLabels[k], fmt.Sprint(len(x)), f2(sum / float64(n)), f2(ra[len(ra)-1])})
+		rows = append(rows, []string{"`" + prefix + k + "`", g.metricLabel(k), fmt.Sprint(len(x)), f2(sum / float64(n)), f2(ra[len(ra)-1])})
 	}
 	if len(rows) == 0 {
 		return

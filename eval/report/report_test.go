@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/parleyhq/parley/dataset"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -188,5 +190,45 @@ func TestChartWritePNG(t *testing.T) {
 	empty := Chart{Lines: []Line{{X: []float64{1}, Y: []float64{nan()}}}}
 	if err := empty.WritePNG(path); err == nil || !strings.Contains(err.Error(), "no data") {
 		t.Errorf("WritePNG(no finite points) error = %v, want no data", err)
+	}
+}
+
+// TestRunScale: the report labels scores by the run's judge (its frozen
+// config), else by the scale its rollouts record, else neutrally.
+func TestRunScale(t *testing.T) {
+	withConfig := func(yaml string) string {
+		dir := t.TempDir()
+		if err := os.WriteFile(dataset.RunDir(dir).ConfigPath(), []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	withRollouts := func(s dataset.ScoreScale) string {
+		dir := t.TempDir()
+		w, err := dataset.NewRolloutWriter(dataset.RunDir(dir).RolloutsPath(1), dataset.RolloutWriterOptions{Scale: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(dataset.Rollout{RolloutID: "r"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	tests := []struct {
+		name, dir, want string
+	}{
+		{"ca judge", withConfig("judge:\n  kind: ca\n"), "CA 1–5"},
+		{"rule judge", withConfig("judge:\n  kind: rule\n  rule:\n    kind: length\n    target_length: 10\n"), "rule length 0–1"},
+		{"rollouts record it", withRollouts(dataset.ScoreScale{Name: "ledger share", Max: 1}), "ledger share 0–1"},
+		{"nothing says", t.TempDir(), "judge score"},
+	}
+	for _, tt := range tests {
+		g := &generator{scale: runScale(tt.dir)}
+		if got := g.scoreLabel(); got != tt.want {
+			t.Errorf("%s: score label %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }

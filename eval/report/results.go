@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/parleyhq/parley/eval/stats"
 	"github.com/parleyhq/parley/internal/fsutil"
+	"github.com/parleyhq/parley/internal/textfile"
 )
 
 // Result kinds, the optional "kind" field of an evaluation result. Without
@@ -204,7 +204,7 @@ func ReadEvalFiles(paths []string) (*EvalResults, error) {
 }
 
 func (e *EvalResults) readFile(path string) error {
-	b, err := os.ReadFile(path)
+	b, err := textfile.ReadFile(path)
 	if err != nil {
 		return err
 	}

@@ -46,6 +46,18 @@ func (s *Writer) Sync() error { return nil }
 // IsTerminal reports whether f is a terminal.
 func IsTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
+// Resolve returns the format auto stands for: console on a terminal, JSON
+// otherwise; other formats are returned as given.
+func Resolve(format string, tty bool) string {
+	if format != "auto" {
+		return format
+	}
+	if tty {
+		return "console"
+	}
+	return "json"
+}
+
 // New returns a logger writing to w in format (auto, console or json; auto
 // is console on a terminal and JSON otherwise) at level (debug, info, warn,
 // error). Sampling is off: every line is written.
@@ -54,12 +66,7 @@ func New(format, level string, w *Writer, tty bool) (*zap.Logger, error) {
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("logging: level %q: want debug, info, warn or error", level)
 	}
-	if format == "auto" {
-		format = "json"
-		if tty {
-			format = "console"
-		}
-	}
+	format = Resolve(format, tty)
 	var enc zapcore.Encoder
 	switch format {
 	case "json":

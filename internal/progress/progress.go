@@ -4,11 +4,14 @@
 package progress
 
 import (
+	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/parleyhq/parley/internal/logging"
+	"github.com/vbauerster/cupwriter"
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 )
@@ -26,7 +29,8 @@ func New(enabled bool, logs *logging.Writer) *Bars {
 	if !enabled {
 		return &Bars{}
 	}
-	p := mpb.New(mpb.WithOutput(os.Stderr), mpb.WithRefreshRate(150*time.Millisecond), mpb.WithAutoRefresh())
+	p := mpb.New(mpb.WithConsoleWriter(sizedWriter{cupwriter.New(os.Stderr, false)}),
+		mpb.WithRefreshRate(150*time.Millisecond), mpb.WithAutoRefresh())
 	b := &Bars{p: p, logs: logs}
 	if logs != nil {
 		b.old = logs.Swap(p)
@@ -34,19 +38,70 @@ func New(enabled bool, logs *logging.Writer) *Bars {
 	return b
 }
 
+// sizedWriter is mpb's terminal writer with a fallback size: a terminal
+// that reports 0×0 (script(1) without a parent terminal, some CI runners)
+// would otherwise draw nothing at all.
+type sizedWriter struct{ mpb.ConsoleWriter }
+
+// GetTermSize returns the terminal's size, or 100×24 when it reports none.
+func (w sizedWriter) GetTermSize() (int, int, error) {
+	width, height, err := w.ConsoleWriter.GetTermSize()
+	if err != nil || width <= 0 || height <= 0 {
+		return 100, 24, nil
+	}
+	return width, height, nil
+}
+
 // Bar is one progress bar; the zero Bar (no terminal) ignores every call.
-type Bar struct{ b *mpb.Bar }
+type Bar struct {
+	b    *mpb.Bar
+	pace *pace
+}
 
 // Add adds a bar named name counting to total.
 func (b *Bars) Add(name string, total int64) *Bar {
 	if b.p == nil {
 		return &Bar{}
 	}
+	p := &pace{start: time.Now()}
 	bar := b.p.AddBar(total,
 		mpb.PrependDecorators(decor.Name(name+" "), decor.CountersNoUnit("%d/%d")),
-		mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace), decor.Name(" "), decor.AverageETA(decor.ET_STYLE_GO)),
+		mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace), decor.Name(" "),
+			decor.Any(func(s decor.Statistics) string { return p.String(s.Current, s.Total) }, decor.WCSyncSpace)),
+		mpb.BarRemoveOnComplete(),
 	)
-	return &Bar{b: bar}
+	return &Bar{b: bar, pace: p}
+}
+
+// pace measures a bar's rate from its start, not counting work it was
+// handed done (SetCurrent on resume).
+type pace struct {
+	start time.Time
+	base  atomic.Int64
+}
+
+// String renders "rate/s ETA d" for current of total, or dashes before the
+// first item.
+func (p *pace) String(current, total int64) string {
+	done := current - p.base.Load()
+	el := time.Since(p.start)
+	if done <= 0 || el <= 0 {
+		return "–/s ETA –"
+	}
+	rate := float64(done) / el.Seconds()
+	left := time.Duration(float64(total-current) / rate * float64(time.Second)).Round(time.Second)
+	return fmt.Sprintf("%.2f/s ETA %s", rate, left)
+}
+
+// Start adds a bar and returns its tick and its end call (a failed end
+// leaves the bar drawn where it stopped; a finished bar is removed).
+func (b *Bars) Start(name string, total int) (tick func(), end func(failed bool)) {
+	bar := b.Add(name, int64(total))
+	return bar.Increment, func(failed bool) {
+		if failed {
+			bar.Abort()
+		}
+	}
 }
 
 // Increment advances the bar by one.
@@ -59,6 +114,7 @@ func (b *Bar) Increment() {
 // SetCurrent sets the bar's count (work already done when resuming).
 func (b *Bar) SetCurrent(n int64) {
 	if b.b != nil {
+		b.pace.base.Store(n)
 		b.b.SetCurrent(n)
 	}
 }
@@ -70,12 +126,14 @@ func (b *Bar) Abort() {
 	}
 }
 
-// Wait finishes drawing and gives logging back its destination.
+// Wait finishes drawing and gives logging back its destination; later
+// calls do nothing.
 func (b *Bars) Wait() {
 	if b.p == nil {
 		return
 	}
 	b.p.Shutdown()
+	b.p = nil
 	if b.logs != nil {
 		b.logs.Swap(b.old)
 	}

@@ -85,6 +85,11 @@ type Options struct {
 	// Sleep waits d or until ctx is done, between attempts; nil means a
 	// real timer (tests replace it).
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Observe, if set, is told of every request sent (cache hits are not
+	// requests): its time from the first attempt to the last, retries
+	// included, and its error (nil when it succeeded). It feeds parley
+	// train's /metrics.
+	Observe func(elapsed time.Duration, err error)
 }
 
 // withDefaults returns o with defaults applied.
@@ -447,7 +452,16 @@ type exchange struct {
 
 // send runs the attempts of one request: the retry loop shared by every
 // caller.
-func (c *Client) send(ctx context.Context, ex exchange) (any, error) {
+func (c *Client) send(ctx context.Context, ex exchange) (v any, err error) {
+	if c.opts.Observe != nil {
+		start := time.Now()
+		defer func() { c.opts.Observe(time.Since(start), err) }()
+	}
+	return c.sendAttempts(ctx, ex)
+}
+
+// sendAttempts is send's retry loop.
+func (c *Client) sendAttempts(ctx context.Context, ex exchange) (any, error) {
 	var lastErr error
 	for attempt := 0; attempt < c.opts.Retry.Attempts(); attempt++ {
 		if attempt > 0 {
@@ -670,4 +684,27 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// Check makes one cheap request (GET /models) to see that the API answers
+// and accepts the key, before long work: a refused connection, a 401 or a
+// 403 is an error naming the fix; an API without /models (404) passes.
+func (c *Client) Check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, min(c.opts.Timeout, 30*time.Second))
+	defer cancel()
+	_, err := c.client.ListModels(ctx)
+	if err == nil {
+		return nil
+	}
+	var apiErr *openai.APIError
+	var reqErr *openai.RequestError
+	switch {
+	case errors.As(err, &apiErr) && (apiErr.HTTPStatusCode == http.StatusUnauthorized || apiErr.HTTPStatusCode == http.StatusForbidden):
+		return c.redact(fmt.Errorf("%s at %s rejects the API key (HTTP %d): set the right key in the variable the config's api_key_env names", c.opts.Name, c.opts.BaseURL, apiErr.HTTPStatusCode))
+	case errors.As(err, &reqErr) && (reqErr.HTTPStatusCode == http.StatusUnauthorized || reqErr.HTTPStatusCode == http.StatusForbidden):
+		return c.redact(fmt.Errorf("%s at %s rejects the API key (HTTP %d): set the right key in the variable the config's api_key_env names", c.opts.Name, c.opts.BaseURL, reqErr.HTTPStatusCode))
+	case errors.As(err, &apiErr) || errors.As(err, &reqErr):
+		return nil // it answered: only the key matters here
+	}
+	return c.redact(fmt.Errorf("%s at %s does not answer: %w", c.opts.Name, c.opts.BaseURL, err))
 }

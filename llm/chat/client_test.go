@@ -195,3 +195,41 @@ func TestNewChatClientNeedsModel(t *testing.T) {
 		t.Errorf("chat.New(no model) = %v, want a model error", err)
 	}
 }
+
+func TestObserveSeesEachRequestOnce(t *testing.T) {
+	tests := []struct {
+		name    string
+		status  []int // per attempt: 0 replies, else the error status
+		wantErr bool
+	}{
+		{"first attempt", []int{0}, false},
+		{"after a retry", []int{503, 0}, false},
+		{"refused", []int{400}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := chattest.NewFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chattest.Body) {
+				if tt.status[n] != 0 {
+					chattest.WriteError(w, tt.status[n], "no")
+					return
+				}
+				chattest.WriteReply(w, "fine")
+			})
+			var calls int
+			var gotErr error
+			opts := testClientOptions(srv)
+			opts.Observe = func(elapsed time.Duration, err error) {
+				calls++
+				gotErr = err
+				if elapsed <= 0 {
+					t.Errorf("elapsed %v, want > 0", elapsed)
+				}
+			}
+			c, _ := newTestChat(t, opts)
+			_, err := c.Chat(context.Background(), chat.Request{Messages: []chat.Message{{Role: "user", Content: "x"}}})
+			if calls != 1 || (gotErr != nil) != tt.wantErr || (err != nil) != tt.wantErr {
+				t.Errorf("Observe called %d times with %v (Chat: %v); want once, error %v", calls, gotErr, err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/parleyhq/parley/eval/report"
+	"github.com/parleyhq/parley/eval/figure"
 	"github.com/parleyhq/parley/eval/stats"
 	"github.com/parleyhq/parley/rollout/multiparty/scenario"
 	"github.com/parleyhq/parley/rollout/multiparty/trust"
@@ -67,7 +67,7 @@ func figures(b *strings.Builder, gs []game, typ, dir string) error {
 			{"Misidentification", "Misidentification (%)", 100, 0, 125, func(g game) float64 { return g.Misidentification }},
 			{"Trust separation", "Honest − adversary trust", 1, -0.25, 1, func(g game) float64 { return g.Separation }},
 		}
-		var panels []report.Panel
+		var panels []figure.Panel
 		for _, method := range trust.Methods {
 			var mc []trust.Settings
 			for _, c := range conds {
@@ -79,16 +79,16 @@ func figures(b *strings.Builder, gs []game, typ, dir string) error {
 				continue
 			}
 			for _, m := range measures {
-				pn := report.Panel{Title: fmt.Sprintf("%s, %s (%s)", m.title, methodLabel(method), tl), XLabel: "Game", YLabel: m.ylabel, YMin: m.ymin, YMax: m.ymax}
+				pn := figure.Panel{Title: fmt.Sprintf("%s, %s (%s)", m.title, methodLabel(method), tl), XLabel: "Game", YLabel: m.ylabel, YMin: m.ymin, YMax: m.ymax}
 				for _, c := range mc {
 					x, y, lo, hi := byGame(sel(gs, typ, c.Label()), m.scale, m.f)
-					pn.Lines = append(pn.Lines, report.BandLine{Label: c.Label(), X: x, Y: y, Lo: lo, Hi: hi, Color: report.Palette(conditionOrder(c) % 3)})
+					pn.Lines = append(pn.Lines, figure.BandLine{Label: c.Label(), X: x, Y: y, Lo: lo, Hi: hi, Color: figure.Palette(conditionOrder(c) % 3)})
 				}
 				panels = append(panels, pn)
 			}
 		}
 		name := "fig2-" + typ + ".png"
-		if err := report.WritePanels(filepath.Join(dir, name), panels, 3, panelW, panelH); err != nil {
+		if err := figure.WritePanels(filepath.Join(dir, name), panels, 3, panelW, panelH); err != nil {
 			return err
 		}
 		fmt.Fprintf(b, "![Figure 2 (%s)](%s)\n\n*Figure 2 (%s): adversary detection, misidentification and trust separation after each game of a series, one row per assessment method, a line per prompt condition; shading is the 95%% interval over series.*\n\n", tl, name, tl)
@@ -103,19 +103,19 @@ func figures(b *strings.Builder, gs []game, typ, dir string) error {
 // panel per condition.
 func figure8(b *strings.Builder, gs []game, typ string, conds []trust.Settings, dir string) error {
 	prior := 0.5
-	var panels []report.Panel
+	var panels []figure.Panel
 	for _, c := range conds {
 		sub := sel(gs, typ, c.Label())
 		x, y, lo, hi := byGame(sub, 1, func(g game) float64 { return g.HonestTrust })
 		xa, ya, loa, hia := byGame(sub, 1, func(g game) float64 { return g.AdversaryTrust })
-		panels = append(panels, report.Panel{Title: c.Label(), XLabel: "Game", YLabel: "Trust", RefY: &prior, YMin: 0, YMax: 1, Legend: "right",
-			Lines: []report.BandLine{
-				{Label: "honest peers", X: x, Y: y, Lo: lo, Hi: hi, Color: report.Palette(0)},
-				{Label: "adversary", X: xa, Y: ya, Lo: loa, Hi: hia, Color: report.Palette(1), Dashed: true},
+		panels = append(panels, figure.Panel{Title: c.Label(), XLabel: "Game", YLabel: "Trust", RefY: &prior, YMin: 0, YMax: 1, Legend: "right",
+			Lines: []figure.BandLine{
+				{Label: "honest peers", X: x, Y: y, Lo: lo, Hi: hi, Color: figure.Palette(0)},
+				{Label: "adversary", X: xa, Y: ya, Lo: loa, Hi: hia, Color: figure.Palette(1), Dashed: true},
 			}})
 	}
 	name := "fig8-" + typ + ".png"
-	if err := report.WritePanels(filepath.Join(dir, name), panels, 3, panelW-80, panelH-60); err != nil {
+	if err := figure.WritePanels(filepath.Join(dir, name), panels, 3, panelW-80, panelH-60); err != nil {
 		return err
 	}
 	tl := scenario.TypeLabel(typ)
@@ -129,7 +129,7 @@ func figure8(b *strings.Builder, gs []game, typ string, conds []trust.Settings, 
 // three series are left out.
 func figure10(b *strings.Builder, gs []game, typ, dir string) error {
 	var groups []string
-	var bars [2][]report.Bar
+	var bars [2][]figure.Bar
 	for _, c := range conditions(gs) {
 		if !c.Shown() {
 			continue
@@ -156,7 +156,7 @@ func figure10(b *strings.Builder, gs []game, typ, dir string) error {
 				}
 			}
 		}
-		var pair [2]report.Bar
+		var pair [2]figure.Bar
 		for band := 0; band < 2; band++ {
 			var rates []float64
 			for _, v := range per {
@@ -165,7 +165,7 @@ func figure10(b *strings.Builder, gs []game, typ, dir string) error {
 				}
 			}
 			iv := stats.MeanCI(rates, level)
-			pair[band] = report.Bar{Value: iv.Mean, Lo: iv.Mean - iv.Half, Hi: iv.Mean + iv.Half, Missing: iv.N < 3}
+			pair[band] = figure.Bar{Value: iv.Mean, Lo: iv.Mean - iv.Half, Hi: iv.Mean + iv.Half, Missing: iv.N < 3}
 		}
 		if pair[0].Missing && pair[1].Missing {
 			continue // no trust outside the neutral band (S0.5+P), or too few series
@@ -178,8 +178,8 @@ func figure10(b *strings.Builder, gs []game, typ, dir string) error {
 	}
 	name := "fig10-" + typ + ".png"
 	tl := scenario.TypeLabel(typ)
-	bc := report.BarChart{Title: "Acceptance of BATNA-meeting proposals by trust in the proposer (" + tl + ")", YLabel: "Acceptance (%)",
-		Groups: groups, Series: []string{"low trust (< 0.45)", "high trust (> 0.55)"}, Bars: [][]report.Bar{bars[0], bars[1]}, YMin: 0, YMax: 110}
+	bc := figure.BarChart{Title: "Acceptance of BATNA-meeting proposals by trust in the proposer (" + tl + ")", YLabel: "Acceptance (%)",
+		Groups: groups, Series: []string{"low trust (< 0.45)", "high trust (> 0.55)"}, Bars: [][]figure.Bar{bars[0], bars[1]}, YMin: 0, YMax: 110}
 	if err := bc.WritePNG(filepath.Join(dir, name), 120+110*len(groups), 440); err != nil {
 		return err
 	}
@@ -191,7 +191,7 @@ func methodLabel(m string) string {
 	return map[string]string{trust.MethodBRS: "BRS", trust.MethodRubric: "Rubric", trust.MethodFreeForm: "FF"}[m]
 }
 
-func anyBar(bars [2][]report.Bar) bool {
+func anyBar(bars [2][]figure.Bar) bool {
 	for _, bs := range bars {
 		for _, b := range bs {
 			if !b.Missing {
@@ -309,14 +309,14 @@ func trainingCurve(b *strings.Builder, gs []game, dir string) error {
 	}
 	x, y, lo, hi := curve(1, func(g game) float64 { return g.HonestSurplus })
 	xa, ya, loa, hia := curve(100, func(g game) float64 { return g.Agree })
-	panels := []report.Panel{
+	panels := []figure.Panel{
 		{Title: "Honest parties' mean utility above BATNA", XLabel: "Training step", YLabel: "Utility − BATNA (0 without a deal)", Legend: "none",
-			Lines: []report.BandLine{{X: x, Y: y, Lo: lo, Hi: hi, Color: report.Palette(0)}}},
+			Lines: []figure.BandLine{{X: x, Y: y, Lo: lo, Hi: hi, Color: figure.Palette(0)}}},
 		{Title: "Agreement rate", XLabel: "Training step", YLabel: "Agreement (%)", Legend: "none",
-			Lines: []report.BandLine{{X: xa, Y: ya, Lo: loa, Hi: hia, Color: report.Palette(2)}}},
+			Lines: []figure.BandLine{{X: xa, Y: ya, Lo: loa, Hi: hia, Color: figure.Palette(2)}}},
 	}
 	name := "fig-training.png"
-	if err := report.WritePanels(filepath.Join(dir, name), panels, 2, panelW, panelH); err != nil {
+	if err := figure.WritePanels(filepath.Join(dir, name), panels, 2, panelW, panelH); err != nil {
 		return err
 	}
 	fmt.Fprintf(b, "![Training](%s)\n\n*Training: honest parties' mean utility above BATNA (each party's surplus with a deal, 0 without) and the agreement rate, per step; shading is the 95%% interval over the step's games.*\n\n", name)

@@ -89,7 +89,7 @@ def test_hf_export_loads_with_datasets(fixtures: Path) -> None:
     feats = ds.features
     assert isinstance(feats["messages"], datasets.List), feats["messages"]
     rec = ds[0]
-    assert isinstance(rec["messages"], list) and rec["messages"][0]["role"] == "user"
+    assert isinstance(rec["messages"], list) and rec["messages"][0]["role"] == "system"
     first = expected["export_first_record"]
     assert rec["task"] == first["task"]
 

@@ -70,15 +70,19 @@ const (
 
 // Settings are a series' trust settings.
 type Settings struct {
-	// Method is MethodBRS, MethodRubric or MethodFreeForm.
+	// Method is how trust is assessed after a game: brs (the Beta
+	// Reputation System, from observed proposals and votes), rubric or
+	// freeform (each party's own assessment, folded in by an EMA).
 	Method string `json:"method" yaml:"method"`
-	// Condition is one of Conditions.
+	// Condition is the prompt condition (the seed's table 8): none, s,
+	// s_to_p, s_p, s05_p or srand_p.
 	Condition string `json:"condition" yaml:"condition"`
-	// Lambda is the EMA weight of the old trust (rubric, free-form).
+	// Lambda is the EMA weight λ of the old trust (rubric, freeform):
+	// τ ← λ·τ + (1 − λ)·signal.
 	Lambda float64 `json:"lambda" yaml:"lambda"`
-	// Gamma is BRS's forgetting factor.
+	// Gamma is BRS's forgetting factor γ: r ← γ·r + r', s ← γ·s + s'.
 	Gamma float64 `json:"gamma" yaml:"gamma"`
-	// Prior is the trust before any game (rubric, free-form; BRS starts
+	// Prior is the trust before any game (rubric, freeform; BRS starts
 	// from no evidence, E = 0.5).
 	Prior float64 `json:"prior" yaml:"prior"`
 }

@@ -1,4 +1,8 @@
-package report
+// Package figure draws the PNG figures of game reports with gonum/plot:
+// grids of line panels with shaded 95% bands and a dotted reference line,
+// and grouped bar charts with error bars. It depends on no other parley
+// package but the atomic writer, so any game's report can use it.
+package figure
 
 import (
 	"fmt"
@@ -56,7 +60,7 @@ type Panel struct {
 // hPx pixels, into one PNG at path.
 func WritePanels(path string, panels []Panel, cols, wPx, hPx int) error {
 	if len(panels) == 0 {
-		return fmt.Errorf("report.WritePanels: %s: no panels", path)
+		return fmt.Errorf("figure.WritePanels: %s: no panels", path)
 	}
 	cols = max(1, min(cols, len(panels)))
 	rows := (len(panels) + cols - 1) / cols
@@ -70,7 +74,7 @@ func WritePanels(path string, panels []Panel, cols, wPx, hPx int) error {
 	for i, pn := range panels {
 		p, err := pn.plot()
 		if err != nil {
-			return fmt.Errorf("report.WritePanels: %s: panel %q: %w", path, pn.Title, err)
+			return fmt.Errorf("figure.WritePanels: %s: panel %q: %w", path, pn.Title, err)
 		}
 		plots[i/cols][i%cols] = p
 	}
@@ -91,7 +95,7 @@ func WritePanels(path string, panels []Panel, cols, wPx, hPx int) error {
 
 func writeImage(path string, canvas *vgimg.Canvas) error {
 	if err := fsutil.WriteWith(path, 0o644, func(w io.Writer) error { return png.Encode(w, canvas.Image()) }); err != nil {
-		return fmt.Errorf("report: write %s: %w", path, err)
+		return fmt.Errorf("figure: write %s: %w", path, err)
 	}
 	return nil
 }
@@ -209,7 +213,7 @@ type BarChart struct {
 // WritePNG draws the chart into path (wPx × hPx pixels).
 func (bc BarChart) WritePNG(path string, wPx, hPx int) error {
 	if wPx <= 0 || hPx <= 0 {
-		wPx, hPx = DefaultWidthPx, DefaultHeightPx
+		wPx, hPx = 768, 480
 	}
 	p := plot.New()
 	p.Title.Text = bc.Title
@@ -237,7 +241,7 @@ func (bc BarChart) WritePNG(path string, wPx, hPx int) error {
 		}
 		bars, err := plotter.NewBarChart(vals, w)
 		if err != nil {
-			return fmt.Errorf("report.BarChart.WritePNG: %w", err)
+			return fmt.Errorf("figure.BarChart.WritePNG: %w", err)
 		}
 		bars.Color = Palette(s)
 		bars.LineStyle.Width = 0
@@ -255,7 +259,7 @@ func (bc BarChart) WritePNG(path string, wPx, hPx int) error {
 		}
 	}
 	if drawn == 0 {
-		return fmt.Errorf("report.BarChart.WritePNG: %s: no bars", path)
+		return fmt.Errorf("figure.BarChart.WritePNG: %s: no bars", path)
 	}
 	p.NominalX(bc.Groups...)
 	if bc.YMax > bc.YMin {
@@ -291,3 +295,9 @@ func (o offsetErrors) Plot(c draw.Canvas, p *plot.Plot) {
 
 // DataRange implements plot.DataRanger.
 func (o offsetErrors) DataRange() (xmin, xmax, ymin, ymax float64) { return o.eb.DataRange() }
+
+// Figure constants.
+const (
+	dpi          = 96
+	sparsePoints = 30 // lines this short get a marker on every point
+)

@@ -1,0 +1,68 @@
+package progress
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/vbauerster/mpb/v8"
+)
+
+func TestPace(t *testing.T) {
+	tests := []struct {
+		name                 string
+		base, current, total int64
+		want                 string
+	}{
+		{"nothing done", 0, 0, 10, "–/s ETA –"},
+		{"resumed, nothing new", 4, 4, 10, "–/s ETA –"},
+		{"half at 1/s", 0, 5, 10, "1.00/s ETA 5s"},
+		{"resumed counts only new work", 4, 9, 10, "1.00/s ETA 1s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &pace{start: time.Now().Add(-5 * time.Second)}
+			p.base.Store(tt.base)
+			if got := p.String(tt.current, tt.total); got != tt.want {
+				t.Errorf("String(%d, %d) = %q, want %q", tt.current, tt.total, got, tt.want)
+			}
+		})
+	}
+}
+
+// fakeTerm reports a fixed size.
+type fakeTerm struct {
+	mpb.ConsoleWriter
+	w, h int
+	err  error
+}
+
+func (f fakeTerm) GetTermSize() (int, int, error) { return f.w, f.h, f.err }
+
+func TestSizedWriterFallsBack(t *testing.T) {
+	tests := []struct {
+		name         string
+		term         fakeTerm
+		wantW, wantH int
+	}{
+		{"real size kept", fakeTerm{w: 132, h: 50}, 132, 50},
+		{"0x0 pty", fakeTerm{}, 100, 24},
+		{"error", fakeTerm{w: 80, h: 24, err: errors.New("not a tty")}, 100, 24},
+	}
+	for _, tt := range tests {
+		w, h, err := sizedWriter{tt.term}.GetTermSize()
+		if err != nil || w != tt.wantW || h != tt.wantH {
+			t.Errorf("%s: GetTermSize = %d, %d, %v; want %d, %d", tt.name, w, h, err, tt.wantW, tt.wantH)
+		}
+	}
+}
+
+func TestDisabledBarsIgnoreCalls(t *testing.T) {
+	b := New(false, nil)
+	tick, end := b.Start("x", 3)
+	tick()
+	end(true)
+	b.Add("y", 1).SetCurrent(1)
+	b.Wait()
+	b.Wait()
+}

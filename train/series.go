@@ -104,26 +104,9 @@ func (l *Loop) sampleSeries(ctx context.Context, runner *rollout.Runner, step in
 	if err != nil {
 		return nil, rollout.Summary{}, nil, err
 	}
-	gens := map[int][]rollout.Series{}
-	jobs := make([]rollout.StateJob, len(cursors))
-	series := make([]rollout.Series, len(cursors))
-	for i, c := range cursors {
-		if gens[c.Generation] == nil {
-			if gens[c.Generation], err = l.generation(c.Generation); err != nil {
-				return nil, rollout.Summary{}, nil, err
-			}
-		}
-		s := gens[c.Generation][c.Slot]
-		if s.ID != c.Series || c.Index >= len(s.Games) {
-			return nil, rollout.Summary{}, nil, fmt.Errorf("train.Loop step %d: slot %d's cursor (series %s game %d) does not match generation %d's plan (series %s of %d games)",
-				step, c.Slot, c.Series, c.Index, c.Generation, s.ID, len(s.Games))
-		}
-		state := []byte(c.State)
-		if c.Index == 0 && state == nil {
-			state = s.Init
-		}
-		series[i] = s
-		jobs[i] = rollout.StateJob{Series: s.ID, Index: c.Index, Prompt: s.Games[c.Index], State: state}
+	jobs, series, err := l.seriesJobs(step, cursors)
+	if err != nil {
+		return nil, rollout.Summary{}, nil, err
 	}
 	type result struct {
 		rec  dataset.Rollout
@@ -140,8 +123,7 @@ func (l *Loop) sampleSeries(ctx context.Context, runner *rollout.Runner, step in
 	}
 	sort.Slice(got, func(i, j int) bool { return got[i].rec.RolloutID < got[j].rec.RolloutID })
 	rs := make([]dataset.Rollout, len(got))
-	after := make([]SeriesCursor, len(cursors))
-	copy(after, cursors)
+	after := append([]SeriesCursor(nil), cursors...)
 	chosen := make([]bool, len(cursors))
 	for i, g := range got {
 		rs[i] = g.rec
@@ -154,16 +136,53 @@ func (l *Loop) sampleSeries(ctx context.Context, runner *rollout.Runner, step in
 		if slot < 0 || chosen[slot] || g.rec.Failed || g.next == nil {
 			continue
 		}
-		chosen[slot] = true // the lowest index that did not fail: rs is sorted
-		c := &after[slot]
-		c.Index, c.State = c.Index+1, append(json.RawMessage(nil), g.next...)
-		if c.Index >= len(series[slot].Games) {
-			next, err := l.generation(c.Generation + 1)
-			if err != nil {
-				return nil, sum, nil, err
-			}
-			*c = SeriesCursor{Slot: slot, Generation: c.Generation + 1, Series: next[slot].ID}
+		chosen[slot] = true // the lowest index that did not fail: got is sorted
+		if after[slot], err = l.advance(after[slot], len(series[slot].Games), g.next); err != nil {
+			return nil, sum, nil, err
 		}
 	}
 	return rs, sum, after, nil
+}
+
+// seriesJobs returns each slot's next game as a job, and its series.
+func (l *Loop) seriesJobs(step int, cursors []SeriesCursor) ([]rollout.StateJob, []rollout.Series, error) {
+	gens := map[int][]rollout.Series{}
+	jobs := make([]rollout.StateJob, len(cursors))
+	series := make([]rollout.Series, len(cursors))
+	for i, c := range cursors {
+		if gens[c.Generation] == nil {
+			g, err := l.generation(c.Generation)
+			if err != nil {
+				return nil, nil, err
+			}
+			gens[c.Generation] = g
+		}
+		s := gens[c.Generation][c.Slot]
+		if s.ID != c.Series || c.Index >= len(s.Games) {
+			return nil, nil, fmt.Errorf("train.Loop step %d: slot %d's cursor (series %s game %d) does not match generation %d's plan (series %s of %d games)",
+				step, c.Slot, c.Series, c.Index, c.Generation, s.ID, len(s.Games))
+		}
+		state := []byte(c.State)
+		if c.Index == 0 && state == nil {
+			state = s.Init
+		}
+		series[i] = s
+		jobs[i] = rollout.StateJob{Series: s.ID, Index: c.Index, Prompt: s.Games[c.Index], State: state}
+	}
+	return jobs, series, nil
+}
+
+// advance moves cursor c past the game it played, to state next; past a
+// series' last game (of games) it starts the slot's series of the next
+// generation.
+func (l *Loop) advance(c SeriesCursor, games int, next []byte) (SeriesCursor, error) {
+	c.Index, c.State = c.Index+1, append(json.RawMessage(nil), next...)
+	if c.Index < games {
+		return c, nil
+	}
+	gen, err := l.generation(c.Generation + 1)
+	if err != nil {
+		return c, err
+	}
+	return SeriesCursor{Slot: c.Slot, Generation: c.Generation + 1, Series: gen[c.Slot].ID}, nil
 }

@@ -110,71 +110,13 @@ func (pn Panel) plot() (*plot.Plot, error) {
 	p.Legend.Left = pn.Legend != "right"
 	p.Legend.ThumbnailWidth = vg.Points(24)
 	p.Legend.TextStyle.Font.Size = vg.Points(8)
-	var xmin, xmax = math.Inf(1), math.Inf(-1)
+	xmin, xmax := math.Inf(1), math.Inf(-1)
 	for i, l := range pn.Lines {
-		col := l.Color
-		if col == nil {
-			col = Palette(i)
-		}
-		xys := make(plotter.XYs, 0, len(l.X))
-		var band plotter.XYs
-		var upper plotter.XYs
-		for k := range l.X {
-			if k >= len(l.Y) || !finiteF(l.X[k]) || !finiteF(l.Y[k]) {
-				continue
-			}
-			xys = append(xys, plotter.XY{X: l.X[k], Y: l.Y[k]})
-			xmin, xmax = math.Min(xmin, l.X[k]), math.Max(xmax, l.X[k])
-			if !l.HideBand && k < len(l.Lo) && k < len(l.Hi) && finiteF(l.Lo[k]) && finiteF(l.Hi[k]) {
-				lo, hi := l.Lo[k], l.Hi[k]
-				if pn.YMax > pn.YMin { // a band is clipped to the panel's range
-					lo, hi = math.Max(lo, pn.YMin), math.Min(hi, pn.YMax)
-				}
-				band = append(band, plotter.XY{X: l.X[k], Y: lo})
-				upper = append(upper, plotter.XY{X: l.X[k], Y: hi})
-			}
-		}
-		if len(xys) == 0 {
-			continue
-		}
-		if len(band) >= 2 {
-			for k := len(upper) - 1; k >= 0; k-- {
-				band = append(band, upper[k])
-			}
-			poly, err := plotter.NewPolygon(band)
-			if err != nil {
-				return nil, err
-			}
-			r, g, b, _ := col.RGBA()
-			poly.Color = color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 0x38}
-			poly.LineStyle.Width = 0
-			p.Add(poly)
-		}
-		line, err := plotter.NewLine(xys)
+		lo, hi, err := pn.addLine(p, i, l)
 		if err != nil {
 			return nil, err
 		}
-		line.LineStyle.Color = col
-		line.LineStyle.Width = vg.Points(1.6)
-		if l.LineWidth > 0 {
-			line.LineStyle.Width = vg.Points(l.LineWidth)
-		}
-		if l.Dashed {
-			line.LineStyle.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
-		}
-		p.Add(line)
-		if len(xys) <= sparsePoints {
-			sc, err := plotter.NewScatter(xys)
-			if err != nil {
-				return nil, err
-			}
-			sc.GlyphStyle.Color = col
-			sc.GlyphStyle.Radius = vg.Points(2)
-			p.Add(sc)
-		}
-		if l.Label != "" && pn.Legend != "none" {
-			p.Legend.Add(l.Label, line)
-		}
+		xmin, xmax = math.Min(xmin, lo), math.Max(xmax, hi)
 	}
 	if pn.RefY != nil && xmin <= xmax {
 		ref, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: *pn.RefY}, {X: xmax, Y: *pn.RefY}})
@@ -189,6 +131,76 @@ func (pn Panel) plot() (*plot.Plot, error) {
 		p.Y.Min, p.Y.Max = pn.YMin, pn.YMax
 	}
 	return p, nil
+}
+
+// addLine draws line l (the i-th) of the panel, with its band, into p,
+// and returns the x range it covers (+Inf, −Inf when it has no points).
+func (pn Panel) addLine(p *plot.Plot, i int, l BandLine) (xmin, xmax float64, err error) {
+	xmin, xmax = math.Inf(1), math.Inf(-1)
+	col := l.Color
+	if col == nil {
+		col = Palette(i)
+	}
+	xys := make(plotter.XYs, 0, len(l.X))
+	var band plotter.XYs
+	var upper plotter.XYs
+	for k := range l.X {
+		if k >= len(l.Y) || !finiteF(l.X[k]) || !finiteF(l.Y[k]) {
+			continue
+		}
+		xys = append(xys, plotter.XY{X: l.X[k], Y: l.Y[k]})
+		xmin, xmax = math.Min(xmin, l.X[k]), math.Max(xmax, l.X[k])
+		if !l.HideBand && k < len(l.Lo) && k < len(l.Hi) && finiteF(l.Lo[k]) && finiteF(l.Hi[k]) {
+			lo, hi := l.Lo[k], l.Hi[k]
+			if pn.YMax > pn.YMin { // a band is clipped to the panel's range
+				lo, hi = math.Max(lo, pn.YMin), math.Min(hi, pn.YMax)
+			}
+			band = append(band, plotter.XY{X: l.X[k], Y: lo})
+			upper = append(upper, plotter.XY{X: l.X[k], Y: hi})
+		}
+	}
+	if len(xys) == 0 {
+		return xmin, xmax, nil
+	}
+	if len(band) >= 2 {
+		for k := len(upper) - 1; k >= 0; k-- {
+			band = append(band, upper[k])
+		}
+		poly, err := plotter.NewPolygon(band)
+		if err != nil {
+			return xmin, xmax, err
+		}
+		r, g, b, _ := col.RGBA()
+		poly.Color = color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 0x38}
+		poly.LineStyle.Width = 0
+		p.Add(poly)
+	}
+	line, err := plotter.NewLine(xys)
+	if err != nil {
+		return xmin, xmax, err
+	}
+	line.LineStyle.Color = col
+	line.LineStyle.Width = vg.Points(1.6)
+	if l.LineWidth > 0 {
+		line.LineStyle.Width = vg.Points(l.LineWidth)
+	}
+	if l.Dashed {
+		line.LineStyle.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+	}
+	p.Add(line)
+	if len(xys) <= sparsePoints {
+		sc, err := plotter.NewScatter(xys)
+		if err != nil {
+			return xmin, xmax, err
+		}
+		sc.GlyphStyle.Color = col
+		sc.GlyphStyle.Radius = vg.Points(2)
+		p.Add(sc)
+	}
+	if l.Label != "" && pn.Legend != "none" {
+		p.Legend.Add(l.Label, line)
+	}
+	return xmin, xmax, nil
 }
 
 func finiteF(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

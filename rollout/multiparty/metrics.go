@@ -97,6 +97,22 @@ func MeasureEpisode(r *dataset.Rollout) (Episode, error) {
 		}
 		e.HonestSurplus = e.Surplus / float64(honest)
 	}
+	e.measureRounds(o)
+	if o.TrustAfter != nil {
+		m := trust.MeanRanking(o.TrustAfter, o.Adversary())
+		e.Detection, e.Misidentification, e.Separation = m.Detection, m.Misidentification, m.Separation
+		e.HonestTrust, e.AdversaryTrust = m.HonestTrust, m.AdversaryTrust
+	}
+	for _, n := range o.Malformed {
+		e.Malformed += n
+	}
+	sort.Slice(e.Accept, func(i, j int) bool { return e.Accept[i].Trust < e.Accept[j].Trust })
+	return e, nil
+}
+
+// measureRounds sets the measures read from the rounds: hard bargainers'
+// rejections, convergence and the acceptance votes.
+func (e *Episode) measureRounds(o *Outcome) {
 	var hbNo, hbVotes, feasible, proposals int
 	for _, rd := range o.Rounds {
 		if rd.Package == nil {
@@ -133,16 +149,6 @@ func MeasureEpisode(r *dataset.Rollout) (Episode, error) {
 	if proposals > 0 {
 		e.Convergence = float64(feasible) / float64(proposals)
 	}
-	if o.TrustAfter != nil {
-		m := trust.MeanRanking(o.TrustAfter, o.Adversary())
-		e.Detection, e.Misidentification, e.Separation = m.Detection, m.Misidentification, m.Separation
-		e.HonestTrust, e.AdversaryTrust = m.HonestTrust, m.AdversaryTrust
-	}
-	for _, n := range o.Malformed {
-		e.Malformed += n
-	}
-	sort.Slice(e.Accept, func(i, j int) bool { return e.Accept[i].Trust < e.Accept[j].Trust })
-	return e, nil
 }
 
 // honestModel names what played the honest parties: their models, or

@@ -199,38 +199,9 @@ func (n *negotiation) round(ctx context.Context, r int, proposer *party, voters 
 	}
 	rd.Yes = 1
 	for _, v := range voters {
-		var yes bool
-		var hint *protocol.Hint
-		if n.g.cfg.VoteHints {
-			hint = &protocol.Hint{Total: rd.Utility[v.role], BATNA: v.info.BATNA}
-		}
-		vt, ok, err := n.move(ctx, v, protocol.VoteTurn(proposer.name, rd.Label, n.trustView(v), hint), n.g.turnTokens, func(t string) error {
-			if n.g.cfg.LenientVotes {
-				yes = protocol.ParseVoteLenient(t)
-				return nil
-			}
-			var e error
-			yes, e = protocol.ParseVote(t)
-			return e
-		})
-		if err != nil {
+		if err := n.vote(ctx, v, proposer, &rd); err != nil {
 			return err
 		}
-		vote := trust.VoteAbstain
-		switch {
-		case ok && yes:
-			vote = trust.VoteYes
-			rd.Yes++
-			n.rec.Turns[len(n.rec.Turns)-1].Agree = true
-		case ok:
-			vote = trust.VoteNo
-		}
-		rd.Votes[v.role] = vote
-		if rd.Shown != nil {
-			rd.Shown[v.role] = n.shown[v.role][proposer.role]
-		}
-		n.said(v, vt)
-		n.announce(protocol.Voted(v.name, vote))
 	}
 	rd.Passed = rd.Yes >= n.g.cfg.VotesNeeded
 	n.announce(protocol.Result(proposer.name, rd.Label, rd.Yes, len(n.parties), n.g.cfg.VotesNeeded))
@@ -239,6 +210,43 @@ func (n *negotiation) round(ctx context.Context, r int, proposer *party, voters 
 		n.out.Deal, n.out.Package, n.out.Label, n.out.DealRound = true, pkg, rd.Label, r
 		n.out.Utility = rd.Utility
 	}
+	return nil
+}
+
+// vote asks voter v for its vote on rd's proposal and records it.
+func (n *negotiation) vote(ctx context.Context, v, proposer *party, rd *Round) error {
+	var yes bool
+	var hint *protocol.Hint
+	if n.g.cfg.VoteHints {
+		hint = &protocol.Hint{Total: rd.Utility[v.role], BATNA: v.info.BATNA}
+	}
+	vt, ok, err := n.move(ctx, v, protocol.VoteTurn(proposer.name, rd.Label, n.trustView(v), hint), n.g.turnTokens, func(t string) error {
+		if n.g.cfg.LenientVotes {
+			yes = protocol.ParseVoteLenient(t)
+			return nil
+		}
+		var e error
+		yes, e = protocol.ParseVote(t)
+		return e
+	})
+	if err != nil {
+		return err
+	}
+	vote := trust.VoteAbstain
+	switch {
+	case ok && yes:
+		vote = trust.VoteYes
+		rd.Yes++
+		n.rec.Turns[len(n.rec.Turns)-1].Agree = true
+	case ok:
+		vote = trust.VoteNo
+	}
+	rd.Votes[v.role] = vote
+	if rd.Shown != nil {
+		rd.Shown[v.role] = n.shown[v.role][proposer.role]
+	}
+	n.said(v, vt)
+	n.announce(protocol.Voted(v.name, vote))
 	return nil
 }
 

@@ -162,18 +162,8 @@ func (pn Panel) addLine(p *plot.Plot, i int, l BandLine) (xmin, xmax float64, er
 	if len(xys) == 0 {
 		return xmin, xmax, nil
 	}
-	if len(band) >= 2 {
-		for k := len(upper) - 1; k >= 0; k-- {
-			band = append(band, upper[k])
-		}
-		poly, err := plotter.NewPolygon(band)
-		if err != nil {
-			return xmin, xmax, err
-		}
-		r, g, b, _ := col.RGBA()
-		poly.Color = color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 0x38}
-		poly.LineStyle.Width = 0
-		p.Add(poly)
+	if err := addBand(p, band, upper, col); err != nil {
+		return xmin, xmax, err
 	}
 	line, err := plotter.NewLine(xys)
 	if err != nil {
@@ -201,6 +191,27 @@ func (pn Panel) addLine(p *plot.Plot, i int, l BandLine) (xmin, xmax float64, er
 		p.Legend.Add(l.Label, line)
 	}
 	return xmin, xmax, nil
+}
+
+// addBand shades the polygon between the lower points and the upper
+// ones (at least two) in a light tint of col.
+func addBand(p *plot.Plot, lower, upper plotter.XYs, col color.Color) error {
+	if len(lower) < 2 {
+		return nil
+	}
+	poly := append(plotter.XYs(nil), lower...)
+	for k := len(upper) - 1; k >= 0; k-- {
+		poly = append(poly, upper[k])
+	}
+	pg, err := plotter.NewPolygon(poly)
+	if err != nil {
+		return err
+	}
+	r, g, b, _ := col.RGBA()
+	pg.Color = color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 0x38}
+	pg.LineStyle.Width = 0
+	p.Add(pg)
+	return nil
 }
 
 func finiteF(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

@@ -118,7 +118,8 @@ type Curriculum struct {
 // external OpenAI-compatible chat model. Only the trained policy's roles go
 // into training batches.
 type RoleModel struct {
-	// Policy is trained, base, adapter, endpoint or external.
+	// Policy is trained, base, adapter, endpoint, external, scripted (the
+	// game plays the role itself) or pool.
 	Policy string `yaml:"policy"`
 	// Model is the adapter (adapter), the served model (endpoint) or the
 	// external model name (external).
@@ -132,7 +133,16 @@ type RoleModel struct {
 	BaseURL string `yaml:"base_url"`
 	// APIKeyEnv names the environment variable holding that server's key.
 	APIKeyEnv string `yaml:"api_key_env"`
+	// Pool lists the opponents of policy pool: each group of rollouts
+	// draws one of them (base, adapter, endpoint, external or scripted),
+	// so a group holds one opponent and its advantages compare like with
+	// like.
+	Pool []RoleModel `yaml:"pool"`
 }
+
+// PolicyPool is roles.<role>.policy for a pool of frozen opponents drawn
+// per group (RoleModel.Pool).
+const PolicyPool = "pool"
 
 // Rollout sizes the sampling of groups.
 type Rollout struct {

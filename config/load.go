@@ -103,6 +103,14 @@ func checkKeys(n *yaml.Node, t reflect.Type, prefix string) error {
 		}
 		return nil
 	}
+	if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct && n.Kind == yaml.SequenceNode {
+		for i, item := range n.Content {
+			if err := checkKeys(item, t.Elem(), fmt.Sprintf("%s[%d]", prefix, i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if t.Kind() != reflect.Struct || n.Kind != yaml.MappingNode {
 		return nil
 	}

@@ -219,35 +219,58 @@ func (c Config) validateCurriculum(k *checker) {
 }
 
 // RolePolicies are roles.<role>.policy's values.
-var RolePolicies = []string{dataset.PolicyTrained, dataset.PolicyBase, dataset.PolicyAdapter, dataset.PolicyEndpoint, dataset.PolicyExternal}
+var RolePolicies = []string{dataset.PolicyTrained, dataset.PolicyBase, dataset.PolicyAdapter, dataset.PolicyEndpoint, dataset.PolicyExternal,
+	dataset.PolicyScripted, PolicyPool}
 
 func (c Config) validateRoles(k *checker) {
 	for role, r := range c.Roles {
 		key := "roles." + role
-		k.oneOf(key+".policy", r.Policy, RolePolicies)
-		switch r.Policy {
-		case dataset.PolicyAdapter:
-			if r.Model == "" {
-				k.bad(key+".model", "must name the adapter (as loaded, or to load from adapter_path)")
+		if r.Policy == PolicyPool {
+			if len(r.Pool) == 0 {
+				k.bad(key+".pool", "must list the opponents a group draws from")
 			}
-		case dataset.PolicyEndpoint:
-			if len(r.Endpoints) == 0 {
-				k.bad(key+".endpoints", "must list the other server's base URLs")
+			for i, m := range r.Pool {
+				pkey := fmt.Sprintf("%s.pool[%d]", key, i)
+				if m.Policy == dataset.PolicyTrained || m.Policy == PolicyPool || len(m.Pool) > 0 {
+					k.bad(pkey+".policy", "a pool holds frozen opponents: base, adapter, endpoint, external or scripted, got %q", m.Policy)
+					continue
+				}
+				validateRole(k, pkey, m)
 			}
-			for i, e := range r.Endpoints {
-				k.httpURL(fmt.Sprintf("%s.endpoints[%d]", key, i), e, key+".api_key_env")
-			}
-			if r.Model == "" {
-				k.bad(key+".model", "must name the model the other server serves")
-			}
-		case dataset.PolicyExternal:
-			k.httpURL(key+".base_url", r.BaseURL, key+".api_key_env")
-			if r.Model == "" {
-				k.bad(key+".model", "must name the external model")
-			}
+			continue
 		}
-		k.envName(key+".api_key_env", r.APIKeyEnv, false)
+		if len(r.Pool) > 0 {
+			k.bad(key+".pool", "is for policy %s", PolicyPool)
+		}
+		validateRole(k, key, r)
 	}
+}
+
+// validateRole checks one role's player (key is its config path).
+func validateRole(k *checker, key string, r RoleModel) {
+	k.oneOf(key+".policy", r.Policy, RolePolicies)
+	switch r.Policy {
+	case dataset.PolicyAdapter:
+		if r.Model == "" {
+			k.bad(key+".model", "must name the adapter (as loaded, or to load from adapter_path)")
+		}
+	case dataset.PolicyEndpoint:
+		if len(r.Endpoints) == 0 {
+			k.bad(key+".endpoints", "must list the other server's base URLs")
+		}
+		for i, e := range r.Endpoints {
+			k.httpURL(fmt.Sprintf("%s.endpoints[%d]", key, i), e, key+".api_key_env")
+		}
+		if r.Model == "" {
+			k.bad(key+".model", "must name the model the other server serves")
+		}
+	case dataset.PolicyExternal:
+		k.httpURL(key+".base_url", r.BaseURL, key+".api_key_env")
+		if r.Model == "" {
+			k.bad(key+".model", "must name the external model")
+		}
+	}
+	k.envName(key+".api_key_env", r.APIKeyEnv, false)
 }
 
 func (c Config) validateJudge(k *checker) {
@@ -426,6 +449,19 @@ func (c Config) Redacted() Config {
 				eps[i] = redactURL(e)
 			}
 			r.Endpoints = eps
+			if r.Pool != nil {
+				pool := make([]RoleModel, len(r.Pool))
+				for i, m := range r.Pool {
+					m.BaseURL = redactURL(m.BaseURL)
+					meps := make([]string, len(m.Endpoints))
+					for j, e := range m.Endpoints {
+						meps[j] = redactURL(e)
+					}
+					m.Endpoints = meps
+					pool[i] = m
+				}
+				r.Pool = pool
+			}
 			out.Roles[role] = r
 		}
 	}

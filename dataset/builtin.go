@@ -20,6 +20,7 @@ const BuiltinPersonas = BuiltinPrefix + "personas"
 const (
 	SampleDilemmas  = "dilemmas"   // 40 dilemmas, 12/16/12 professional/interpersonal/micro_ethics, persona pairs p01…p25 cycled; 10 (3/4/3) in split eval
 	SampleOpenEnded = "open-ended" // 20 open-ended questions for the single-agent baseline; 5 in split eval
+	SampleEndowment = "endowment"  // 12 endowment-game scenarios: 6 causes, each in the singular and the group framing
 )
 
 var (
@@ -29,6 +30,8 @@ var (
 	dilemmasJSONL []byte
 	//go:embed curricula/sample-open-ended.jsonl
 	openEndedJSONL []byte
+	//go:embed curricula/sample-endowment.jsonl
+	endowmentJSONL []byte
 )
 
 var library = sync.OnceValues(func() ([]PersonaPair, error) {
@@ -59,7 +62,7 @@ func PersonaLibrary() []PersonaPair {
 }
 
 // SampleCurricula lists the names SampleCurriculum accepts.
-func SampleCurricula() []string { return []string{SampleDilemmas, SampleOpenEnded} }
+func SampleCurricula() []string { return []string{SampleDilemmas, SampleOpenEnded, SampleEndowment} }
 
 // SampleCurriculum returns a bundled curriculum by name: "dilemmas" (40
 // dilemmas in the 30/40/30 category mix, each with a persona pair from
@@ -80,6 +83,8 @@ func builtinCurriculum(name string) ([]byte, error) {
 		return dilemmasJSONL, nil
 	case SampleOpenEnded:
 		return openEndedJSONL, nil
+	case SampleEndowment:
+		return endowmentJSONL, nil
 	}
-	return nil, fmt.Errorf("unknown builtin curriculum %q (want %s%s or %s%s)", BuiltinPrefix+name, BuiltinPrefix, SampleDilemmas, BuiltinPrefix, SampleOpenEnded)
+	return nil, fmt.Errorf("unknown builtin curriculum %q (want %s%s, %s%s or %s%s)", BuiltinPrefix+name, BuiltinPrefix, SampleDilemmas, BuiltinPrefix, SampleOpenEnded, BuiltinPrefix, SampleEndowment)
 }

@@ -65,6 +65,19 @@ type ExportOptions struct {
 	AgreedOnly bool
 	// IncludeFailed keeps failed rollouts (excluded by default).
 	IncludeFailed bool
+	// Role, when set, exports each rollout as that role's chat (its own
+	// view of the conversation when the game recorded one, as seed 001's
+	// endowment game does; see roleRecord) with that role's reward, and
+	// keeps only rollouts where the role played, by one of Models when
+	// given, with an outcome (RoleOutcome.Outcome) that meets every
+	// condition of Where: the distillation corpora of seed 001 (table 1),
+	// for example Role "holder", Where share_given<=0.01.
+	Role   string
+	Models []string
+	Where  []Condition
+	// Traces keeps the role's private <think> traces in its messages
+	// (they are dropped by default).
+	Traces bool
 	// ShardRows is the number of rows per HF parquet shard; zero means
 	// DefaultShardRows.
 	ShardRows int
@@ -201,6 +214,7 @@ type exportSource struct {
 	JudgeModel     string         `parquet:"judge_model"`
 	JudgeRationale string         `parquet:"judge_rationale"`
 	JudgeError     string         `parquet:"judge_error"`
+	Outcome        string         `parquet:"outcome"`
 
 	// Schema version 1 columns.
 	PersonaA        string  `parquet:"persona_a"`
@@ -218,7 +232,7 @@ func NewExportRecord(r Rollout, scale ScoreScale) ExportRecord {
 		Task: r.Task, PersonaPairID: r.PersonaPairID, Personas: r.Personas, SystemPrompts: r.SystemPrompts,
 		Roles: r.Roles, Turns: r.Turns, Agreed: r.Agreed, Rounds: r.Rounds, Final: r.Final,
 		Failed: r.Failed, Error: r.Error, Score: r.Score, Judged: r.Judged, JudgeModel: r.JudgeModel,
-		JudgeRationale: r.JudgeRationale, JudgeError: r.JudgeError,
+		JudgeRationale: r.JudgeRationale, JudgeError: r.JudgeError, Outcome: r.Outcome,
 	}.record(scale)
 }
 
@@ -429,6 +443,13 @@ func export(ctx context.Context, opts ExportOptions) (ExportStats, error) {
 				return nil
 			}
 			rec := s.record(ef.scale)
+			if opts.Role != "" {
+				var keep bool
+				if rec, keep = s.roleRecord(rec, opts); !keep {
+					stats.SkippedFilters++
+					return nil
+				}
+			}
 			if !inSteps(s.Step) || (opts.AgreedOnly && !s.Agreed) ||
 				(opts.MinReward != nil && (rec.Reward == nil || float64(*rec.Reward) < *opts.MinReward)) {
 				stats.SkippedFilters++
@@ -798,6 +819,19 @@ func datasetCard(opts ExportOptions, source string, stats ExportStats) string {
 	}
 	if opts.MinReward != nil {
 		filters = append(filters, fmt.Sprintf("reward ≥ %g", *opts.MinReward))
+	}
+	if opts.Role != "" {
+		f := "the " + opts.Role + "'s chat"
+		if len(opts.Models) > 0 {
+			f += " played by " + strings.Join(opts.Models, ", ")
+		}
+		for _, c := range opts.Where {
+			f += ", " + c.String()
+		}
+		if !opts.Traces {
+			f += ", private traces dropped"
+		}
+		filters = append(filters, f)
 	}
 	if len(filters) > 0 {
 		fmt.Fprintf(&b, "; filters: %s", strings.Join(filters, "; "))

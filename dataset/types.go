@@ -12,10 +12,11 @@ const (
 	CategoryInterpersonal = "interpersonal" // interpersonal & relational
 	CategoryMicroEthics   = "micro_ethics"  // micro-ethics & social etiquette
 	CategoryOpenEnded     = "open_ended"    // single-agent open-ended questions
+	CategoryEndowment     = "endowment"     // seed 001's endowment game scenarios
 )
 
 // Categories lists every valid category in a fixed order.
-var Categories = []string{CategoryProfessional, CategoryInterpersonal, CategoryMicroEthics, CategoryOpenEnded}
+var Categories = []string{CategoryProfessional, CategoryInterpersonal, CategoryMicroEthics, CategoryOpenEnded, CategoryEndowment}
 
 // DilemmaCategories are the three dilemma categories of seed 000.
 var DilemmaCategories = []string{CategoryProfessional, CategoryInterpersonal, CategoryMicroEthics}

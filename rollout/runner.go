@@ -20,7 +20,12 @@ type RunnerOptions struct {
 	Model string
 	// Players maps roles to what plays them when not the trained policy
 	// (RecorderOptions.Players).
-	Players            map[string]Player
+	Players map[string]Player
+	// Pools maps roles to frozen opponents drawn per group: every rollout
+	// of a group faces the same one (seeded by the run's seed and the
+	// group id), so a group holds one opponent and its advantages compare
+	// like with like. A role in Pools is not looked up in Players.
+	Pools              map[string][]Player
 	Sampling           llm.Sampling
 	ChatTemplateKwargs map[string]any
 	// GroupSize is G, the rollouts per prompt row.
@@ -69,7 +74,31 @@ func NewRunner(opts RunnerOptions) (*Runner, error) {
 	r := &Runner{opts: opts}
 	if h == HistoryTokens {
 		r.bridge = NewBridge(opts.Policy)
-		r.opts.Players = sharedBridges(opts.Players, opts.Policy)
+		// Players and pool members share one Bridge per client.
+		all := map[string]Player{}
+		for role, pl := range opts.Players {
+			all[role] = pl
+		}
+		for role, pool := range opts.Pools {
+			for i, pl := range pool {
+				all[fmt.Sprintf("%s\x00%d", role, i)] = pl
+			}
+		}
+		all = sharedBridges(all, opts.Policy)
+		if opts.Players != nil {
+			r.opts.Players = map[string]Player{}
+			for role := range opts.Players {
+				r.opts.Players[role] = all[role]
+			}
+		}
+		if opts.Pools != nil {
+			r.opts.Pools = map[string][]Player{}
+			for role, pool := range opts.Pools {
+				for i := range pool {
+					r.opts.Pools[role] = append(r.opts.Pools[role], all[fmt.Sprintf("%s\x00%d", role, i)])
+				}
+			}
+		}
 	}
 	return r, nil
 }
@@ -386,7 +415,7 @@ func (r *Runner) playOne(ctx context.Context, g groupJob, group, index int) play
 		StartedUnixMS: time.Now().UnixMilli(),
 	}
 	agents := NewRecorder(RecorderOptions{
-		Policy: r.opts.Policy, Model: r.opts.Model, Players: r.opts.Players, Sampling: r.opts.Sampling,
+		Policy: r.opts.Policy, Model: r.opts.Model, Players: GroupPlayers(r.opts.Players, r.opts.Pools, r.opts.Seed, groupID), Sampling: r.opts.Sampling,
 		ChatTemplateKwargs: r.opts.ChatTemplateKwargs, Seed: seed,
 		History: r.opts.History, Bridge: r.bridge,
 	})
@@ -419,4 +448,22 @@ func (r *Runner) playOne(ctx context.Context, g groupJob, group, index int) play
 		r.opts.Logger.Debug("rollout failed", zap.String("rollout_id", rec.RolloutID), zap.Error(err))
 	}
 	return played{rec: rec, err: err, next: next, promptTokensSent: agents.PromptTokensSent, closed: agents.ClosedTurns}
+}
+
+// GroupPlayers is the players of the rollouts of group groupID: players,
+// with each pooled role given the pool member the group draws.
+func GroupPlayers(players map[string]Player, pools map[string][]Player, seed int64, groupID string) map[string]Player {
+	if len(pools) == 0 {
+		return players
+	}
+	out := make(map[string]Player, len(players)+len(pools))
+	for role, pl := range players {
+		out[role] = pl
+	}
+	for role, pool := range pools {
+		if len(pool) > 0 {
+			out[role] = pool[DeriveSeed(seed, "pool/"+role+"/"+groupID, 0)%int64(len(pool))]
+		}
+	}
+	return out
 }

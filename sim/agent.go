@@ -20,6 +20,7 @@ const (
 type agentProfile struct {
 	agreeProb float64 // chance of agreeing on a turn when nothing forces it
 	caBias    float64 // added to the share of Collective-Agency sentences
+	model     string  // the model or adapter answering (endowment.go's profiles)
 }
 
 // dialogueState is what a scripted agent reads from its prompt.
@@ -315,6 +316,9 @@ func (t *Tokenizer) agentReply(st dialogueState, prof agentProfile, rng *rand.Ra
 		if text, toks, ok := t.partyReply(st.party, rng); ok {
 			return text, toks
 		}
+	}
+	if text, ok := endowmentReply(st, prof.model, rng); ok {
+		return text, t.Encode(text)
 	}
 	c := &composer{tok: t, rng: rng, kw: keywords(st.context, 24), other: keywords(st.lastOther, 12)}
 	if st.final {

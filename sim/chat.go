@@ -142,6 +142,9 @@ func (s *Server) chatContent(req *chatRequest, msgs []Message, prompt []int32, m
 			}
 		}
 	}
+	if schema == SchemaEndowmentLedger || schema == "" && isLedgerQuestion(lastUser) && model != s.opts.Model && !s.isAdapter(model) {
+		return endowmentJudgeContent(lastUser, s.opts.LedgerMode, s.judgeFault())
+	}
 	switch schema {
 	case SchemaDilemmas:
 		var seed uint64
@@ -160,7 +163,9 @@ func (s *Server) chatContent(req *chatRequest, msgs []Message, prompt []int32, m
 				seed = uint64(*req.Seed)
 			}
 			p := s.tok.parsePrompt(prompt)
-			text, _ := s.tok.agentReply(readDialogue(p), s.profile(model != s.opts.Model),
+			prof := s.profile(model != s.opts.Model)
+			prof.model = model
+			text, _ := s.tok.agentReply(readDialogue(p), prof,
 				rand.New(rand.NewPCG(contentKey(prompt, model, sampling{}), seed)))
 			return text
 		}

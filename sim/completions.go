@@ -463,6 +463,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prof := s.profile(adapter)
+	prof.model = model
 	resp := completionOut{id: s.nextID("cmpl"), created: time.Now().Unix(), model: model}
 	completionTokens, longest := 0, 0
 	for pi, p := range prompts {

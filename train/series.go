@@ -65,7 +65,12 @@ func (l *Loop) generation(gen int) ([]rollout.Series, error) {
 	if len(all) < so.Slots {
 		return nil, fmt.Errorf("train: series generation %d: the plan has %d series for %d slots", gen, len(all), so.Slots)
 	}
-	return all[:so.Slots], nil
+	out := all[:so.Slots]
+	for i := range out {
+		// Plans name series alike in every generation: tell them apart.
+		out[i].ID = fmt.Sprintf("g%03d-%s", gen, out[i].ID)
+	}
+	return out, nil
 }
 
 // cursorsBefore returns where every slot stands before step: the start of

@@ -181,13 +181,13 @@ func runnerOptions(cfg config.Config, policy *llm.Client, log *zap.Logger) (roll
 	if err != nil {
 		return rollout.RunnerOptions{}, nil, err
 	}
-	players, closePlayers, err := newPlayers(cfg, policy, log)
+	players, pools, closePlayers, err := newPlayers(cfg, policy, log)
 	if err != nil {
 		closeGame()
 		return rollout.RunnerOptions{}, nil, err
 	}
 	return rollout.RunnerOptions{
-		Game: game, Policy: policy, Model: cfg.Policy.Model, Players: players,
+		Game: game, Policy: policy, Model: cfg.Policy.Model, Players: players, Pools: pools,
 		Sampling: sampling(cfg), ChatTemplateKwargs: chatKwargs(cfg),
 		GroupSize: cfg.Rollout.GroupSize, Concurrency: cfg.Rollout.Concurrency,
 		Seed: cfg.Run.Seed, RunID: cfg.Run.Name, Logger: log,
@@ -196,10 +196,12 @@ func runnerOptions(cfg config.Config, policy *llm.Client, log *zap.Logger) (roll
 }
 
 // newPlayers builds what plays each role of roles.*: the base model or an
-// adapter on the policy's endpoints, another vLLM server, or an external
-// chat model. The returned func closes the clients it made.
-func newPlayers(cfg config.Config, policy *llm.Client, log *zap.Logger) (map[string]rollout.Player, func(), error) {
+// adapter on the policy's endpoints, another vLLM server, an external chat
+// model, the game's own script, or (policy pool) a pool of these drawn per
+// group. The returned func closes the clients it made.
+func newPlayers(cfg config.Config, policy *llm.Client, log *zap.Logger) (map[string]rollout.Player, map[string][]rollout.Player, func(), error) {
 	players := map[string]rollout.Player{}
+	pools := map[string][]rollout.Player{}
 	var closers []func()
 	closeAll := func() {
 		for _, c := range closers {
@@ -208,53 +210,80 @@ func newPlayers(cfg config.Config, policy *llm.Client, log *zap.Logger) (map[str
 	}
 	for role, r := range cfg.Roles {
 		key := "roles." + role
-		pl := rollout.Player{Kind: r.Policy, Model: r.Model, Trained: r.Policy == dataset.PolicyTrained}
-		switch r.Policy {
-		case dataset.PolicyTrained:
+		if r.Policy == dataset.PolicyTrained {
 			continue
-		case dataset.PolicyBase:
-			pl.Model, pl.Tokens = cfg.Policy.Model, policy
-		case dataset.PolicyAdapter:
-			pl.Tokens = policy
-			if r.AdapterPath != "" {
-				if err := policy.LoadLoRA(context.Background(), r.Model, r.AdapterPath); err != nil {
-					closeAll()
-					return nil, nil, fmt.Errorf("config key %s.adapter_path: %w", key, err)
-				}
-			}
-		case dataset.PolicyEndpoint:
-			key2, err := secretFromEnv(key+".api_key_env", r.APIKeyEnv)
-			if err != nil {
-				closeAll()
-				return nil, nil, err
-			}
-			c, err := llm.New(llm.Options{Endpoints: r.Endpoints, APIKey: key2, MaxConcurrentPerEndpoint: cfg.Policy.MaxConcurrentPerEndpoint,
-				RequestTimeout: cfg.Policy.RequestTimeout, Logger: log.Named(role), JitterSeed: cfg.Run.Seed, Retry: retry.Count(llm.DefaultRetry, cfg.Policy.MaxRetries)})
-			if err != nil {
-				closeAll()
-				return nil, nil, fmt.Errorf("config key %s: %w", key, err)
-			}
-			closers = append(closers, c.Close)
-			pl.Tokens, pl.Endpoint = c, strings.Join(r.Endpoints, ",")
-		case dataset.PolicyExternal:
-			apiKey, err := secretFromEnv(key+".api_key_env", r.APIKeyEnv)
-			if err != nil {
-				closeAll()
-				return nil, nil, err
-			}
-			c, err := chat.New(chat.Options{Name: role, BaseURL: r.BaseURL, Model: r.Model, APIKey: apiKey,
-				Concurrency: cfg.Rollout.Concurrency, Temperature: cfg.Sampling.Temperature, MaxTokens: cfg.Sampling.MaxTokens,
-				Timeout: cfg.Policy.RequestTimeout, Retry: retryPolicy(cfg.Policy.MaxRetries), Logger: log.Named(role)})
-			if err != nil {
-				closeAll()
-				return nil, nil, fmt.Errorf("config key %s: %w", key, err)
-			}
-			closers = append(closers, func() { _ = c.Close() })
-			pl.Chat, pl.Endpoint = c, r.BaseURL
 		}
-		players[role] = pl
+		members, mkeys := []config.RoleModel{r}, []string{key}
+		if r.Policy == config.PolicyPool {
+			members, mkeys = r.Pool, nil
+			for i := range r.Pool {
+				mkeys = append(mkeys, fmt.Sprintf("%s.pool[%d]", key, i))
+			}
+		}
+		for i, m := range members {
+			pl, closer, err := newPlayer(cfg, policy, log, role, mkeys[i], m)
+			if err != nil {
+				closeAll()
+				return nil, nil, nil, err
+			}
+			if closer != nil {
+				closers = append(closers, closer)
+			}
+			if r.Policy == config.PolicyPool {
+				pools[role] = append(pools[role], pl)
+			} else {
+				players[role] = pl
+			}
+		}
 	}
-	return players, closeAll, nil
+	return players, pools, closeAll, nil
+}
+
+// newPlayer builds the player of one roles.* entry (key is its config
+// path); the returned func, when not nil, closes its client.
+func newPlayer(cfg config.Config, policy *llm.Client, log *zap.Logger, role, key string, r config.RoleModel) (rollout.Player, func(), error) {
+	pl := rollout.Player{Kind: r.Policy, Model: r.Model}
+	switch r.Policy {
+	case dataset.PolicyScripted:
+		if pl.Model == "" {
+			pl.Model = "scripted"
+		}
+	case dataset.PolicyBase:
+		pl.Model, pl.Tokens = cfg.Policy.Model, policy
+	case dataset.PolicyAdapter:
+		pl.Tokens = policy
+		if r.AdapterPath != "" {
+			if err := policy.LoadLoRA(context.Background(), r.Model, r.AdapterPath); err != nil {
+				return pl, nil, fmt.Errorf("config key %s.adapter_path: %w", key, err)
+			}
+		}
+	case dataset.PolicyEndpoint:
+		apiKey, err := secretFromEnv(key+".api_key_env", r.APIKeyEnv)
+		if err != nil {
+			return pl, nil, err
+		}
+		c, err := llm.New(llm.Options{Endpoints: r.Endpoints, APIKey: apiKey, MaxConcurrentPerEndpoint: cfg.Policy.MaxConcurrentPerEndpoint,
+			RequestTimeout: cfg.Policy.RequestTimeout, Logger: log.Named(role), JitterSeed: cfg.Run.Seed, Retry: retry.Count(llm.DefaultRetry, cfg.Policy.MaxRetries)})
+		if err != nil {
+			return pl, nil, fmt.Errorf("config key %s: %w", key, err)
+		}
+		pl.Tokens, pl.Endpoint = c, strings.Join(r.Endpoints, ",")
+		return pl, c.Close, nil
+	case dataset.PolicyExternal:
+		apiKey, err := secretFromEnv(key+".api_key_env", r.APIKeyEnv)
+		if err != nil {
+			return pl, nil, err
+		}
+		c, err := chat.New(chat.Options{Name: role, BaseURL: r.BaseURL, Model: r.Model, APIKey: apiKey,
+			Concurrency: cfg.Rollout.Concurrency, Temperature: cfg.Sampling.Temperature, MaxTokens: cfg.Sampling.MaxTokens,
+			Timeout: cfg.Policy.RequestTimeout, Retry: retryPolicy(cfg.Policy.MaxRetries), Logger: log.Named(role)})
+		if err != nil {
+			return pl, nil, fmt.Errorf("config key %s: %w", key, err)
+		}
+		pl.Chat, pl.Endpoint = c, r.BaseURL
+		return pl, func() { _ = c.Close() }, nil
+	}
+	return pl, nil, nil
 }
 
 // advantageOptions maps the config's grpo section.

@@ -60,6 +60,7 @@ func newRoot() *cobra.Command {
 		newEvalCmd(a),
 		newBenchCmd(a),
 		newReportCmd(a),
+		newTournamentCmd(a),
 		newScenarioCmd(a),
 		newSeriesCmd(a),
 	)

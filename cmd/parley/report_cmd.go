@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/parleyhq/parley/eval/report"
+	"github.com/parleyhq/parley/eval/tournament"
 	"github.com/spf13/cobra"
 )
 
@@ -19,9 +20,10 @@ func newReportCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report [RUN_DIR] [--eval FILE]... [--out DIR]",
 		Short: "Write a markdown report with PNG charts: training dynamics from RUN_DIR/metrics.jsonl, then pairwise, benchmark and judge-agreement tables from --eval files",
-		Long: `RUN_DIR is a run directory (runs/<name>); its metrics.jsonl gives the
-training dynamics of seed 000 figure 2 (judge score min/mean/max, labelled
-by the run's judge: CA 1–5 or a rule's 0–1; agreement
+		Long: `RUN_DIR is a run directory (runs/<name>), or a tournament directory
+(parley tournament), whose report has seed 001's tables and figures. A
+run's metrics.jsonl gives the training dynamics of seed 000 figure 2 (judge
+score min/mean/max, labelled by the run's judge: CA 1–5 or a rule's 0–1; agreement
 rate, rounds to agreement, as running averages). Without RUN_DIR only the
 --eval files are reported. --eval takes the JSON files that parley eval
 pairwise, eval judge-agreement and bench write (repeatable, or comma
@@ -54,8 +56,20 @@ OUT/report.md with its PNGs beside it (default OUT: RUN_DIR/report, else
 					out = filepath.Join(runDir, "report")
 				}
 			}
+			if runDir != "" && tournament.IsDir(runDir) {
+				path, err := tournament.WriteReport(runDir, out)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), path)
+				return nil
+			}
+			scale, err := runScale(runDir)
+			if err != nil {
+				return fmt.Errorf("report: %w", err)
+			}
 			if err := report.Generate(report.Options{
-				RunDir: runDir, OutDir: out, EvalFiles: evals, Window: window, Title: title, Logger: log,
+				RunDir: runDir, OutDir: out, EvalFiles: evals, Window: window, Title: title, Logger: log, Scale: scale,
 			}); err != nil {
 				return err
 			}

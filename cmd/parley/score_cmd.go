@@ -80,6 +80,7 @@ files, by the run directory's config.yaml.`
 func newExportCmd(a *app) *cobra.Command {
 	var o dataset.ExportOptions
 	var minReward float64
+	var where []string
 	cmd := &cobra.Command{
 		Use:   "export --from RUN|DIR|FILE [--in FILE]... --format jsonl|hf --out DIR",
 		Short: "Export rollouts (a run's, parley rollout's, or files) as JSONL chat messages or a Hugging Face dataset folder",
@@ -100,6 +101,16 @@ func newExportCmd(a *app) *cobra.Command {
 			}
 			if o.Scale, err = runScale(o.From); err != nil {
 				return fmt.Errorf("export: %w", err)
+			}
+			for _, w := range where {
+				c, err := dataset.ParseCondition(w)
+				if err != nil {
+					return fmt.Errorf("export: flag --where: %w", err)
+				}
+				o.Where = append(o.Where, c)
+			}
+			if (len(o.Where) > 0 || len(o.Models) > 0 || o.Traces) && o.Role == "" {
+				return fmt.Errorf("export: --where, --model and --traces need --role")
 			}
 			o.Logger = log
 			st, err := dataset.Export(cmd.Context(), o)
@@ -123,6 +134,10 @@ func newExportCmd(a *app) *cobra.Command {
 	f.Float64Var(&minReward, "min-reward", 0, "keep rollouts with at least this reward")
 	f.BoolVar(&o.AgreedOnly, "agreed-only", false, "keep only rollouts whose agents agreed")
 	f.BoolVar(&o.IncludeFailed, "include-failed", false, "keep failed rollouts too")
+	f.StringVar(&o.Role, "role", "", "export each rollout as this role's chat, with its reward (for example holder)")
+	f.StringSliceVar(&o.Models, "model", nil, "with --role: keep rollouts where the role was played by these models (a tournament's agent names)")
+	f.StringArrayVar(&where, "where", nil, "with --role: keep rollouts whose role outcome meets KEY OP VALUE, e.g. share_given<=0.01 (repeatable)")
+	f.BoolVar(&o.Traces, "traces", false, "with --role: keep the role's private <think> traces")
 	return cmd
 }
 

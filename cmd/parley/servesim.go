@@ -63,5 +63,6 @@ func newServeSimCmd(a *app) *cobra.Command {
 	f.Float64Var(&o.JudgeMalformedRate, "judge-malformed-rate", 0, "fraction of judge replies that are not JSON")
 	f.Float64Var(&o.JudgeOutOfRangeRate, "judge-out-of-range-rate", 0, "fraction of judge scores out of range")
 	f.Float64Var(&o.JudgeRefusalRate, "judge-refusal-rate", 0, "fraction of judge replies that refuse")
+	f.StringVar(&o.LedgerMode, "ledger-mode", sim.LedgerStrict, "the endowment game's ledger judge: strict (stated commitments) or any-number (any number in a holder's reply is a gift)")
 	return cmd
 }

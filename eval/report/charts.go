@@ -40,6 +40,9 @@ type Chart struct {
 	Title, XLabel, YLabel string
 	Lines                 []Line
 	WidthPx, HeightPx     int
+	// IntegerX marks the x axis at integers and fits it to the data
+	// (turns, probe counts) instead of starting it at 0.
+	IntegerX bool
 }
 
 // Chart sizes used when none is given.
@@ -132,7 +135,13 @@ func (c Chart) WritePNG(path string) error {
 	if legend > 0 {
 		p.Y.Max += span * (0.04 + 0.07*float64(legend))
 	}
-	if p.X.Min > 0 {
+	if c.IntegerX {
+		var xs []float64
+		for _, l := range c.Lines {
+			xs = append(xs, l.X...)
+		}
+		integerTicks(p, xs)
+	} else if p.X.Min > 0 {
 		p.X.Min = 0 // steps count from 0: round ticks
 	}
 	img := image.NewRGBA(image.Rect(0, 0, w, h))

@@ -19,7 +19,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/internal/fsutil"
 	"github.com/parleyhq/parley/internal/textfile"
@@ -37,20 +36,17 @@ const ReportFile = "report.md"
 
 // Options configures Generate.
 type Options struct {
-	RunDir    string      // the run directory holding metrics.jsonl; "" for none
-	OutDir    string      // where report.md and the PNGs go (created if missing)
-	EvalFiles []string    // evaluation result files (see ReadEvalFiles)
-	Window    int         // running-average window in steps; 0: DefaultWindow, capped at the run's step count
-	WidthPx   int         // chart width; 0: DefaultWidthPx
-	HeightPx  int         // chart height; 0: DefaultHeightPx
-	Title     string      // report title; "": "Run report: <base name of RunDir>"
-	Logger    *zap.Logger // nil: no logging
-}
-
-// WriteReport writes outDir/report.md and its PNG charts from runDir's
-// metrics.jsonl and the evaluation files, with default options.
-func WriteReport(runDir, outDir string, evalFiles []string) error {
-	return Generate(Options{RunDir: runDir, OutDir: outDir, EvalFiles: evalFiles})
+	RunDir    string   // the run directory holding metrics.jsonl; "" for none
+	OutDir    string   // where report.md and the PNGs go (created if missing)
+	EvalFiles []string // evaluation result files (see ReadEvalFiles)
+	Window    int      // running-average window in steps; 0: DefaultWindow, capped at the run's step count
+	WidthPx   int      // chart width; 0: DefaultWidthPx
+	HeightPx  int      // chart height; 0: DefaultHeightPx
+	Title     string   // report title; "": "Run report: <base name of RunDir>"
+	// Scale labels the run's scores (the caller reads it from the run's
+	// frozen config.yaml); zero: the scale its first rollouts file records.
+	Scale  dataset.ScoreScale
+	Logger *zap.Logger // nil: no logging
 }
 
 // Generate writes OutDir/report.md and the PNG charts it links. A missing
@@ -104,7 +100,10 @@ func (g *generator) run() error {
 
 	var metrics *Metrics
 	if g.opts.RunDir != "" {
-		g.scale = runScale(g.opts.RunDir)
+		g.scale = g.opts.Scale
+		if g.scale.IsZero() {
+			g.scale = recordedScale(g.opts.RunDir)
+		}
 		path := filepath.Join(g.opts.RunDir, "metrics.jsonl")
 		m, err := ReadMetrics(path)
 		switch {
@@ -191,16 +190,10 @@ func (g *generator) games() error {
 	return nil
 }
 
-// runScale is the score scale of a run: by its frozen config.yaml's judge
-// (config.ScoreScaleOf), else as recorded in its first rollouts file,
-// else zero.
-func runScale(runDir string) dataset.ScoreScale {
+// recordedScale is the score scale recorded in a run's first rollouts
+// file, else zero.
+func recordedScale(runDir string) dataset.ScoreScale {
 	rd := dataset.RunDir(runDir)
-	if b, err := textfile.ReadFile(rd.ConfigPath()); err == nil {
-		if s, err := config.ScoreScaleOf(b); err == nil {
-			return s
-		}
-	}
 	if files, err := dataset.RolloutFiles(rd.RolloutsDir(), 0, 0); err == nil && len(files) > 0 {
 		if s, ok, err := dataset.ReadScoreScale(files[0].Path); err == nil && ok {
 			return s

@@ -18,7 +18,8 @@ var fixtureEvals = []string{"testdata/eval/pairwise.json", "testdata/eval/bench.
 
 func TestWriteReportGolden(t *testing.T) {
 	out := t.TempDir()
-	if err := WriteReport("testdata/run/quickstart", out, fixtureEvals); err != nil {
+	ca := dataset.ScoreScale{Name: "CA", Min: 1, Max: 5} // as the run's judge.kind: ca gives
+	if err := Generate(Options{RunDir: "testdata/run/quickstart", OutDir: out, EvalFiles: fixtureEvals, Scale: ca}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(filepath.Join(out, ReportFile))
@@ -139,7 +140,7 @@ func TestGenerateWithoutRun(t *testing.T) {
 				}
 			}
 			out := t.TempDir()
-			if err := WriteReport(runDir, out, []string{"testdata/eval/bench.jsonl"}); err != nil {
+			if err := Generate(Options{RunDir: runDir, OutDir: out, EvalFiles: []string{"testdata/eval/bench.jsonl"}}); err != nil {
 				t.Fatal(err)
 			}
 			md, _ := os.ReadFile(filepath.Join(out, ReportFile))
@@ -193,16 +194,10 @@ func TestChartWritePNG(t *testing.T) {
 	}
 }
 
-// TestRunScale: the report labels scores by the run's judge (its frozen
-// config), else by the scale its rollouts record, else neutrally.
+// TestRunScale: the report labels scores by the scale its caller read
+// from the run's frozen config, else by the scale its rollouts record,
+// else neutrally.
 func TestRunScale(t *testing.T) {
-	withConfig := func(yaml string) string {
-		dir := t.TempDir()
-		if err := os.WriteFile(dataset.RunDir(dir).ConfigPath(), []byte(yaml), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return dir
-	}
 	withRollouts := func(s dataset.ScoreScale) string {
 		dir := t.TempDir()
 		w, err := dataset.NewRolloutWriter(dataset.RunDir(dir).RolloutsPath(1), dataset.RolloutWriterOptions{Scale: s})
@@ -217,16 +212,24 @@ func TestRunScale(t *testing.T) {
 		}
 		return dir
 	}
+	ledger := dataset.ScoreScale{Name: "ledger share", Max: 1}
+	ca := dataset.ScoreScale{Name: "CA", Min: 1, Max: 5}
 	tests := []struct {
-		name, dir, want string
+		name  string
+		dir   string
+		given dataset.ScoreScale
+		want  string
 	}{
-		{"ca judge", withConfig("judge:\n  kind: ca\n"), "CA 1–5"},
-		{"rule judge", withConfig("judge:\n  kind: rule\n  rule:\n    kind: length\n    target_length: 10\n"), "rule length 0–1"},
-		{"rollouts record it", withRollouts(dataset.ScoreScale{Name: "ledger share", Max: 1}), "ledger share 0–1"},
-		{"nothing says", t.TempDir(), "judge score"},
+		{"given by the config", t.TempDir(), ca, "CA 1–5"},
+		{"given wins over the rollouts", withRollouts(ledger), ca, "CA 1–5"},
+		{"rollouts record it", withRollouts(ledger), dataset.ScoreScale{}, "ledger share 0–1"},
+		{"nothing says", t.TempDir(), dataset.ScoreScale{}, "judge score"},
 	}
 	for _, tt := range tests {
-		g := &generator{scale: runScale(tt.dir)}
+		g := &generator{scale: tt.given}
+		if g.scale.IsZero() {
+			g.scale = recordedScale(tt.dir)
+		}
 		if got := g.scoreLabel(); got != tt.want {
 			t.Errorf("%s: score label %q, want %q", tt.name, got, tt.want)
 		}

@@ -63,7 +63,7 @@ func PairedCI(a, b []float64, level float64) (Interval, error) {
 }
 
 // TQuantile returns the p-quantile of Student's t distribution with df
-// degrees of freedom (df ≥ 1, 0 < p < 1), by bisection on its CDF.
+// degrees of freedom (df ≥ 1, 0 < p < 1), by bisection on StudentTCDF.
 func TQuantile(p float64, df int) float64 {
 	if df < 1 || !(p > 0 && p < 1) {
 		return math.NaN()
@@ -75,87 +75,16 @@ func TQuantile(p float64, df int) float64 {
 		return -TQuantile(1-p, df)
 	}
 	lo, hi := 0.0, 1.0
-	for tCDF(hi, df) < p {
+	for StudentTCDF(hi, float64(df)) < p {
 		hi *= 2
 	}
 	for i := 0; i < 200 && hi-lo > 1e-13*hi; i++ {
 		mid := (lo + hi) / 2
-		if tCDF(mid, df) < p {
+		if StudentTCDF(mid, float64(df)) < p {
 			lo = mid
 		} else {
 			hi = mid
 		}
 	}
 	return (lo + hi) / 2
-}
-
-// tCDF is Student's t CDF: for t ≥ 0, 1 − I_x(df/2, 1/2)/2 with
-// x = df/(df + t²).
-func tCDF(t float64, df int) float64 {
-	v := float64(df)
-	x := v / (v + t*t)
-	tail := 0.5 * regIncBeta(v/2, 0.5, x)
-	if t >= 0 {
-		return 1 - tail
-	}
-	return tail
-}
-
-// regIncBeta is the regularized incomplete beta function I_x(a, b), by
-// its continued fraction (Lentz's method).
-func regIncBeta(a, b, x float64) float64 {
-	if x <= 0 {
-		return 0
-	}
-	if x >= 1 {
-		return 1
-	}
-	la, _ := math.Lgamma(a + b)
-	lb, _ := math.Lgamma(a)
-	lc, _ := math.Lgamma(b)
-	front := math.Exp(la - lb - lc + a*math.Log(x) + b*math.Log1p(-x))
-	if x > (a+1)/(a+b+2) {
-		return 1 - front*betaCF(b, a, 1-x)/b
-	}
-	return front * betaCF(a, b, x) / a
-}
-
-func betaCF(a, b, x float64) float64 {
-	const tiny = 1e-300
-	c, d := 1.0, 1-(a+b)*x/(a+1)
-	if math.Abs(d) < tiny {
-		d = tiny
-	}
-	d = 1 / d
-	h := d
-	for m := 1; m <= 1000; m++ {
-		fm := float64(m)
-		num := fm * (b - fm) * x / ((a + 2*fm - 1) * (a + 2*fm))
-		d = 1 + num*d
-		if math.Abs(d) < tiny {
-			d = tiny
-		}
-		c = 1 + num/c
-		if math.Abs(c) < tiny {
-			c = tiny
-		}
-		d = 1 / d
-		h *= d * c
-		num = -(a + fm) * (a + b + fm) * x / ((a + 2*fm) * (a + 2*fm + 1))
-		d = 1 + num*d
-		if math.Abs(d) < tiny {
-			d = tiny
-		}
-		c = 1 + num/c
-		if math.Abs(c) < tiny {
-			c = tiny
-		}
-		d = 1 / d
-		del := d * c
-		h *= del
-		if math.Abs(del-1) < 1e-15 {
-			break
-		}
-	}
-	return h
 }

@@ -1,8 +1,13 @@
 // Package stats holds the small statistics of parley's evaluations: mean ± SD
 // over runs, pairwise win rates, judge agreement (exact, within ±1, Pearson,
-// quadratic-weighted Cohen's kappa, confusion matrices), Student t confidence
-// intervals of means and paired differences, and running averages
-// for chart series. It has no dependencies beyond the standard library.
+// quadratic-weighted Cohen's kappa, confusion matrices), running averages
+// for chart series, Student t confidence intervals of means and paired
+// differences, and those of tournaments: Spearman's rank correlation,
+// Elo ratings per role with an order-independent average, Cohen's d with
+// its exact intervals and TOST equivalence tests (with the Student and
+// noncentral t distributions they need). It has no dependencies beyond the
+// standard library; the round-robin variance statistics are in
+// stats/roundrobin.
 //
 // Conventions: rates and agreements are percentages (0–100), as in the
 // paper's tables; standard deviations are sample standard deviations (ddof 1).

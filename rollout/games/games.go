@@ -6,6 +6,8 @@ package games
 import (
 	// The deliberation game of seed 000.
 	_ "github.com/parleyhq/parley/rollout/deliberation"
+	// The endowment game of seed 001.
+	_ "github.com/parleyhq/parley/rollout/endowment"
 	// The single-agent baseline of seed 000.
 	_ "github.com/parleyhq/parley/rollout/single"
 	// The repeated five-party negotiation of seed 002.

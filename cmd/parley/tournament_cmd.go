@@ -1,0 +1,89 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/parleyhq/parley/eval/tournament"
+	"github.com/parleyhq/parley/internal/progress"
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+)
+
+// newTournamentCmd is `parley tournament`: seed 001's round robin.
+func newTournamentCmd(a *app) *cobra.Command {
+	var (
+		agents, dir string
+		retryFailed bool
+	)
+	cmd := &cobra.Command{
+		Use:   "tournament --agents FILE --dir DIR",
+		Short: "Play seed 001's round-robin endowment tournament among the agents of FILE into DIR (resumable); `parley report DIR` analyses it",
+		Long: `FILE lists the agents (vLLM endpoints with optional adapters, a parley
+run's trained policy, external OpenAI-compatible models), the ledger judge,
+the rounds per framing and the analysis settings; see
+configs/tournament-agents.yaml. Every unordered pair of agents meets in
+each round and framing (seed 001's schedule; "schedule: both" plays both
+role assignments each round). Games run concurrently within each agent's
+max_concurrent; a failed game is retried, then recorded as failed. DIR
+keeps one file per finished game: run the same command again after a kill
+to play only the games left. The tournament's spec and prompt files are
+frozen in DIR at the first start.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := a.logger(nil)
+			if err != nil {
+				return err
+			}
+			spec, err := tournament.LoadSpec(agents)
+			if err != nil {
+				return err
+			}
+			prog, end := a.tournamentProgress()
+			sum, err := tournament.Run(cmd.Context(), tournament.Options{Dir: dir, Spec: spec, RetryFailed: retryFailed, Progress: prog, Logger: log})
+			end()
+			if err != nil {
+				return err
+			}
+			b, _ := json.Marshal(sum)
+			fmt.Fprintln(cmd.OutOrStdout(), string(b))
+			log.Info("tournament finished", zap.Int("games", sum.Total), zap.Int("failed", sum.Failed), zap.Bool("complete", sum.Complete))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&agents, "agents", "", "tournament file: agents, judge, rounds (YAML)")
+	f.StringVar(&dir, "dir", "", "tournament directory (created, or resumed)")
+	f.BoolVar(&retryFailed, "retry-failed", false, "play again the games recorded as failed")
+	_ = cmd.MarkFlagRequired("agents")
+	_ = cmd.MarkFlagRequired("dir")
+	return cmd
+}
+
+// tournamentProgress is a progress bar (with an ETA) over the games left,
+// made at the first report; end stops it.
+func (a *app) tournamentProgress() (func(done, failed, total int), func()) {
+	var (
+		mu    sync.Mutex
+		bars  *progress.Bars
+		bar   *progress.Bar
+		start int
+	)
+	return func(done, _, total int) {
+			mu.Lock()
+			defer mu.Unlock()
+			if bars == nil {
+				bars, start = a.bars(), done
+				bar = bars.Add("games", int64(total-done))
+				return
+			}
+			bar.SetCurrent(int64(done - start))
+		}, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if bars != nil {
+				bars.Wait()
+			}
+		}
+}

@@ -1,0 +1,43 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRolePool: roles.<role>.policy pool lists frozen opponents, each
+// checked like a role; scripted is a policy of its own.
+func TestRolePool(t *testing.T) {
+	base := "game:\n  env: endowment\njudge:\n  kind: game\n  base_url: http://j/v1\n  model: j\ngrpo:\n  mask: dialogue\nroles:\n"
+	tests := []struct {
+		roles, want string
+	}{
+		{"  requester:\n    policy: pool\n    pool:\n      - {policy: base}\n      - {policy: scripted}\n      - {policy: adapter, model: a}\n", ""},
+		{"  requester:\n    policy: scripted\n", ""},
+		{"  requester:\n    policy: pool\n", "key roles.requester.pool: must list"},
+		{"  requester:\n    policy: pool\n    pool:\n      - {policy: trained}\n", "key roles.requester.pool[0].policy: a pool holds frozen opponents"},
+		{"  requester:\n    policy: pool\n    pool:\n      - {policy: adapter}\n", "key roles.requester.pool[0].model"},
+		{"  requester:\n    policy: pool\n    pool:\n      - {policy: external, model: m}\n", "roles.requester.pool[0].base_url"},
+		{"  requester:\n    policy: base\n    pool:\n      - {policy: base}\n", "key roles.requester.pool: is for policy pool"},
+		{"  requester:\n    policy: pool\n    pool:\n      - {policy: base, modle: x}\n", `line 13: unknown key "roles.requester.pool[0].modle"`},
+	}
+	for _, tt := range tests {
+		_, err := Parse([]byte(base + tt.roles))
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tt.roles, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want %q", tt.roles, err, tt.want)
+		}
+	}
+	cfg, err := Parse([]byte(base + "  requester:\n    policy: pool\n    pool:\n      - {policy: external, base_url: 'http://x/v1', model: m}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Redacted().Roles["requester"].Pool[0].BaseURL; got != "http://x/v1" {
+		t.Errorf("redacted pool URL %q", got)
+	}
+}

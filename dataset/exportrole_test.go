@@ -1,0 +1,112 @@
+package dataset
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseCondition(t *testing.T) {
+	obj := map[string]any{"share_given": 0.01, "turn1_refusal": true, "name": "x"}
+	tests := []struct {
+		in   string
+		want bool
+		err  bool
+	}{
+		{"share_given<=0.01", true, false}, {"share_given<0.01", false, false}, {"share_given >= 0", true, false},
+		{"share_given==0.01", true, false}, {"share_given!=0.01", false, false}, {"share_given>0.5", false, false},
+		{"turn1_refusal==true", true, false}, {"turn1_refusal!=true", false, false}, {"turn1_refusal==false", false, false},
+		{"missing<1", false, false}, {"name<1", false, false},
+		{"turn1_refusal<true", false, true}, {"share_given", false, true}, {"share_given<=x", false, true}, {"<=1", false, true},
+	}
+	for _, tt := range tests {
+		c, err := ParseCondition(tt.in)
+		if (err != nil) != tt.err {
+			t.Errorf("ParseCondition(%q) error %v, want error %v", tt.in, err, tt.err)
+			continue
+		}
+		if err == nil && c.holds(obj) != tt.want {
+			t.Errorf("%q on %v = %v, want %v", tt.in, obj, !tt.want, tt.want)
+		}
+	}
+}
+
+// TestExportRole writes endowment-like rollouts and exports the holder's
+// chats of the games where it gave at most 1%, with and without traces.
+func TestExportRole(t *testing.T) {
+	dir := t.TempDir()
+	views := func(holderReply string) string {
+		b, _ := json.Marshal(map[string]any{"share": 0, "views": map[string][]ChatMessage{
+			"holder":    {{Role: "system", Content: "You are the holder."}, {Role: "user", Content: "[Your balance: $100.]\n\nGive me $40."}, {Role: "assistant", Content: holderReply}},
+			"requester": {{Role: "system", Content: "You are the requester."}, {Role: "user", Content: "Begin."}, {Role: "assistant", Content: "<think>push</think>Give me $40."}, {Role: "user", Content: "No."}},
+		}})
+		return string(b)
+	}
+	mk := func(id, holderModel string, share float64, failed bool) Rollout {
+		return Rollout{RolloutID: id, Step: 0, Env: "endowment", Task: "raise money", Failed: failed, Outcome: views("<think>They push hard.</think>\n\nNo, I keep it."),
+			Turns: []Turn{{Agent: "requester", Text: "Give me $40."}, {Agent: "holder", Text: "No, I keep it."}},
+			Roles: []RoleOutcome{
+				{Role: "requester", Model: "req", Scored: true, Reward: float32(share), Outcome: `{"share_got":` + jsonNum(share) + `}`},
+				{Role: "holder", Model: holderModel, Scored: true, Reward: float32(1 - share), Outcome: `{"share_given":` + jsonNum(share) + `,"turn1_refusal":true}`},
+			}}
+	}
+	w, err := NewRolloutWriter(RunDir(dir).RolloutsPath(0), RolloutWriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(mk("a", "h1", 0, false), mk("b", "h1", 0.4, false), mk("c", "h2", 0.005, false), mk("d", "h1", 0, true)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cond, _ := ParseCondition("share_given<=0.01")
+	for _, tc := range []struct {
+		name   string
+		opts   ExportOptions
+		ids    []string
+		traces bool
+	}{
+		{"holders that kept it", ExportOptions{Role: "holder", Where: []Condition{cond}}, []string{"a", "c"}, false},
+		{"with traces", ExportOptions{Role: "holder", Where: []Condition{cond}, Traces: true}, []string{"a", "c"}, true},
+		{"one agent", ExportOptions{Role: "holder", Where: []Condition{cond}, Models: []string{"h1"}}, []string{"a"}, false},
+		{"no such role", ExportOptions{Role: "banker"}, nil, false},
+	} {
+		out := filepath.Join(t.TempDir(), "x.jsonl")
+		tc.opts.From, tc.opts.Format, tc.opts.Out = dir, FormatJSONL, out
+		st, err := Export(context.Background(), tc.opts)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		f, _ := os.Open(out)
+		var ids []string
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			var r ExportRecord
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, r.ID)
+			last := r.Messages[len(r.Messages)-1]
+			if r.Messages[0].Role != "system" || last.Role != "assistant" || strings.Contains(last.Content, "<think>") != tc.traces {
+				t.Errorf("%s: %s: messages %+v", tc.name, r.ID, r.Messages)
+			}
+			if r.Reward == nil || *r.Reward < 0.99 {
+				t.Errorf("%s: %s: reward %v is not the holder's", tc.name, r.ID, r.Reward)
+			}
+		}
+		f.Close()
+		if strings.Join(ids, ",") != strings.Join(tc.ids, ",") {
+			t.Errorf("%s: exported %v, want %v (stats %+v)", tc.name, ids, tc.ids, st)
+		}
+		if st.SkippedFailed != 1 {
+			t.Errorf("%s: %d failed skipped", tc.name, st.SkippedFailed)
+		}
+	}
+}
+
+func jsonNum(x float64) string { b, _ := json.Marshal(x); return string(b) }

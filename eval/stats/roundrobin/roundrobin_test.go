@@ -1,0 +1,309 @@
+package roundrobin
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
+	"testing"
+)
+
+type fixture struct {
+	Agents int `json:"agents"`
+	Games  []struct {
+		Holder    int     `json:"holder"`
+		Requester int     `json:"requester"`
+		Framing   int     `json:"framing"`
+		Y         float64 `json:"y"`
+	} `json:"games"`
+	Want map[string]any `json:"want"`
+}
+
+func loadFixture(t *testing.T, name string) ([]Cell, map[string]any) {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f fixture
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	var h, r, fr []int
+	var y []float64
+	for _, g := range f.Games {
+		h, r, fr, y = append(h, g.Holder), append(r, g.Requester), append(fr, g.Framing), append(y, g.Y)
+	}
+	cells, err := Cells(h, r, fr, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cells, f.Want
+}
+
+// TestMoMMatchesWKS: on a complete, balanced round robin the general
+// estimator equals Warner, Kenny and Stoto's closed forms (computed with
+// numpy by testdata/make_fixtures.py).
+func TestMoMMatchesWKS(t *testing.T) {
+	cells, want := loadFixture(t, "wks.json")
+	b, err := MoM(cells)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{"holder": b.Holder, "requester": b.Requester, "matchup": b.Matchup, "reciprocity": b.Reciprocity,
+		"residual": b.Residual, "framing_effect": b.FramingEffect, "framing": b.Framing, "mean": b.Mean}
+	for k, g := range got {
+		w := want[k].(float64)
+		if math.Abs(g-w) > 1e-10 {
+			t.Errorf("%s = %.12g, want %.12g", k, g, w)
+		}
+	}
+	if b.Games != 180 || b.Cells != 30 || b.Holders != 6 {
+		t.Errorf("counts %+v", b)
+	}
+}
+
+// TestMixedMatchesStatsmodels: the REML fit of crossed random intercepts
+// equals statsmodels' MixedLM on the same data.
+func TestMixedMatchesStatsmodels(t *testing.T) {
+	cells, want := loadFixture(t, "mixed.json")
+	f, err := FitMixed(cells)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, g := range map[string]float64{"holder": f.Holder, "requester": f.Requester, "residual": f.Residual, "intercept": f.Intercept, "framing": f.FramingCoef} {
+		w := want[k].(float64)
+		if math.Abs(g-w) > 2e-4*math.Max(1, math.Abs(w)) && math.Abs(g-w)/math.Abs(w) > 2e-3 {
+			t.Errorf("%s = %.6g, want %.6g (statsmodels)", k, g, w)
+		}
+	}
+	if !f.Converged || f.Singular {
+		t.Errorf("converged %v singular %v", f.Converged, f.Singular)
+	}
+	// statsmodels' REML log-likelihood is −deviance/2.
+	if llf := want["llf"].(float64); math.Abs(-f.Deviance/2-llf) > 1e-5 {
+		t.Errorf("REML log-likelihood %.7f, statsmodels %.7f", -f.Deviance/2, llf)
+	}
+}
+
+// synth generates a round robin of n agents with known components:
+// holder sa², requester sb², matchup sg² (reciprocity correlation rho),
+// framing effect d, game noise se². Each ordered pairing plays reps games
+// per framing (both role assignments each round), or, with alternate,
+// one game per unordered pair and round whose roles alternate with the
+// round and the framing (seed 001's schedule: reps games per ordered
+// pairing over both framings).
+func synth(rng *rand.Rand, n, reps int, alternate bool, sa, sb, sg, rho, d, se float64) []Cell {
+	a, b := make([]float64, n), make([]float64, n)
+	for i := range a {
+		a[i], b[i] = sa*rng.NormFloat64(), sb*rng.NormFloat64()
+	}
+	g := map[[2]int]float64{}
+	for i := 0; i < n; i++ {
+		for j := i + 1; j < n; j++ {
+			z1, z2 := rng.NormFloat64(), rng.NormFloat64()
+			g[[2]int{i, j}] = sg * z1
+			g[[2]int{j, i}] = sg * (rho*z1 + math.Sqrt(1-rho*rho)*z2)
+		}
+	}
+	var hs, rs, fs []int
+	var ys []float64
+	add := func(h, r, f int) {
+		phi := d / 2
+		if f == 1 {
+			phi = -d / 2
+		}
+		hs, rs, fs = append(hs, h), append(rs, r), append(fs, f)
+		ys = append(ys, 0.2+a[h]+b[r]+g[[2]int{h, r}]+phi+se*rng.NormFloat64())
+	}
+	for f := 0; f < 2; f++ {
+		for round := 0; round < reps; round++ {
+			for i := 0; i < n; i++ {
+				for j := i + 1; j < n; j++ {
+					if !alternate {
+						add(i, j, f)
+						add(j, i, f)
+					} else if (round+f+i+j)%2 == 0 {
+						add(i, j, f)
+					} else {
+						add(j, i, f)
+					}
+				}
+			}
+		}
+	}
+	cells, err := Cells(hs, rs, fs, ys)
+	if err != nil {
+		panic(err)
+	}
+	return cells
+}
+
+// TestMoMRecoversComponents: over many synthetic round robins with known
+// components, the mean estimate of each is within Monte Carlo error of
+// the truth, at 15 agents (seed 001's schedule, 1,050 games) and at 6.
+func TestMoMRecoversComponents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("Monte Carlo")
+	}
+	const sa, sb, sg, rho, d, se = 0.30, 0.10, 0.12, 0.3, 0.06, 0.25
+	truth := map[string]float64{CompHolder: sa * sa, CompRequester: sb * sb, CompMatchup: sg * sg, CompFraming: d * d / 4, CompResidual: se * se, "reciprocity": rho * sg * sg}
+	for _, tc := range []struct {
+		n, reps   int
+		alternate bool
+		trials    int
+	}{{15, 5, true, 200}, {6, 3, false, 400}} {
+		rng := rand.New(rand.NewPCG(uint64(tc.n), 99))
+		sums, sq := map[string]float64{}, map[string]float64{}
+		for i := 0; i < tc.trials; i++ {
+			b, err := MoM(synth(rng, tc.n, tc.reps, tc.alternate, sa, sb, sg, rho, d, se))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 && tc.n == 15 && b.Games != 1050 {
+				t.Fatalf("%d games at 15 agents, want 1050", b.Games)
+			}
+			for k := range truth {
+				v := b.Value(k)
+				if k == "reciprocity" {
+					v = b.Reciprocity
+				}
+				sums[k] += v
+				sq[k] += v * v
+			}
+		}
+		for k, want := range truth {
+			n := float64(tc.trials)
+			mean := sums[k] / n
+			se := math.Sqrt((sq[k]/n - mean*mean) / n)
+			tol := math.Max(4*se, 0.05*want)
+			t.Logf("n=%d %-11s true %.5f mean %.5f (MC s.e. %.5f)", tc.n, k, want, mean, se)
+			if math.Abs(mean-want) > tol {
+				t.Errorf("n=%d %s: mean estimate %.5f, true %.5f (tolerance %.5f)", tc.n, k, mean, want, tol)
+			}
+		}
+	}
+}
+
+// TestMixedRecovers: the REML fit recovers the holder and requester
+// variances of synthetic tournaments without matchup effects.
+func TestMixedRecovers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("Monte Carlo")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	var sh, sr, se float64
+	const trials = 60
+	for i := 0; i < trials; i++ {
+		f, err := FitMixed(synth(rng, 15, 5, true, 0.3, 0.1, 0, 0, 0.05, 0.25))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sh, sr, se = sh+f.Holder/trials, sr+f.Requester/trials, se+f.Residual/trials
+	}
+	for _, c := range []struct {
+		name      string
+		got, want float64
+		tol       float64
+	}{{"holder", sh, 0.09, 0.015}, {"requester", sr, 0.01, 0.003}, {"residual", se, 0.0625, 0.002}} {
+		if math.Abs(c.got-c.want) > c.tol {
+			t.Errorf("%s: mean REML estimate %.5f, true %.5f", c.name, c.got, c.want)
+		}
+	}
+}
+
+// TestBootstrapResamplesPairings: a resample holds whole cells; the
+// bootstrap standard error of the mean of cell means matches the
+// analytic one, sd(cell means)·√((m−1)/m)/√m.
+func TestBootstrapResamplesPairings(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	cells := synth(rng, 6, 2, false, 0.3, 0.1, 0.1, 0, 0, 0.2)
+	for _, c := range Resample(cells, rand.New(rand.NewPCG(1, 1))) {
+		found := false
+		for _, o := range cells {
+			if o.Holder == c.Holder && o.Requester == c.Requester {
+				found = len(o.Games) == len(c.Games) && &o.Games[0] != nil && o.Games[0] == c.Games[0]
+			}
+		}
+		if !found {
+			t.Fatalf("a resampled cell %+v is not a whole original cell", c)
+		}
+	}
+	meanOf := func(cs []Cell) ([]float64, error) {
+		s := 0.0
+		for _, c := range cs {
+			m := 0.0
+			for _, g := range c.Games {
+				m += g.Y / float64(len(c.Games))
+			}
+			s += m / float64(len(cs))
+		}
+		return []float64{s}, nil
+	}
+	rows, failed := Bootstrap(cells, 4000, 11, meanOf)
+	if failed != 0 {
+		t.Fatal(failed)
+	}
+	xs := Column(rows, 0)
+	var mu, v float64
+	for _, x := range xs {
+		mu += x / float64(len(xs))
+	}
+	for _, x := range xs {
+		v += (x - mu) * (x - mu) / float64(len(xs)-1)
+	}
+	cm, _ := meanOf(cells)
+	var sd float64
+	m := float64(len(cells))
+	for _, c := range cells {
+		x, _ := meanOf([]Cell{c})
+		sd += (x[0] - cm[0]) * (x[0] - cm[0]) / (m - 1)
+	}
+	want := math.Sqrt(sd*(m-1)/m) / math.Sqrt(m)
+	if got := math.Sqrt(v); math.Abs(got-want)/want > 0.06 {
+		t.Errorf("bootstrap s.e. %.5f, analytic %.5f", got, want)
+	}
+	// Deterministic whatever the scheduling.
+	again, _ := Bootstrap(cells, 4000, 11, meanOf)
+	for i := range rows {
+		if rows[i][0] != again[i][0] {
+			t.Fatal("the bootstrap is not deterministic")
+		}
+	}
+	// Every resample of the MoM budget runs (the design stays estimable).
+	bs, failed := Bootstrap(cells, 200, 3, func(cs []Cell) ([]float64, error) {
+		b, err := MoM(cs)
+		return []float64{b.Share(CompHolder)}, err
+	})
+	if failed > 0 || len(Column(bs, 0)) != 200 {
+		t.Errorf("%d of 200 MoM resamples failed", failed)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	xs := []float64{5, 1, 4, 2, 3}
+	for q, want := range map[float64]float64{0: 1, 1: 5, 0.5: 3, 0.25: 2, 0.1: 1.4} {
+		if got := Percentile(xs, q); math.Abs(got-want) > 1e-12 {
+			t.Errorf("Percentile(%v) = %v, want %v", q, got, want)
+		}
+	}
+	if !math.IsNaN(Percentile(nil, 0.5)) {
+		t.Error("empty")
+	}
+}
+
+func TestMoMErrors(t *testing.T) {
+	if _, err := MoM(nil); err == nil {
+		t.Error("no cells")
+	}
+	one := []Cell{{0, 1, []Game{{0, 1}}}, {1, 0, []Game{{0, 1}}}, {0, 2, []Game{{0, 1}}}}
+	if _, err := MoM(one); err == nil {
+		t.Error("no replication")
+	}
+	if _, err := Cells([]int{0}, []int{0}, []int{0}, []float64{1}); err == nil {
+		t.Error("self-play accepted")
+	}
+	if _, err := Cells([]int{0}, []int{1}, []int{2}, []float64{1}); err == nil {
+		t.Error("framing 2 accepted")
+	}
+}

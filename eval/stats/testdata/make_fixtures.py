@@ -1,0 +1,112 @@
+"""Fixtures for eval/stats' tournament statistics, computed once with
+scipy and statsmodels (independently of the Go code) and kept here:
+
+    python eval/stats/testdata/make_fixtures.py
+
+spearman.json: pairs with ties and scipy.stats.spearmanr.
+effect.json:   two samples; Cohen's d with the pooled SD; its exact 90% and
+               95% intervals by inverting the noncentral t (scipy.stats.nct);
+               statsmodels' ttost_ind (pooled variance) at three bounds given
+               in units of the pooled SD; Student t CDF values (scipy).
+elo.json:      games between requesters and holders; Elo ratings (start
+               1500, K 32, requester's expected score 1/(1+10^((H-R)/400)))
+               after the games in the given order, and their average over
+               all 720 orders.
+"""
+import itertools
+import json
+import os
+
+import numpy as np
+from scipy import optimize, stats
+from statsmodels.stats.weightstats import ttost_ind
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def spearman():
+    rng = np.random.default_rng(1)
+    x = np.round(rng.uniform(0, 1, 15), 1)  # ties
+    y = -0.7 * x + rng.normal(0, 0.2, 15)
+    y[3] = y[4]
+    cases = [{"x": x.tolist(), "y": y.tolist()},
+             {"x": [1, 2, 3, 4, 5], "y": [5, 6, 7, 8, 7]},
+             {"x": [0.0, 0.0, 0.1, 0.5, 0.5, 0.9], "y": [0.1, 0.2, 0.15, 0.6, 0.4, 0.99]}]
+    for c in cases:
+        c["rho"] = float(stats.spearmanr(c["x"], c["y"]).statistic)
+    return cases
+
+
+def d_interval(d, n1, n2, level):
+    """Exact interval for Cohen's d by inverting the noncentral t."""
+    k = np.sqrt(n1 * n2 / (n1 + n2))
+    t = d * k
+    df = n1 + n2 - 2
+    a = (1 - level) / 2
+    lo = optimize.brentq(lambda nc: stats.nct.sf(t, df, nc) - a, t - 8, t + 8)
+    hi = optimize.brentq(lambda nc: stats.nct.cdf(t, df, nc) - a, t - 8, t + 8)
+    return lo / k, hi / k
+
+
+def effect():
+    rng = np.random.default_rng(2)
+    out = []
+    for n1, n2, shift in ((524, 525, -0.02), (40, 35, 0.3), (12, 15, 0.0)):
+        x1 = np.clip(rng.beta(0.4, 1.2, n1) + shift, 0, 1)
+        x2 = np.clip(rng.beta(0.4, 1.2, n2), 0, 1)
+        sp = np.sqrt(((n1 - 1) * x1.var(ddof=1) + (n2 - 1) * x2.var(ddof=1)) / (n1 + n2 - 2))
+        d = (x1.mean() - x2.mean()) / sp
+        c = {"x1": x1.tolist(), "x2": x2.tolist(), "d": float(d), "sd_pooled": float(sp),
+             "ci90": list(d_interval(d, n1, n2, 0.90)), "ci95": list(d_interval(d, n1, n2, 0.95)), "tost": []}
+        for b in (0.1, 0.2, 0.3):
+            p, lower, upper = ttost_ind(x1, x2, -b * sp, b * sp, usevar="pooled")
+            c["tost"].append({"bound": b, "p": float(p), "p_lower": float(lower[1]), "p_upper": float(upper[1]),
+                              "t_lower": float(lower[0]), "t_upper": float(upper[0])})
+        out.append(c)
+    return out
+
+
+def tcdf():
+    pts = []
+    for df in (1, 2, 5, 30, 1047):
+        for t in (-3.5, -1.0, 0.0, 0.4, 2.1, 8.0):
+            pts.append({"t": t, "df": df, "cdf": float(stats.t.cdf(t, df))})
+    return pts
+
+
+def elo_run(games, order, start=1500.0, k=32.0):
+    r = {}
+    h = {}
+    for i in order:
+        g = games[i]
+        rq, hd = r.get(g["requester"], start), h.get(g["holder"], start)
+        e = 1 / (1 + 10 ** ((hd - rq) / 400))
+        r[g["requester"]] = rq + k * (g["score"] - e)
+        h[g["holder"]] = hd - k * (g["score"] - e)
+    return r, h
+
+
+def elo():
+    games = [{"requester": "a", "holder": "b", "score": 1}, {"requester": "b", "holder": "a", "score": 0},
+             {"requester": "a", "holder": "c", "score": 0}, {"requester": "c", "holder": "b", "score": 0.5},
+             {"requester": "b", "holder": "c", "score": 0}, {"requester": "c", "holder": "a", "score": 1}]
+    r, h = elo_run(games, range(len(games)))
+    rs, hs = {}, {}
+    perms = list(itertools.permutations(range(len(games))))
+    for p in perms:
+        a, b = elo_run(games, p)
+        for kk, v in a.items():
+            rs[kk] = rs.get(kk, 0) + v / len(perms)
+        for kk, v in b.items():
+            hs[kk] = hs.get(kk, 0) + v / len(perms)
+    return {"games": games, "in_order": {"requester": r, "holder": h}, "all_orders": {"requester": rs, "holder": hs}}
+
+
+def main():
+    for name, fn in (("spearman", spearman), ("effect", lambda: {"cases": effect(), "tcdf": tcdf()}), ("elo", elo)):
+        with open(os.path.join(HERE, name + ".json"), "w") as f:
+            json.dump(fn(), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,529 @@
+package tournament
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+
+	"github.com/parleyhq/parley/eval/stats"
+	"github.com/parleyhq/parley/eval/stats/roundrobin"
+	"github.com/parleyhq/parley/rollout/endowment"
+)
+
+// game is the analysis view of one played game.
+type game struct {
+	id           string
+	h, r         int // agent indices
+	framing      int // 0 singular, 1 group
+	share        float64
+	turn1Refusal bool
+	cumulative   []float64 // dollars given by the end of holder turn t (1..MaxTurns)
+}
+
+// Interval is an estimate with its 95% bootstrap interval (NaN when not
+// computed).
+type Interval struct {
+	Point, Lo, Hi float64
+}
+
+// AgentRow is an agent's line of table 5.
+type AgentRow struct {
+	Name, Family string
+	OpenWeights  bool
+	// As requester: games, win rate (%), mean share extracted (%), Elo.
+	ReqGames               int
+	ReqWin, ReqGot, ReqElo float64
+	// As holder: games, win rate (%), mean share surrendered (%), Elo.
+	HoldGames                  int
+	HoldWin, HoldGave, HoldElo float64
+}
+
+// BudgetResult is the variance budget of one set of games (tables 3–4,
+// figures 3–4): shares of the total, with 95% bootstrap intervals
+// resampling ordered pairings.
+type BudgetResult struct {
+	Name                       string
+	Games, Holders, Requesters int
+	// MoM is the method-of-moments budget (specification B); Shares its
+	// components' shares (0–1) by name, Ratio holder ÷ requester.
+	MoM    roundrobin.Budget
+	Shares map[string]Interval
+	Ratio  Interval
+	// Mixed is the crossed-random-intercepts fit (specification A, the
+	// matchup in the residual), nil when not fitted or not converged
+	// (MixedErr says why).
+	Mixed       *roundrobin.Mixed
+	MixedShares map[string]Interval
+	MixedRatio  Interval
+	MixedErr    string
+	// Resamples made and FailedResamples whose estimate failed.
+	Resamples, FailedResamples int
+	Err                        string
+}
+
+// RefusalResult is figure 6: each holder's turn-1 refusal rate against
+// the share of the endowment it gave away.
+type RefusalResult struct {
+	Holders []string
+	Rate    []float64 // turn-1 refusal rate (0–1)
+	Gave    []float64 // mean share given (0–1)
+	// Rho is Spearman's rho across holders; HeldOut the split-half
+	// coefficient (refusal on a random half of each agent's games, loss
+	// on the other, averaged over Splits splits), HeldOutLo/Hi the
+	// central 95% of the splits.
+	Rho, HeldOut, HeldOutLo, HeldOutHi float64
+	Splits, SkippedSplits              int
+	Err                                string
+}
+
+// FramingRow is one framing's line of table 7.
+type FramingRow struct {
+	Framing                    string
+	Games                      int
+	Mean, Median, RequesterWin float64 // percent
+}
+
+// FramingResult is table 7 and figure 5: the framing contrast.
+type FramingResult struct {
+	Rows       []FramingRow
+	D          stats.CohenD // singular − group
+	CI90, CI95 [2]float64
+	TOST       []stats.TOST
+	Err        string
+}
+
+// AuditPoint is one point of figure 12.
+type AuditPoint struct {
+	K             int
+	Mean, Lo, Hi  float64
+	Draws, Agents int
+}
+
+// Analysis is everything a tournament report shows.
+type Analysis struct {
+	Agents                              []AgentRow // spec order
+	Scheduled, Recorded, Played, Failed int
+	Unparsed, GamesWithUnparsed         int
+	MaxTurns                            int
+	// Share[h][r] is the mean share when agent h held against r (NaN when
+	// none); Count the games; HolderOrder sorts holders by robustness
+	// (least given first), RequesterOrder requesters by yield.
+	Share                       [][]float64
+	Count                       [][]int
+	HolderOrder, RequesterOrder []int
+	Budget                      BudgetResult
+	Cohorts                     []BudgetResult
+	Refusal                     RefusalResult
+	Framing                     FramingResult
+	Audit                       []AuditPoint
+	// Cumulative[h][t-1] is holder h's mean dollars given by the end of
+	// turn t; CumulativeAll the mean over every game.
+	Cumulative    [][]float64
+	CumulativeAll []float64
+}
+
+// Analyze computes the analysis of a tournament's records.
+func Analyze(s Spec, scheduled int, recs []Record) (*Analysis, error) {
+	a := &Analysis{Scheduled: scheduled, Recorded: len(recs), MaxTurns: s.Game.MaxTurns}
+	n := len(s.Agents)
+	var games []game
+	for _, r := range recs {
+		if r.Failed {
+			a.Failed++
+			continue
+		}
+		o, err := r.Outcome()
+		if err != nil {
+			return nil, fmt.Errorf("tournament.Analyze: game %s: %w", r.Match.ID, err)
+		}
+		h, q := s.Index(r.Match.Holder), s.Index(r.Match.Requester)
+		if h < 0 || q < 0 {
+			return nil, fmt.Errorf("tournament.Analyze: game %s: agents %s, %s are not in the spec", r.Match.ID, r.Match.Holder, r.Match.Requester)
+		}
+		f := 0
+		if r.Match.Framing == endowment.FramingGroup {
+			f = 1
+		}
+		g := game{id: r.Match.ID, h: h, r: q, framing: f, share: o.Share, turn1Refusal: o.Turn1Refusal}
+		for t := 1; t <= a.MaxTurns; t++ {
+			g.cumulative = append(g.cumulative, o.CumulativeAt(t))
+		}
+		if o.Unparsed > 0 {
+			a.Unparsed += o.Unparsed
+			a.GamesWithUnparsed++
+		}
+		games = append(games, g)
+	}
+	a.Played = len(games)
+	if len(games) == 0 {
+		return a, errors.New("tournament.Analyze: no game was played")
+	}
+	seed := uint64(s.Seed)
+	an := s.Analysis
+	a.matrix(games, n)
+	a.table5(s, games, n)
+	a.Budget = budget("all agents", games, an.Bootstrap, seed, true)
+	a.Cohorts = append(a.Cohorts, a.Budget)
+	for _, c := range s.Cohorts {
+		drop := func(l ...[]string) map[int]bool {
+			m := map[int]bool{}
+			for _, names := range l {
+				for _, nm := range names {
+					m[s.Index(nm)] = true
+				}
+			}
+			return m
+		}
+		dh, dr := drop(c.DropHolders, c.Drop), drop(c.DropRequesters, c.Drop)
+		var sub []game
+		for _, g := range games {
+			if !dh[g.h] && !dr[g.r] {
+				sub = append(sub, g)
+			}
+		}
+		a.Cohorts = append(a.Cohorts, budget(c.Name, sub, an.Bootstrap, seed, false))
+	}
+	a.refusal(s, games, n, an.Splits, seed)
+	a.framing(games, an)
+	a.audit(s, games, n, an.AuditDraws, an.AuditMaxK, seed)
+	a.cumulative(games, n)
+	return a, nil
+}
+
+func (a *Analysis) matrix(games []game, n int) {
+	sum := make([][]float64, n)
+	a.Count = make([][]int, n)
+	a.Share = make([][]float64, n)
+	for i := range sum {
+		sum[i], a.Count[i], a.Share[i] = make([]float64, n), make([]int, n), make([]float64, n)
+	}
+	for _, g := range games {
+		sum[g.h][g.r] += g.share
+		a.Count[g.h][g.r]++
+	}
+	gave, got := make([]float64, n), make([]float64, n)
+	hn, rn := make([]int, n), make([]int, n)
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			if a.Count[i][j] == 0 {
+				a.Share[i][j] = math.NaN()
+				continue
+			}
+			a.Share[i][j] = sum[i][j] / float64(a.Count[i][j])
+			gave[i] += sum[i][j]
+			hn[i] += a.Count[i][j]
+			got[j] += sum[i][j]
+			rn[j] += a.Count[i][j]
+		}
+	}
+	a.HolderOrder, a.RequesterOrder = order(n, gave, hn, false), order(n, got, rn, true)
+}
+
+// order sorts agents by mean (ascending, or descending with desc), agents
+// without games last.
+func order(n int, sum []float64, cnt []int, desc bool) []int {
+	idx := make([]int, n)
+	mean := make([]float64, n)
+	for i := range idx {
+		idx[i] = i
+		mean[i] = math.Inf(1)
+		if cnt[i] > 0 {
+			mean[i] = sum[i] / float64(cnt[i])
+			if desc {
+				mean[i] = -mean[i]
+			}
+		}
+	}
+	sort.SliceStable(idx, func(x, y int) bool { return mean[idx[x]] < mean[idx[y]] })
+	return idx
+}
+
+func (a *Analysis) table5(s Spec, games []game, n int) {
+	an := s.Analysis
+	var elo []stats.EloGame
+	rows := make([]AgentRow, n)
+	for i, ag := range s.Agents {
+		rows[i] = AgentRow{Name: ag.Name, Family: ag.Family, OpenWeights: ag.OpenWeights}
+	}
+	for _, g := range games {
+		score := 0.5
+		switch {
+		case g.share > an.WinThreshold:
+			score = 1
+			rows[g.r].ReqWin++
+		case g.share < an.WinThreshold:
+			score = 0
+			rows[g.h].HoldWin++
+		}
+		rows[g.r].ReqGames++
+		rows[g.r].ReqGot += g.share
+		rows[g.h].HoldGames++
+		rows[g.h].HoldGave += g.share
+		elo = append(elo, stats.EloGame{Requester: s.Agents[g.r].Name, Holder: s.Agents[g.h].Name, Score: score})
+	}
+	ratings := stats.EloAverage(elo, stats.EloOptions{Start: an.EloStart, K: an.EloK, Permutations: an.EloPermutations, Seed: uint64(s.Seed)})
+	for i := range rows {
+		r := &rows[i]
+		r.ReqElo, r.HoldElo = math.NaN(), math.NaN()
+		if r.ReqGames > 0 {
+			r.ReqWin, r.ReqGot = 100*r.ReqWin/float64(r.ReqGames), 100*r.ReqGot/float64(r.ReqGames)
+			r.ReqElo = ratings.Requester[r.Name]
+		} else {
+			r.ReqWin, r.ReqGot = math.NaN(), math.NaN()
+		}
+		if r.HoldGames > 0 {
+			r.HoldWin, r.HoldGave = 100*r.HoldWin/float64(r.HoldGames), 100*r.HoldGave/float64(r.HoldGames)
+			r.HoldElo = ratings.Holder[r.Name]
+		} else {
+			r.HoldWin, r.HoldGave = math.NaN(), math.NaN()
+		}
+	}
+	a.Agents = rows
+}
+
+func cellsOf(games []game) ([]roundrobin.Cell, error) {
+	h, r, f := make([]int, len(games)), make([]int, len(games)), make([]int, len(games))
+	y := make([]float64, len(games))
+	for i, g := range games {
+		h[i], r[i], f[i], y[i] = g.h, g.r, g.framing, g.share
+	}
+	return roundrobin.Cells(h, r, f, y)
+}
+
+func nan3() Interval { return Interval{math.NaN(), math.NaN(), math.NaN()} }
+
+// budget computes the MoM budget of games with its bootstrap intervals
+// and, with mixed, the crossed-random-intercepts fit with its own.
+func budget(name string, games []game, b int, seed uint64, mixed bool) BudgetResult {
+	res := BudgetResult{Name: name, Games: len(games), Shares: map[string]Interval{}, Ratio: nan3(), MixedShares: map[string]Interval{}, MixedRatio: nan3()}
+	cells, err := cellsOf(games)
+	if err != nil {
+		res.Err = err.Error()
+		return res
+	}
+	mom, err := roundrobin.MoM(cells)
+	if err != nil {
+		res.Err = err.Error()
+		return res
+	}
+	res.MoM, res.Holders, res.Requesters = mom, mom.Holders, mom.Requesters
+	shares := func(bg roundrobin.Budget) []float64 {
+		out := make([]float64, 0, len(roundrobin.Components)+1)
+		for _, c := range roundrobin.Components {
+			out = append(out, bg.Share(c))
+		}
+		return append(out, bg.Ratio())
+	}
+	point := shares(mom)
+	rows, failed := roundrobin.Bootstrap(cells, b, seed, func(cs []roundrobin.Cell) ([]float64, error) {
+		bg, err := roundrobin.MoM(cs)
+		if err != nil {
+			return nil, err
+		}
+		return shares(bg), nil
+	})
+	res.Resamples, res.FailedResamples = b, failed
+	fill := func(dst map[string]Interval, ratio *Interval, point []float64, rows [][]float64) {
+		for i, c := range roundrobin.Components {
+			lo, hi := roundrobin.Interval(roundrobin.Column(rows, i), 0.95)
+			dst[c] = Interval{point[i], lo, hi}
+		}
+		lo, hi := roundrobin.Interval(roundrobin.Column(rows, len(roundrobin.Components)), 0.95)
+		*ratio = Interval{point[len(point)-1], lo, hi}
+	}
+	fill(res.Shares, &res.Ratio, point, rows)
+	if !mixed {
+		return res
+	}
+	fit, err := roundrobin.FitMixed(cells)
+	if err != nil {
+		res.MixedErr = err.Error()
+		return res
+	}
+	res.Mixed = &fit
+	mrows, _ := roundrobin.Bootstrap(cells, b, seed+1, func(cs []roundrobin.Cell) ([]float64, error) {
+		f, err := roundrobin.FitMixed(cs)
+		if err != nil {
+			return nil, err
+		}
+		return shares(f.Budget()), nil
+	})
+	fill(res.MixedShares, &res.MixedRatio, shares(fit.Budget()), mrows)
+	return res
+}
+
+// perHolder groups the games by holder.
+func perHolder(games []game, n int) [][]game {
+	out := make([][]game, n)
+	for _, g := range games {
+		out[g.h] = append(out[g.h], g)
+	}
+	return out
+}
+
+func rateGave(gs []game) (rate, gave float64) {
+	for _, g := range gs {
+		if g.turn1Refusal {
+			rate++
+		}
+		gave += g.share
+	}
+	return rate / float64(len(gs)), gave / float64(len(gs))
+}
+
+func (a *Analysis) refusal(s Spec, games []game, n, splits int, seed uint64) {
+	res := RefusalResult{HeldOut: math.NaN(), HeldOutLo: math.NaN(), HeldOutHi: math.NaN(), Rho: math.NaN()}
+	by := perHolder(games, n)
+	var idx []int
+	for i, gs := range by {
+		if len(gs) == 0 {
+			continue
+		}
+		r, g := rateGave(gs)
+		res.Holders = append(res.Holders, s.Agents[i].Name)
+		res.Rate, res.Gave = append(res.Rate, r), append(res.Gave, g)
+		if len(gs) >= 2 {
+			idx = append(idx, i)
+		}
+	}
+	rho, err := stats.Spearman(res.Rate, res.Gave)
+	if err != nil {
+		res.Err = err.Error()
+	} else {
+		res.Rho = rho
+	}
+	if len(idx) >= 3 && splits > 0 {
+		rng := rand.New(rand.NewPCG(seed, 0x68616c66))
+		var rhos []float64
+		for k := 0; k < splits; k++ {
+			var rate, gave []float64
+			for _, i := range idx {
+				gs := append([]game(nil), by[i]...)
+				rng.Shuffle(len(gs), func(x, y int) { gs[x], gs[y] = gs[y], gs[x] })
+				half := len(gs) / 2
+				r, _ := rateGave(gs[:half])
+				_, g := rateGave(gs[half:])
+				rate, gave = append(rate, r), append(gave, g)
+			}
+			if v, err := stats.Spearman(rate, gave); err == nil {
+				rhos = append(rhos, v)
+			} else {
+				res.SkippedSplits++
+			}
+		}
+		res.Splits = splits
+		if len(rhos) > 0 {
+			m := 0.0
+			for _, v := range rhos {
+				m += v / float64(len(rhos))
+			}
+			res.HeldOut = m
+			res.HeldOutLo, res.HeldOutHi = roundrobin.Interval(rhos, 0.95)
+		}
+	}
+	a.Refusal = res
+}
+
+func (a *Analysis) framing(games []game, an AnalysisSpec) {
+	var res FramingResult
+	var x [2][]float64
+	for _, g := range games {
+		x[g.framing] = append(x[g.framing], g.share)
+	}
+	for f, name := range []string{endowment.FramingSingular, endowment.FramingGroup} {
+		row := FramingRow{Framing: name, Games: len(x[f]), Mean: math.NaN(), Median: math.NaN(), RequesterWin: math.NaN()}
+		if len(x[f]) > 0 {
+			m, wins := 0.0, 0.0
+			for _, v := range x[f] {
+				m += v
+				if v > an.WinThreshold {
+					wins++
+				}
+			}
+			row.Mean = 100 * m / float64(len(x[f]))
+			row.Median = 100 * roundrobin.Percentile(x[f], 0.5)
+			row.RequesterWin = 100 * wins / float64(len(x[f]))
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	d, err := stats.Cohen(x[0], x[1])
+	if err != nil {
+		res.Err = err.Error()
+		a.Framing = res
+		return
+	}
+	res.D = d
+	res.CI90[0], res.CI90[1] = d.Interval(0.90)
+	res.CI95[0], res.CI95[1] = d.Interval(0.95)
+	for _, b := range an.TOSTBounds {
+		res.TOST = append(res.TOST, d.Tost(b))
+	}
+	a.Framing = res
+}
+
+func (a *Analysis) audit(s Spec, games []game, n, draws, maxK int, seed uint64) {
+	by := perHolder(games, n)
+	var idx []int
+	minGames := math.MaxInt
+	for i, gs := range by {
+		if len(gs) >= 2 {
+			idx = append(idx, i)
+			minGames = min(minGames, len(gs))
+		}
+	}
+	if len(idx) < 3 || draws <= 0 {
+		return
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x61756469))
+	for k := 1; k <= min(maxK, minGames-1); k++ {
+		var rhos []float64
+		for d := 0; d < draws; d++ {
+			var rate, gave []float64
+			for _, i := range idx {
+				gs := append([]game(nil), by[i]...)
+				rng.Shuffle(len(gs), func(x, y int) { gs[x], gs[y] = gs[y], gs[x] })
+				r, _ := rateGave(gs[:k])
+				_, g := rateGave(gs[k:])
+				rate, gave = append(rate, r), append(gave, g)
+			}
+			if v, err := stats.Spearman(rate, gave); err == nil {
+				rhos = append(rhos, v)
+			}
+		}
+		p := AuditPoint{K: k, Mean: math.NaN(), Lo: math.NaN(), Hi: math.NaN(), Draws: len(rhos), Agents: len(idx)}
+		if len(rhos) > 0 {
+			m := 0.0
+			for _, v := range rhos {
+				m += v / float64(len(rhos))
+			}
+			p.Mean = m
+			p.Lo, p.Hi = roundrobin.Interval(rhos, 0.95)
+		}
+		a.Audit = append(a.Audit, p)
+	}
+}
+
+func (a *Analysis) cumulative(games []game, n int) {
+	a.Cumulative = make([][]float64, n)
+	a.CumulativeAll = make([]float64, a.MaxTurns)
+	by := perHolder(games, n)
+	for i, gs := range by {
+		a.Cumulative[i] = make([]float64, a.MaxTurns)
+		for t := 0; t < a.MaxTurns; t++ {
+			if len(gs) == 0 {
+				a.Cumulative[i][t] = math.NaN()
+				continue
+			}
+			for _, g := range gs {
+				a.Cumulative[i][t] += g.cumulative[t] / float64(len(gs))
+			}
+		}
+	}
+	for t := 0; t < a.MaxTurns; t++ {
+		for _, g := range games {
+			a.CumulativeAll[t] += g.cumulative[t] / float64(len(games))
+		}
+	}
+}

@@ -16,13 +16,18 @@ venv:
 	bash scripts/setup_venv.sh $(VENV)
 
 # The whole test suite: Go (unit, HTTP against serve-sim, parquet round trips,
-# the training-loop tests with the real PyTorch trainer) and Python (trainer,
-# dev server, parquet interop).
+# the contract suite and the end-to-end training runs against a real vLLM
+# with the real PyTorch trainer) and Python (trainer, tiny model, parquet
+# interop). One vLLM server (CPU build, the tiny model) is started for all
+# the Go tests (scripts/with_vllm.sh); PARLEY_REQUIRE_VLLM=1 makes a test
+# that needs it fail, not skip, when it is missing.
 test: build venv tiny-model
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 60m ./...
+	PARLEY_REQUIRE_VLLM=1 bash scripts/with_vllm.sh --python $(PY) --model $(TINY) -- \
+		$(GO) test -count=1 -timeout 60m ./...
 	$(PY) -m pytest -q scripts/tests
 
+# Go tests without vLLM: the ones that need it skip.
 test-go:
 	$(GO) test -count=1 ./...
 
@@ -33,9 +38,11 @@ test-py: venv
 bench: build venv
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./... 2>&1 | tee bench.txt
 
-tiny-model: venv
-	@if [ -f $(TINY)/model.safetensors ]; then echo "tiny model: $(TINY) exists"; \
-	else $(PY) scripts/make_tiny_model.py --out $(TINY) --seed 0; fi
+# Remade when its maker or the pinned packages (trl's Qwen3 template) change.
+tiny-model: venv $(TINY)/model.safetensors
+
+$(TINY)/model.safetensors: scripts/parley_trainer/tiny_model.py scripts/requirements.txt
+	$(PY) -m parley_trainer.tiny_model --out $(TINY) --seed 0
 
 # The main job: a short real training run on CPU, everything local.
 quickstart: build venv tiny-model

@@ -277,7 +277,8 @@ type Train struct {
 	TrainerTimeout time.Duration `yaml:"trainer_timeout"`
 	// TrainerCommand, if set, is started by parley and stopped when it exits.
 	TrainerCommand []string `yaml:"trainer_command"`
-	// ServerCommand, if set, starts the inference server (the CPU dev server).
+	// ServerCommand, if set, starts the inference server (the quickstart: vLLM
+	// on the tiny model, python -m parley_trainer.serve_vllm).
 	ServerCommand []string `yaml:"server_command"`
 	// AdapterPrefix names loaded LoRA adapters: <prefix>-<step>.
 	AdapterPrefix string `yaml:"adapter_prefix"`
@@ -302,6 +303,12 @@ type Trainer struct {
 	EpsilonHigh float64 `yaml:"epsilon_high"`
 	// KLBeta weighs the k3 KL to the reference (0: off).
 	KLBeta float64 `yaml:"kl_beta"`
+	// TISCap is the cap C of truncated importance sampling (0: off): each
+	// trained token's policy-gradient loss is weighted by
+	// min(exp(logp_trainer - logp_sampler), C), the ratio then being taken
+	// against the trainer's own logprobs (TRL's vllm_importance_sampling_cap,
+	// verl's TIS). It corrects the sampler/trainer mismatch of a real engine.
+	TISCap float64 `yaml:"tis_cap"`
 	// Aggregation is token_mean, seq_mean_token_mean or dr_grpo.
 	Aggregation string `yaml:"aggregation"`
 	// LoRAR is the LoRA rank (vLLM must serve with --max-lora-rank at

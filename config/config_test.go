@@ -77,6 +77,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad enum history", "rollout:\n  history: messages\n", []string{"key rollout.history", "messages", "tokens, rerender"}},
 		{"bad duration", "policy:\n  request_timeout: soon\n", []string{"line 2", "soon"}},
 		{"rule without keywords", "judge:\n  kind: rule\n  rule:\n    kind: keywords\n", []string{"key judge.rule.keywords"}},
+		{"negative tis cap", "trainer:\n  tis_cap: -1\n", []string{"key trainer.tis_cap", "-1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeFile(t, tc.body)
@@ -244,6 +245,36 @@ func TestChanges(t *testing.T) {
 	}
 	if op, frozen := Changes(a, Default()); len(op)+len(frozen) != 0 {
 		t.Errorf("Changes(Default, Default) = %v, %v; want none", op, frozen)
+	}
+}
+
+// TestChangesFrozenRoundTrip: a config and its frozen config.yaml read
+// back differ in nothing, though nil maps come back empty (a resume of an
+// unchanged run must pass the frozen config rules).
+func TestChangesFrozenRoundTrip(t *testing.T) {
+	for _, body := range []string{"", "roles:\n  B:\n    policy: base\n", "curriculum:\n  mix: {}\n"} {
+		cfg, err := Parse([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := cfg.YAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Parse(y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pair := range [][2]Config{{back, cfg}, {cfg, back}} {
+			if op, frozen := Changes(pair[0], pair[1]); len(op)+len(frozen) != 0 {
+				t.Errorf("config %q: Changes across the frozen file = %v, %v; want none", body, op, frozen)
+			}
+		}
+	}
+	a, b := Default(), Default()
+	b.Curriculum.Mix = map[string]float64{"professional": 1}
+	if _, frozen := Changes(a, b); len(frozen) != 1 || frozen[0].Key != "curriculum.mix" {
+		t.Errorf("a real mix change: frozen %v, want curriculum.mix", frozen)
 	}
 }
 

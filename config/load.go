@@ -370,7 +370,7 @@ func Changes(a, b Config) (operational, frozen []Change) {
 	}
 	for _, l := range la {
 		w, ok := vb[l.key]
-		if !ok || reflect.DeepEqual(l.v.Interface(), w.Interface()) {
+		if !ok || sameValue(l.v.Interface(), w.Interface()) {
 			continue
 		}
 		c := Change{Key: l.key, Old: show(l.v), New: show(w)}
@@ -380,10 +380,22 @@ func Changes(a, b Config) (operational, frozen []Change) {
 			frozen = append(frozen, c)
 		}
 	}
-	if !reflect.DeepEqual(a.Roles, b.Roles) {
+	if !sameValue(a.Roles, b.Roles) {
 		frozen = append(frozen, Change{Key: "roles", Old: fmt.Sprint(a.Roles), New: fmt.Sprint(b.Roles)})
 	}
 	return operational, frozen
+}
+
+// sameValue reports whether two config values are the same as YAML would
+// write them: a nil map or slice equals an empty one (a frozen config read
+// back has empty maps where a loaded one has none).
+func sameValue(x, y any) bool {
+	if reflect.DeepEqual(x, y) {
+		return true
+	}
+	bx, errX := yaml.Marshal(x)
+	by, errY := yaml.Marshal(y)
+	return errX == nil && errY == nil && bytes.Equal(bx, by)
 }
 
 // show renders a config value for a message.

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -400,6 +401,9 @@ func (c Config) validateTrainer(k *checker) {
 	}
 	if t.KLBeta < 0 {
 		k.bad("trainer.kl_beta", "must be zero or more, got %g", t.KLBeta)
+	}
+	if t.TISCap < 0 || math.IsNaN(t.TISCap) || math.IsInf(t.TISCap, 0) {
+		k.bad("trainer.tis_cap", "must be zero (off) or a positive cap, got %g", t.TISCap)
 	}
 	k.oneOf("trainer.aggregation", t.Aggregation, Aggregations)
 	if !t.FullFinetune {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,23 +16,22 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/internal/vllmtest"
 	"github.com/parleyhq/parley/train"
 )
 
-// End-to-end tests of `parley train` with the real parts: the CPU dev
-// inference server on the tiny model and the PyTorch trainer. They need
-// the project's Python environment (PARLEY_PYTHON) and the tiny model
-// (PARLEY_TINY_MODEL); `make test` provides both.
+// End-to-end tests of `parley train` with the real parts: vLLM (CPU build)
+// serving the tiny model and the PyTorch trainer. They need the project's
+// Python environment, the tiny model and, except the quickstart (which
+// starts its own vLLM through train.server_command, as a user's run does),
+// the shared vLLM server `make test` starts (internal/vllmtest).
 
 func e2eEnv(t *testing.T) (python, model, bin string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("short")
 	}
-	python, model = os.Getenv("PARLEY_PYTHON"), os.Getenv("PARLEY_TINY_MODEL")
-	if python == "" || model == "" {
-		t.Skip("PARLEY_PYTHON and PARLEY_TINY_MODEL unset: run through make test")
-	}
+	python, model = vllmtest.Python(t)
 	bin = filepath.Join(t.TempDir(), "parley")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	if err != nil {
@@ -42,26 +40,17 @@ func e2eEnv(t *testing.T) (python, model, bin string) {
 	return python, model, bin
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// e2eArgs overrides configs/quickstart.yaml for a small, fast run in dir.
-func e2eArgs(python, model, runDir string, port, steps int) []string {
+// e2eArgs overrides configs/quickstart.yaml for a small, fast run in dir,
+// against the shared vLLM server srv (parley starts no server).
+func e2eArgs(python, model, runDir string, srv vllmtest.Server, steps int) []string {
 	root, _ := filepath.Abs("../..")
 	return []string{
 		"train", "--config", filepath.Join(root, "configs", "quickstart.yaml"), "--log-format", "json",
 		"--run.dir=" + runDir, "--run.name=e2e", fmt.Sprintf("--train.steps=%d", steps),
-		fmt.Sprintf("--policy.endpoints=http://127.0.0.1:%d", port),
+		"--policy.endpoints=" + srv.URL, "--policy.model=" + srv.Model,
 		"--rollout.prompts_per_step=2", "--rollout.group_size=4",
-		fmt.Sprintf("--train.server_command=%s,%s,--model,%s,--served-model-name,tiny,--port,%d,--threads,1", python, filepath.Join(root, "scripts", "devserver.py"), model, port),
-		fmt.Sprintf("--train.trainer_command=%s,-m,scripts.trainer,--threads,1", python),
+		"--train.server_command=",
+		fmt.Sprintf("--train.trainer_command=%s,-m,parley_trainer,--threads,1", python),
 		"--trainer.model=" + model,
 	}
 }
@@ -124,11 +113,12 @@ func metricSteps(t *testing.T, runDir string) []int {
 // trained twice and that the trainer consumed each batch exactly once.
 func TestTrainSurvivesSIGKILL(t *testing.T) {
 	python, model, bin := e2eEnv(t)
+	srv := vllmtest.Shared(t)
 	root, _ := filepath.Abs("../..")
 	dir := t.TempDir()
 	runDir := filepath.Join(dir, "e2e")
 	const steps = 6
-	args := e2eArgs(python, model, dir, freePort(t), steps)
+	args := e2eArgs(python, model, dir, srv, steps)
 	logf, _ := os.Create(filepath.Join(dir, "parley.log"))
 	defer logf.Close()
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -214,13 +204,14 @@ finished:
 // back.
 func TestTrainTrainerKilled(t *testing.T) {
 	python, model, bin := e2eEnv(t)
+	srv := vllmtest.Shared(t)
 	root, _ := filepath.Abs("../..")
 	dir := t.TempDir()
 	runDir := filepath.Join(dir, "e2e")
 	logPath := filepath.Join(dir, "parley.log")
 	logf, _ := os.Create(logPath)
 	defer logf.Close()
-	cmd := startParley(t, bin, root, e2eArgs(python, model, dir, freePort(t), 4), logf)
+	cmd := startParley(t, bin, root, e2eArgs(python, model, dir, srv, 4), logf)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 
@@ -273,17 +264,19 @@ func tail(s string, n int) string {
 
 // TestQuickstartLearns runs the README's main job (configs/quickstart.yaml,
 // a real CPU training run) under its fixed seed and checks that the mean
-// reward of the last 5 steps clearly exceeds that of the first 5.
+// reward of the last 5 steps clearly exceeds that of the first 5. parley
+// starts vLLM itself through train.server_command, as in a user's run
+// (only the interpreter, the model folder and the port are this test's).
 func TestQuickstartLearns(t *testing.T) {
 	python, model, bin := e2eEnv(t)
 	root, _ := filepath.Abs("../..")
 	dir := t.TempDir()
-	port := freePort(t)
+	port := vllmtest.FreePort(t)
 	args := []string{
 		"train", "--config", filepath.Join(root, "configs", "quickstart.yaml"), "--log-format", "json",
 		"--run.dir=" + dir, fmt.Sprintf("--policy.endpoints=http://127.0.0.1:%d", port),
-		fmt.Sprintf("--train.server_command=%s,%s,--model,%s,--served-model-name,tiny,--port,%d,--threads,1", python, filepath.Join(root, "scripts", "devserver.py"), model, port),
-		fmt.Sprintf("--train.trainer_command=%s,-m,scripts.trainer", python),
+		"--train.server_command=" + strings.Join(vllmtest.ServerCommand(python, model, port), ","),
+		fmt.Sprintf("--train.trainer_command=%s,-m,parley_trainer", python),
 		"--trainer.model=" + model,
 	}
 	logf, _ := os.Create(filepath.Join(dir, "parley.log"))
@@ -330,10 +323,11 @@ func TestQuickstartLearns(t *testing.T) {
 // its checkpoints with the bearer token parley generated for it.
 func TestTrainHTTPHandshake(t *testing.T) {
 	python, model, bin := e2eEnv(t)
+	srv := vllmtest.Shared(t)
 	root, _ := filepath.Abs("../..")
 	dir := t.TempDir()
 	runDir := filepath.Join(dir, "e2e")
-	args := append(e2eArgs(python, model, dir, freePort(t), 3), "--train.handshake=http", "--train.token_env=PARLEY_E2E_TOKEN")
+	args := append(e2eArgs(python, model, dir, srv, 3), "--train.handshake=http", "--train.token_env=PARLEY_E2E_TOKEN")
 	logf, _ := os.Create(filepath.Join(dir, "parley.log"))
 	defer logf.Close()
 	cmd := startParley(t, bin, root, args, logf)

@@ -112,7 +112,7 @@ func trainerArgs(cfg config.Config, runDir string) []string {
 	args := []string{
 		"--run-dir", runDir, "--model", t.Model, "--mode", cfg.Train.Handshake,
 		"--lr", f(t.LR), "--epsilon-low", f(t.EpsilonLow), "--epsilon-high", f(t.EpsilonHigh),
-		"--beta", f(t.KLBeta), "--aggregation", t.Aggregation,
+		"--beta", f(t.KLBeta), "--tis-cap", f(t.TISCap), "--aggregation", t.Aggregation,
 		"--micro-batch-tokens", strconv.Itoa(t.MicroBatchTokens), "--max-grad-norm", f(t.MaxGradNorm),
 		"--weight-decay", f(t.WeightDecay), "--seed", strconv.FormatInt(cfg.Run.Seed, 10),
 	}

@@ -1,5 +1,5 @@
 // Package proc supervises the local child processes parley may start for a
-// run — the trainer and the CPU dev inference server: it starts them in
+// run — the trainer and the inference server (vLLM): it starts them in
 // their own process group with output to a log file, restarts the ones that
 // should keep running, and stops them (and their children) when parley
 // exits or dies.

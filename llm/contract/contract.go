@@ -1,8 +1,7 @@
 // Package contract is the API contract test suite of parley's policy
 // inference server: the subset of vLLM's OpenAI-compatible API that parley
 // uses, checked over raw HTTP (not through the llm client) so that the same
-// suite runs against the simulator (package sim), the Python dev server and
-// a real vLLM.
+// suite runs against the simulator (package sim) and a real vLLM.
 package contract
 
 import (

@@ -36,8 +36,8 @@ func TestContractSimLegacyErrorsAPIKey(t *testing.T) {
 		APIKey: "contract-secret"})
 }
 
-// TestContractURL runs the suite against an external server (the Python
-// dev server or a real vLLM) named by PARLEY_CONTRACT_URL.
+// TestContractURL runs the suite against an external server (a real
+// vLLM elsewhere) named by PARLEY_CONTRACT_URL.
 func TestContractURL(t *testing.T) {
 	url := os.Getenv("PARLEY_CONTRACT_URL")
 	if url == "" {

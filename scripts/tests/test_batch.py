@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from trainer.batch import ARROW_SCHEMA, BatchError, Ready, parse_batch, sha256_hex, write_batch
-from trainer.packing import collate, pack_micro_batches
+from parley_trainer.batch import ARROW_SCHEMA, BatchError, Ready, arrow_schema, parse_batch, sha256_hex, write_batch
+from parley_trainer.packing import collate, pack_micro_batches
 
 
 def _rows() -> list[dict]:
@@ -42,6 +42,9 @@ def _full(rows: list[dict], step: int = 3) -> list[dict]:
         d.update(step=step, policy_version=2, reward=r["reward"], temperature=r["temperature"])
         for c in ("input_ids", "loss_mask", "inference_logprobs", "advantages"):
             d[c] = r[c]
+        # version 2's columns
+        d["kind"] = "dialogue"
+        d["advantage"] = next(a for a, m in zip(r["advantages"], r["loss_mask"]) if m)
         out.append(d)
     return out
 
@@ -128,8 +131,10 @@ def test_marker_mismatches(tmp_path):
     bad_rows = Ready(**{**ready.to_dict(), "rows": 5})
     with pytest.raises(BatchError, match="2 rows, the ready marker says 5"):
         parse_batch(data, bad_rows)
-    with pytest.raises(BatchError, match="schema_version 2"):
-        Ready.from_json(json.dumps({**ready.to_dict(), "schema_version": 2}))
+    with pytest.raises(BatchError, match="schema_version 3, want 1 to 2"):
+        Ready.from_json(json.dumps({**ready.to_dict(), "schema_version": 3}))
+    with pytest.raises(BatchError, match="the file's schema_version 2 differs from the ready marker's 1"):
+        parse_batch(data, Ready(**{**ready.to_dict(), "schema_version": 1}))
     with pytest.raises(BatchError, match="step is"):
         Ready.from_json(json.dumps({**ready.to_dict(), "step": "3"}))
 
@@ -139,9 +144,52 @@ def test_schema_version_metadata_required():
     table = pa.Table.from_pylist(rows, schema=ARROW_SCHEMA.remove_metadata())
     with pytest.raises(BatchError, match="schema_version"):
         parse_batch(_parquet(table))
-    table = pa.Table.from_pylist(rows, schema=ARROW_SCHEMA.with_metadata({b"schema_version": b"2"}))
-    with pytest.raises(BatchError, match="schema_version '2', want 1"):
+    table = pa.Table.from_pylist(rows, schema=ARROW_SCHEMA.with_metadata({b"schema_version": b"3"}))
+    with pytest.raises(BatchError, match="schema_version 3, want 1 to 2"):
         parse_batch(_parquet(table))
+
+
+def test_version_1_still_read(tmp_path):
+    ready = write_batch(str(tmp_path), 3, 2, _rows(), version=1)
+    data = (tmp_path / "batches" / "step-000003.parquet").read_bytes()
+    assert ready.schema_version == 1 and pq.ParquetFile(io.BytesIO(data)).schema_arrow.metadata[b"schema_version"] == b"1"
+    assert "kind" not in pq.ParquetFile(io.BytesIO(data)).schema_arrow.names
+    b = parse_batch(data, ready, vocab_size=100)
+    assert b.masked_tokens == 3 and b.sequences[0].kind == ""
+
+
+def test_version_2_columns(tmp_path):
+    rows = _rows()
+    rows[1]["kind"] = "final"
+    ready = write_batch(str(tmp_path), 3, 2, rows)
+    assert ready.schema_version == 2
+    b = parse_batch((tmp_path / "batches" / "step-000003.parquet").read_bytes(), ready)
+    assert [s.kind for s in b.sequences] == ["dialogue", "final"]
+
+
+@pytest.mark.parametrize(
+    "edit, want",
+    [
+        (
+            lambda rows, schema: ([{k: v for k, v in r.items() if k != "kind"} for r in rows], schema.remove(schema.get_field_index("kind"))),
+            "column kind: missing (schema version 2)",
+        ),
+        (
+            lambda rows, schema: ([{**r, "kind": 1} for r in rows], schema.set(schema.get_field_index("kind"), pa.field("kind", pa.int32()))),
+            "column kind: type int32, want string",
+        ),
+        (
+            lambda rows, schema: (rows, schema.set(schema.get_field_index("advantage"), pa.field("advantage", pa.float64()))),
+            "column advantage: type double, want float",
+        ),
+        (lambda rows, schema: ([{**r, "advantage": float("inf")} for r in rows], schema), "column advantage: row 0 is inf"),
+    ],
+)
+def test_version_2_errors_name_the_column(edit, want):
+    rows, schema = edit(_full(_rows()), arrow_schema(2))
+    with pytest.raises(BatchError) as e:
+        parse_batch(_parquet(pa.Table.from_pylist(rows, schema=schema)))
+    assert want in str(e.value)
 
 
 @pytest.mark.parametrize(
@@ -175,7 +223,7 @@ def test_collate_pads_right_with_zero_mask_and_weight():
 def test_lora_target_modules_resolution():
     import torch
 
-    from trainer.modeling import resolve_target_modules
+    from parley_trainer.modeling import resolve_target_modules
 
     class Block(torch.nn.Module):
         def __init__(self) -> None:

@@ -1,6 +1,7 @@
 """The parquet parley (Go) writes, read here as the trainer and users read it:
-pyarrow sees the batch contract's column types (schema version 1), nested
-rollout records as lists, and Hugging Face datasets loads the export folder."""
+pyarrow sees the batch contract's column types (the schema version Go writes,
+1 or 2), the trainer parses it, nested rollout records are lists, and Hugging
+Face datasets loads the export folder."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ def test_batch_contract_types(fixtures: Path) -> None:
     expected = json.loads((fixtures / "expected.json").read_text())
     path = fixtures / "batches" / "step-000001.parquet"
     f = pq.ParquetFile(path)
-    assert f.schema_arrow.metadata[b"schema_version"] == b"1"
+    version = int(f.schema_arrow.metadata[b"schema_version"])
+    assert version in (1, 2)
     want = {
         "run_id": pa.string(), "sample_id": pa.string(), "group_id": pa.string(),
         "rollout_id": pa.string(), "prompt_id": pa.string(),
@@ -43,6 +45,8 @@ def test_batch_contract_types(fixtures: Path) -> None:
         "env": pa.string(), "role": pa.string(),
         "reward": pa.float32(), "temperature": pa.float32(),
     }
+    if version >= 2:
+        want.update(kind=pa.string(), advantage=pa.float32())
     lists = {"input_ids": pa.int32(), "loss_mask": pa.int8(), "inference_logprobs": pa.float32(), "advantages": pa.float32()}
     schema = f.schema_arrow
     for name, typ in want.items():
@@ -59,9 +63,14 @@ def test_batch_contract_types(fixtures: Path) -> None:
     assert rows[0]["loss_mask"] == first["loss_mask"]
     assert rows[0]["advantages"] == pytest.approx(first["advantages"])
     ready = json.loads((fixtures / "batches" / "step-000001.ready").read_text())
-    assert ready["schema_version"] == 1
+    assert ready["schema_version"] == version
     assert ready["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     assert ready["tokens"] == sum(len(r["input_ids"]) for r in rows)
+    # ... and the trainer takes it
+    from parley_trainer.batch import Ready, parse_batch
+
+    b = parse_batch(path.read_bytes(), Ready.from_json(json.dumps(ready)))
+    assert len(b.sequences) == ready["rows"]
 
 
 def test_rollouts_nested_lists(fixtures: Path) -> None:

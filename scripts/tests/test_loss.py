@@ -10,8 +10,16 @@ import pytest
 import torch
 
 from helpers import load_model, make_rows
-from trainer.batch import Batch, Sequence
-from trainer.loss import LossConfig, aggregate, grpo_token_loss, token_logprobs, token_weights
+from parley_trainer.batch import Batch, Sequence
+from parley_trainer.loss import (
+    LossConfig,
+    aggregate,
+    grpo_token_loss,
+    sampler_mismatch,
+    tis_weights,
+    token_logprobs,
+    token_weights,
+)
 
 
 def _masks() -> list[np.ndarray]:
@@ -109,7 +117,7 @@ def test_token_logprobs_alignment_and_temperature():
 
 
 def _trainer(model_dir, tmp_path, **kw):
-    from trainer.train import TrainConfig, Trainer
+    from parley_trainer.train import TrainConfig, Trainer
 
     cfg = TrainConfig(run_dir=tmp_path, model=model_dir, quiet=True, **kw)
     return Trainer(cfg)
@@ -200,3 +208,119 @@ def test_masked_out_tokens_do_not_change_the_gradient(tiny_model, tmp_path):
     g = _grads(tr)
     for n in g_ref:
         torch.testing.assert_close(g[n], g_ref[n], rtol=1e-5, atol=1e-8, msg=lambda m: f"{n}: {m}")
+
+
+# ---- truncated importance sampling and the sampler/trainer mismatch ------
+
+
+def test_tis_weights_hand_computed():
+    old = torch.tensor([[-1.0, -2.0, -0.5, -3.0]])
+    inf = torch.tensor([[-1.5, -1.0, -0.5, float("nan")]])
+    mask = torch.tensor([[1.0, 1.0, 1.0, 0.0]])
+    # exp(0.5) = 1.6487, exp(-1) = 0.3679, exp(0) = 1; masked: 0
+    np.testing.assert_allclose(tis_weights(old, inf, mask, 2.0)[0].tolist(), [math.exp(0.5), math.exp(-1), 1.0, 0.0], rtol=1e-6)
+    np.testing.assert_allclose(tis_weights(old, inf, mask, 1.5)[0].tolist(), [1.5, math.exp(-1), 1.0, 0.0], rtol=1e-6)
+
+
+def test_tis_loss_hand_computed():
+    """With a cap the ratio is taken against the trainer's old logprobs and
+    the clipped surrogate is weighted by min(exp(old - inference), C)."""
+    cfg = LossConfig(epsilon_low=0.2, epsilon_high=0.28, tis_cap=2.0)
+    old = torch.tensor([[-1.0, -2.0, -0.5, -1.0]])
+    inf = torch.tensor([[-1.5, -1.0, -0.5, -9.0]])
+    ratio = torch.tensor([[1.5, 0.5, 1.0, 1.0]])
+    adv = torch.tensor([[1.0, -1.0, 2.0, 5.0]])
+    mask = torch.tensor([[1.0, 1.0, 1.0, 0.0]])
+    logp = old + torch.log(ratio)
+    tl = grpo_token_loss(logp, inf, adv, mask, cfg, old_logp=old)
+    # token 0: -min(1.5*1, 1.28*1) * exp(0.5); token 1: -min(0.5*-1, 0.8*-1) * exp(-1);
+    # token 2: -(1*2) * 1; token 3 masked
+    want = [-1.28 * math.exp(0.5), 0.8 * math.exp(-1), -2.0, 0.0]
+    np.testing.assert_allclose(tl.loss[0].tolist(), want, rtol=1e-5)
+    np.testing.assert_allclose(tl.tis_weight[0].tolist(), [math.exp(0.5), math.exp(-1), 1.0, 0.0], rtol=1e-6)
+    assert tl.clipped_high[0].tolist() == [1, 0, 0, 0] and tl.clipped_low[0].tolist() == [0, 1, 0, 0]
+    # Off (the default), the same inputs take the ratio against the sampler: different loss.
+    off = grpo_token_loss(logp, inf, adv, mask, LossConfig())
+    assert off.tis_weight is None
+    r_inf = torch.exp(logp - inf)[0]
+    assert off.ratio[0, 0] == pytest.approx(float(r_inf[0]), rel=1e-6)
+    assert off.loss[0, 0] == pytest.approx(-min(float(r_inf[0]), 1.28), rel=1e-5)
+
+
+def test_tis_on_policy_gradient():
+    """One optimizer step per batch (old = logp.detach()): the loss is
+    -A * w and its gradient -A * w * d logp, w = min(exp(logp - inference), C)."""
+    cfg = LossConfig(tis_cap=1.2)
+    logp = torch.tensor([[-1.0, -2.0, -0.7]], requires_grad=True)
+    inf = torch.tensor([[-1.3, -1.9, -2.7]])
+    adv = torch.tensor([[0.5, -2.0, 1.0]])
+    mask = torch.ones_like(inf)
+    tl = grpo_token_loss(logp, inf, adv, mask, cfg)
+    w = [min(math.exp(0.3), 1.2), math.exp(-0.1), 1.2]
+    want = [-a * wi for a, wi in zip([0.5, -2.0, 1.0], w)]
+    np.testing.assert_allclose(tl.loss[0].tolist(), want, rtol=1e-5)
+    tl.loss.sum().backward()
+    np.testing.assert_allclose(logp.grad[0].tolist(), want, rtol=1e-5)
+
+
+def test_sampler_mismatch_hand_computed():
+    trainer = torch.tensor([[-1.0, -2.0, -0.5, -4.0]])
+    inf = torch.tensor([[-1.5, -1.0, -0.5, float("nan")]])
+    mask = torch.tensor([[1.0, 1.0, 1.0, 0.0]])
+    abs_diff, k3 = sampler_mismatch(trainer, inf, mask)
+    np.testing.assert_allclose(abs_diff[0].tolist(), [0.5, 1.0, 0.0, 0.0], atol=1e-7)
+    # r = trainer - sampler: k3 = exp(r) - 1 - r
+    np.testing.assert_allclose(k3[0].tolist(), [math.exp(0.5) - 1.5, math.exp(-1.0), 0.0, 0.0], rtol=1e-6, atol=1e-7)
+
+
+def _offset_rows(model, offsets_seed: int, scale: float, n: int = 5):
+    """On-policy rows whose inference logprobs are moved by known offsets on
+    mask-1 tokens: the sampler/trainer mismatch is exactly those offsets."""
+    rows = make_rows(model, n, model.config.vocab_size, seed=4)
+    rng = np.random.default_rng(offsets_seed)
+    deltas = []
+    for r in rows:
+        lp = np.array(r["inference_logprobs"], np.float64)
+        m = np.array(r["loss_mask"]) > 0
+        d = rng.uniform(-scale, scale, size=len(lp))
+        lp[m] -= d[m]  # trainer - sampler = d
+        r["inference_logprobs"] = lp.tolist()
+        deltas.append(d[m])
+    return rows, np.concatenate(deltas)
+
+
+@pytest.mark.parametrize("mini_batches", [1, 2])
+def test_trainer_reports_mismatch(tiny_model, tmp_path, mini_batches):
+    model = load_model(tiny_model)
+    rows, d = _offset_rows(model, 7, 0.5)
+    # lr > 0: with two mini-batches the second is trained by updated weights,
+    # and the mismatch must still be measured against the step's start.
+    tr = _trainer(tiny_model, tmp_path, lr=5e-2, mini_batches=mini_batches)
+    m = tr.train_on_batch(_batch(rows))
+    assert m["mismatch_logprob_abs_mean"] == pytest.approx(float(np.abs(d).mean()), abs=2e-5)
+    assert m["mismatch_logprob_abs_max"] == pytest.approx(float(np.abs(d).max()), abs=2e-5)
+    assert m["mismatch_k3_kl"] == pytest.approx(float((np.exp(d) - 1 - d).mean()), abs=2e-5)
+    assert "tis_weight_mean" not in m
+
+
+def test_trainer_tis_metrics(tiny_model, tmp_path):
+    model = load_model(tiny_model)
+    rows, d = _offset_rows(model, 8, 1.0)
+    cap = 1.5
+    tr = _trainer(tiny_model, tmp_path, lr=0.0, loss=LossConfig(tis_cap=cap))
+    m = tr.train_on_batch(_batch(rows))
+    w = np.minimum(np.exp(d), cap)
+    assert m["tis_weight_mean"] == pytest.approx(float(w.mean()), abs=5e-5)
+    assert m["tis_capped_frac"] == pytest.approx(float((np.exp(d) >= cap).mean()), abs=1e-9)
+    # the ratio is taken against the trainer's own logprobs: 1 before the update
+    assert m["ratio_mean"] == pytest.approx(1.0, abs=1e-5) and m["clip_frac"] == 0.0
+
+
+def test_cli_tis_cap(tmp_path):
+    from parley_trainer.train import build_parser, config_from_args
+
+    base = ["--run-dir", str(tmp_path), "--model", str(tmp_path)]
+    assert config_from_args(build_parser().parse_args(base)).loss.tis_cap == 0.0
+    assert config_from_args(build_parser().parse_args(base + ["--tis-cap", "2"])).loss.tis_cap == 2.0
+    with pytest.raises(SystemExit, match="--tis-cap"):
+        config_from_args(build_parser().parse_args(base + ["--tis-cap", "-1"]))

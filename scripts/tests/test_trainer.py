@@ -20,10 +20,10 @@ import torch
 from safetensors.torch import load_file
 
 from helpers import load_model, make_rows
-from trainer.batch import ARROW_SCHEMA, write_batch
-from trainer.checkpoint import find_resume, read_done
-from trainer.handshake import FileHandshake
-from trainer.train import main
+from parley_trainer.batch import arrow_schema, write_batch
+from parley_trainer.checkpoint import find_resume, read_done
+from parley_trainer.handshake import FileHandshake
+from parley_trainer.train import main
 
 REPO = Path(__file__).resolve().parents[2]
 COMMON = ["--lr", "1e-3", "--lora-r", "4", "--lora-alpha", "8", "--poll-interval", "0.05", "--quiet"]
@@ -81,11 +81,11 @@ def test_file_handshake_end_to_end(tiny_model, rows_model, tmp_path):
 
 
 def test_checkpoint_round_trip(tiny_model, rows_model, tmp_path):
-    from trainer.train import TrainConfig, Trainer
+    from parley_trainer.train import TrainConfig, Trainer
 
     run = tmp_path / "run"
     _write(run, 1, rows_model, seed=20)
-    from trainer.modeling import LoraSettings
+    from parley_trainer.modeling import LoraSettings
 
     cfg = TrainConfig(run_dir=run, model=tiny_model, lr=1e-2, lora=LoraSettings(r=4, alpha=8), quiet=True, max_steps=1, poll_interval=0.05)
     t1 = Trainer(cfg)
@@ -123,7 +123,8 @@ def test_bad_batch_fails_naming_the_column(tiny_model, tmp_path):
             "advantages": [0.0, 1.0, 1.0], "reward": 1.0, "temperature": 1.0,
         }
     ]
-    schema = ARROW_SCHEMA.remove(ARROW_SCHEMA.get_field_index("inference_logprobs"))
+    v1 = arrow_schema(1)
+    schema = v1.remove(v1.get_field_index("inference_logprobs"))
     rows[0].pop("inference_logprobs")
     sink = io.BytesIO()
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), sink)
@@ -135,7 +136,7 @@ def test_bad_batch_fails_naming_the_column(tiny_model, tmp_path):
     (run / "batches" / "step-000001.ready").write_text(json.dumps(ready))
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     p = subprocess.run(
-        [sys.executable, "-m", "scripts.trainer", "--run-dir", str(run), "--model", str(tiny_model), "--max-steps", "1", "--quiet"],
+        [sys.executable, "-m", "parley_trainer", "--run-dir", str(run), "--model", str(tiny_model), "--max-steps", "1", "--quiet"],
         cwd=REPO, capture_output=True, text=True, timeout=300, env=env,
     )
     assert p.returncode == 2, p.stderr[-2000:]

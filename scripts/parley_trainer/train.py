@@ -1,18 +1,18 @@
 """The training loop and the CLI.
 
-    python -m scripts.trainer --run-dir runs/x --model models/tiny --mode file
-    python scripts/train.py   --run-dir runs/x --model models/tiny --mode file
+    python -m parley_trainer --run-dir runs/x --model models/tiny --mode file
 
 Multi-GPU (FSDP through accelerate; only rank 0 talks to the handshake and
 writes files, the batch is broadcast to every rank):
 
-    torchrun --nproc-per-node 8 scripts/train.py --fsdp --run-dir runs/x --model Qwen3-1.7B ...
+    torchrun --nproc-per-node 8 -m parley_trainer --fsdp --run-dir runs/x --model Qwen3-1.7B ...
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import sys
@@ -41,7 +41,16 @@ from .checkpoint import (
     read_done,
 )
 from .handshake import FileHandshake, Handshake, HTTPHandshake, Incoming
-from .loss import AGGREGATIONS, LossConfig, aggregate, effective_temperature, grpo_token_loss, token_logprobs, token_weights
+from .loss import (
+    AGGREGATIONS,
+    LossConfig,
+    aggregate,
+    effective_temperature,
+    grpo_token_loss,
+    sampler_mismatch,
+    token_logprobs,
+    token_weights,
+)
 from .modeling import LoraSettings, Policy, load_policy, trainable_parameters
 from .packing import collate, pack_micro_batches
 
@@ -222,31 +231,78 @@ class Trainer:
         temp = effective_temperature(mb.temperature, self.cfg.loss.temperature_scaling)
         return token_logprobs(out.logits, mb.input_ids, temp, with_entropy=with_entropy)
 
-    def accumulate_gradients(self, rows: list[Sequence], sums: dict[str, float]) -> None:
+    @torch.no_grad()
+    def old_logprobs(self, rows: list[Sequence]) -> list[np.ndarray]:
+        """The trainer's logprobs of rows before any update of this step (a
+        forward without gradient, in micro-batches), per row; 0 where the
+        mask is 0. Needed when a step takes several optimizer steps: later
+        mini-batches are trained by updated weights."""
+        device = self.accelerator.device
+        out: list[np.ndarray] = [np.zeros(len(s), dtype=np.float32) for s in rows]
+        groups = pack_micro_batches([len(s) for s in rows], self.cfg.micro_batch_tokens)
+        zeros = [np.zeros(len(s), dtype=np.float32) for s in rows]
+        for g, dummy in self._assign(groups):
+            mb = collate([rows[i] for i in g], [zeros[i] for i in g], self.pad_id, zero_weights=dummy).to(device)
+            logp, _ = self._forward_logprobs(self.model, mb, with_entropy=False)
+            if dummy:
+                continue
+            lp = (logp * mb.loss_mask).float().cpu().numpy()
+            for j, i in enumerate(g):
+                out[i] = lp[j, : len(rows[i])].copy()
+        if self.world > 1:
+            # each rank computed its own micro-batches; every row's values
+            # are non-zero on one rank only
+            from accelerate.utils import reduce
+
+            flat = torch.from_numpy(np.concatenate(out)).to(device)
+            flat = reduce(flat, reduction="sum").cpu().numpy()
+            offsets = np.cumsum([0] + [len(s) for s in rows])
+            out = [flat[offsets[k] : offsets[k + 1]] for k in range(len(rows))]
+        return out
+
+    def accumulate_gradients(
+        self,
+        rows: list[Sequence],
+        sums: dict[str, float],
+        maxes: dict[str, float] | None = None,
+        old: list[np.ndarray] | None = None,
+    ) -> None:
         """Forward and backward over rows (one optimizer step's worth) in
         micro-batches of at most --micro-batch-tokens padded tokens, adding
         to the parameters' .grad; the per-token weights are normalised over
-        all of rows, so the gradient does not depend on the packing. Adds
-        the metric sums to sums."""
+        all of rows, so the gradient does not depend on the packing. old
+        holds the trainer's logprobs before the step's first update when
+        they were computed apart (several mini-batches); else this forward's
+        are (the same weights). Adds the metric sums to sums and maxima to
+        maxes."""
         cfg = self.cfg
         device = self.accelerator.device
         need_ref = cfg.loss.beta > 0
+        maxes = {} if maxes is None else maxes
         weights = token_weights([s.loss_mask for s in rows], cfg.loss.aggregation, cfg.loss.dr_grpo_max_tokens)
         groups = pack_micro_batches([len(s) for s in rows], cfg.micro_batch_tokens)
         for g, dummy in self._assign(groups):
-            mb = collate([rows[i] for i in g], [weights[i] for i in g], self.pad_id, zero_weights=dummy).to(device)
+            mb = collate(
+                [rows[i] for i in g],
+                [weights[i] for i in g],
+                self.pad_id,
+                zero_weights=dummy,
+                old_logprobs=None if old is None else [old[i] for i in g],
+            ).to(device)
             logp, ent = self._forward_logprobs(self.model, mb, with_entropy=True)
             ref = None
             if need_ref:
                 with torch.no_grad(), self.policy.reference_mode(self.model) as ref_model:
                     ref, _ = self._forward_logprobs(ref_model, mb, with_entropy=False)
-            tl = grpo_token_loss(logp, mb.inference_logprobs, mb.advantages, mb.loss_mask, cfg.loss, ref)
+            old_logp = logp.detach() if mb.old_logprobs is None else mb.old_logprobs
+            tl = grpo_token_loss(logp, mb.inference_logprobs, mb.advantages, mb.loss_mask, cfg.loss, ref, old_logp=old_logp)
             loss = aggregate(tl.loss, mb.weights)
             # DDP/FSDP average gradients over ranks; the weights are already
             # normalised over the whole step.
             self.accelerator.backward(loss * self.world)
             with torch.no_grad():
                 m = mb.loss_mask
+                abs_diff, k3 = sampler_mismatch(old_logp, mb.inference_logprobs, m)
                 sums["loss"] += float(loss.detach())
                 sums["masked_tokens"] += float(m.sum())
                 sums["tokens"] += 0.0 if dummy else float(mb.attention_mask.sum())
@@ -258,8 +314,14 @@ class Trainer:
                 sums["entropy"] += float((ent * m).sum()) if ent is not None else 0.0
                 sums["advantage"] += float((mb.advantages * m).sum())
                 sums["logprob"] += float((logp.detach() * m).sum())
+                sums["mismatch_abs"] += float(abs_diff.sum())
+                sums["mismatch_k3"] += float(k3.sum())
+                maxes["mismatch_abs"] = max(maxes.get("mismatch_abs", 0.0), float(abs_diff.max()))
                 if tl.kl_ref is not None:
                     sums["kl_ref"] += float(tl.kl_ref.sum())
+                if tl.tis_weight is not None:
+                    sums["tis_weight"] += float(tl.tis_weight.sum())
+                    sums["tis_capped"] += float(((tl.tis_weight >= cfg.loss.tis_cap) & (m > 0)).sum())
 
     def train_on_batch(self, batch: Batch) -> dict[str, float]:
         """One step: --mini-batches optimizer steps over the batch, each
@@ -277,14 +339,18 @@ class Trainer:
             np.random.default_rng(cfg.seed + batch.step).shuffle(order)
         chunks = [c for c in np.array_split(order, max(1, min(cfg.mini_batches, len(seqs)))) if len(c)]
         sums: dict[str, float] = defaultdict(float)
+        maxes: dict[str, float] = {}
         grad_norms: list[float] = []
         device = self.accelerator.device
         need_ref = cfg.loss.beta > 0
         self.model.train()
+        # With one optimizer step per batch, each forward's own logprobs are
+        # the trainer's before the update; with several, they are taken first.
+        old_all = self.old_logprobs(seqs) if len(chunks) > 1 else None
         for chunk in chunks:
             rows: list[Sequence] = [seqs[i] for i in chunk]
             self.optimizer.zero_grad(set_to_none=True)
-            self.accumulate_gradients(rows, sums)
+            self.accumulate_gradients(rows, sums, maxes, None if old_all is None else [old_all[i] for i in chunk])
             if cfg.max_grad_norm > 0:
                 gn = self.accelerator.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
             else:
@@ -297,6 +363,11 @@ class Trainer:
             t = torch.tensor([sums[k] for k in keys], dtype=torch.float64, device=device)
             t = self.accelerator.reduce(t, reduction="sum")
             sums = dict(zip(keys, t.tolist()))
+            mkeys = sorted(maxes)
+            if mkeys:
+                mt = torch.tensor([maxes[k] for k in mkeys], dtype=torch.float64, device=device)
+                torch.distributed.all_reduce(mt, op=torch.distributed.ReduceOp.MAX)
+                maxes = dict(zip(mkeys, mt.tolist()))
         elapsed = time.perf_counter() - t0
         masked = max(sums["masked_tokens"], 1.0)
         metrics = {
@@ -309,6 +380,11 @@ class Trainer:
             "entropy": sums["entropy"] / masked,
             "logprob_mean": sums["logprob"] / masked,
             "advantage_mean": sums["advantage"] / masked,
+            # the sampler/trainer mismatch on trained tokens (trainer's
+            # logprobs before the update vs the batch's inference_logprobs)
+            "mismatch_logprob_abs_mean": sums["mismatch_abs"] / masked,
+            "mismatch_logprob_abs_max": maxes.get("mismatch_abs", 0.0),
+            "mismatch_k3_kl": sums["mismatch_k3"] / masked,
             "grad_norm": float(np.mean(grad_norms)) if grad_norms else 0.0,
             "grad_norm_max": float(np.max(grad_norms)) if grad_norms else 0.0,
             "tokens": sums["tokens"],
@@ -322,6 +398,9 @@ class Trainer:
         }
         if need_ref:
             metrics["kl_ref"] = sums["kl_ref"] / masked
+        if cfg.loss.tis_cap > 0:
+            metrics["tis_weight_mean"] = sums["tis_weight"] / masked
+            metrics["tis_capped_frac"] = sums["tis_capped"] / masked
         return metrics
 
     # ---- checkpoints ---------------------------------------------------
@@ -447,7 +526,7 @@ def synthetic_batch(vocab_size: int, rows: int, length: int, seed: int = 0) -> B
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m scripts.trainer",
+        prog="python -m parley_trainer",
         description="parley's GRPO trainer (file or HTTP handshake).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -471,6 +550,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--beta", type=float, default=0.0, help="k3 KL coefficient to the reference (LoRA: the base with the adapter disabled)")
     g.add_argument("--aggregation", choices=AGGREGATIONS, default="token_mean")
     g.add_argument("--dr-grpo-max-tokens", type=int, default=0, help="dr_grpo constant (0: the step's longest trained span)")
+    g.add_argument(
+        "--tis-cap",
+        type=float,
+        default=0.0,
+        help="truncated importance sampling cap C (0: off): weight each trained token's policy-gradient loss by "
+        "min(exp(logp_trainer_old - logp_sampler), C) and take the ratio against the trainer's own logprobs",
+    )
     g.add_argument(
         "--temperature-scaling",
         action=argparse.BooleanOptionalAction,
@@ -510,6 +596,8 @@ def config_from_args(a: argparse.Namespace) -> TrainConfig:
         raise SystemExit("--run-dir is required (except with --dry-run)")
     if a.mini_batches < 1:
         raise SystemExit("--mini-batches must be >= 1")
+    if not (a.tis_cap >= 0 and math.isfinite(a.tis_cap)):
+        raise SystemExit(f"--tis-cap must be 0 (off) or a positive cap, got {a.tis_cap}")
     targets: list[str] | str = [t.strip() for t in str(a.lora_target_modules).split(",") if t.strip()]
     if targets == ["all-linear"]:
         targets = "all-linear"
@@ -533,6 +621,7 @@ def config_from_args(a: argparse.Namespace) -> TrainConfig:
             aggregation=a.aggregation,
             dr_grpo_max_tokens=a.dr_grpo_max_tokens,
             temperature_scaling=a.temperature_scaling,
+            tis_cap=a.tis_cap,
         ),
         lr=a.lr,
         weight_decay=a.weight_decay,

@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """Trainer throughput: training tokens per second of the GRPO step (forward,
 backward, optimizer) on a synthetic batch, through the trainer's own code.
 
-    python scripts/bench_trainer.py --model models/tiny                 # CPU, the tiny model
-    python scripts/bench_trainer.py --random-config 1.7b --device cuda  # random-init Qwen3 on a GPU
+    python -m parley_trainer.bench --model models/tiny                 # CPU, the tiny model
+    python -m parley_trainer.bench --random-config 1.7b --device cuda  # random-init Qwen3 on a GPU
 
 --random-config builds a Qwen3 of that size with random weights (nothing is
 downloaded; the tokenizer is not needed): 0.6b, 1.7b.
@@ -13,16 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from trainer.modeling import LoraSettings  # noqa: E402
-from trainer.train import TrainConfig, Trainer, synthetic_batch  # noqa: E402
+from .modeling import LoraSettings
+from .train import TrainConfig, Trainer, synthetic_batch
 
 # Qwen3-0.6B and Qwen3-1.7B shapes.
 CONFIGS = {
@@ -44,7 +40,7 @@ def random_model(size: str, out: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="python -m parley_trainer.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default=None, help="model folder")
     p.add_argument("--random-config", choices=sorted(CONFIGS), default=None)
     p.add_argument("--rows", type=int, default=16)

@@ -48,13 +48,15 @@ class MicroBatch:
     advantages: torch.Tensor  # float [B, L]
     weights: torch.Tensor  # float [B, L]
     temperature: torch.Tensor  # float [B]
+    # the trainer's logprobs before the step's update, when computed apart
+    old_logprobs: torch.Tensor | None = None  # float [B, L]
 
     @property
     def tokens(self) -> int:
         return int(self.attention_mask.sum().item())
 
     def to(self, device: torch.device | str) -> "MicroBatch":
-        return MicroBatch(**{k: v.to(device) for k, v in self.__dict__.items()})
+        return MicroBatch(**{k: None if v is None else v.to(device) for k, v in self.__dict__.items()})
 
 
 def collate(
@@ -62,8 +64,10 @@ def collate(
     weights: list[np.ndarray],
     pad_id: int,
     zero_weights: bool = False,
+    old_logprobs: list[np.ndarray] | None = None,
 ) -> MicroBatch:
-    """Pad sequences (with their step-level token weights) into a MicroBatch.
+    """Pad sequences (with their step-level token weights and, when given,
+    the trainer's logprobs before the update) into a MicroBatch.
     zero_weights makes a dummy micro-batch that contributes nothing (for a
     rank with fewer micro-batches than another)."""
     b = len(seqs)
@@ -75,6 +79,7 @@ def collate(
     adv = np.zeros((b, length), dtype=np.float32)
     w = np.zeros((b, length), dtype=np.float32)
     temp = np.zeros((b,), dtype=np.float32)
+    old = np.zeros((b, length), dtype=np.float32) if old_logprobs is not None else None
     for j, (s, sw) in enumerate(zip(seqs, weights)):
         n = len(s)
         ids[j, :n] = s.input_ids
@@ -85,6 +90,8 @@ def collate(
         lp[j, :n] = s.inference_logprobs
         adv[j, :n] = s.advantages
         temp[j] = s.temperature
+        if old is not None and old_logprobs is not None:
+            old[j, :n] = old_logprobs[j]
     return MicroBatch(
         input_ids=torch.from_numpy(ids),
         attention_mask=torch.from_numpy(att),
@@ -93,4 +100,5 @@ def collate(
         advantages=torch.from_numpy(adv),
         weights=torch.from_numpy(w),
         temperature=torch.from_numpy(temp),
+        old_logprobs=None if old is None else torch.from_numpy(old),
     )

@@ -1,6 +1,8 @@
 """The GRPO loss: per-token logprobs at the sampling temperature, the clipped
-surrogate against the inference logprobs, optional k3 KL to a reference, and
-the step-level aggregations.
+surrogate against the inference logprobs (or, with truncated importance
+sampling, against the trainer's own logprobs, weighted by the truncated
+trainer/sampler ratio), optional k3 KL to a reference, the sampler/trainer
+mismatch, and the step-level aggregations.
 
 Alignment: every per-token array is indexed by input position. Position i's
 logprob is log p(input_ids[i] | input_ids[:i]), computed from the logits at
@@ -22,6 +24,7 @@ the same gradient:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,6 +57,8 @@ class LossConfig:
     # vLLM --logprobs-mode processed_logprobs). False: temperature 1
     # (vLLM's default raw_logprobs).
     temperature_scaling: bool = True
+    # Truncated importance sampling cap C (0: off); see grpo_token_loss.
+    tis_cap: float = 0.0
 
     def __post_init__(self) -> None:
         if self.aggregation not in AGGREGATIONS:
@@ -62,6 +67,8 @@ class LossConfig:
             raise ValueError("epsilon_low and epsilon_high must be >= 0")
         if self.beta < 0:
             raise ValueError("beta must be >= 0")
+        if not (self.tis_cap >= 0 and math.isfinite(self.tis_cap)):
+            raise ValueError(f"tis_cap must be 0 (off) or a positive cap, got {self.tis_cap}")
 
 
 def token_weights(masks: list[np.ndarray], aggregation: str, dr_grpo_max_tokens: int = 0) -> list[np.ndarray]:
@@ -137,6 +144,45 @@ class TokenLoss:
     clipped_high: torch.Tensor
     approx_kl: torch.Tensor
     kl_ref: torch.Tensor | None
+    # min(exp(old - inference), C) when truncated importance sampling is on
+    tis_weight: torch.Tensor | None = None
+
+
+def tis_weights(old_logp: torch.Tensor, inference_logp: torch.Tensor, mask: torch.Tensor, cap: float) -> torch.Tensor:
+    """Truncated importance sampling weights, per trained token:
+
+        w = min(exp(old_logp - inference_logp), cap)
+
+    old_logp is the trainer's logprob before this step's update, inference_logp
+    the sampler's; w corrects for sampling from the sampler's distribution
+    rather than the trainer's. As TRL (vllm_importance_sampling_cap, token
+    level: clamp(exp(old_per_token_logps - sampling_per_token_logps),
+    max=cap)) and verl (TIS: clamp(exp(old_log_prob - rollout_log_probs),
+    max=tis_imp_ratio_cap)). No gradient; 0 where the mask is 0. The log
+    ratio is clamped to +-20 before exp(), as verl's SAFETY_BOUND."""
+    on = mask > 0
+    zero = torch.zeros_like(old_logp)
+    d = torch.where(on, old_logp.detach() - inference_logp, zero).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
+    return torch.where(on, torch.exp(d).clamp(max=cap), zero)
+
+
+def sampler_mismatch(trainer_logp: torch.Tensor, inference_logp: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The sampler/trainer mismatch per trained token (0 elsewhere), with
+    r = trainer_logp - inference_logp:
+
+        |r|                  the absolute logprob difference (TRL's
+                             sampling/sampling_logp_difference)
+        exp(r) - 1 - r       the k3 estimate of KL(sampler || trainer) on
+                             tokens drawn from the sampler (Schulman's k3;
+                             verl's rollout_corr/k3_kl uses the same r)
+
+    trainer_logp is the trainer's logprob before the update. k3 is computed
+    in float64 as expm1(r) - r: the differences are often ~1e-7, where
+    exp(r) - 1 - r in float32 is all rounding."""
+    on = mask > 0
+    zero = torch.zeros_like(trainer_logp, dtype=torch.float64)
+    r = torch.where(on, trainer_logp.detach().double() - inference_logp.double(), zero).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
+    return torch.where(on, r.abs(), zero), torch.where(on, torch.expm1(r) - r, zero)
 
 
 def grpo_token_loss(
@@ -146,24 +192,45 @@ def grpo_token_loss(
     mask: torch.Tensor,
     cfg: LossConfig,
     ref_logp: torch.Tensor | None = None,
+    old_logp: torch.Tensor | None = None,
 ) -> TokenLoss:
-    """The clipped-surrogate loss per token:
+    """The clipped-surrogate loss per token. Without truncated importance
+    sampling (cfg.tis_cap == 0) the ratio is taken against the sampler's
+    logprobs (verl's "bypass mode"):
 
         ratio = exp(logp - inference_logp)
         loss  = -min(ratio * A, clip(ratio, 1 - eps_low, 1 + eps_high) * A)
                 + beta * k3(ref, new)
 
-    with k3 = exp(ref - new) - (ref - new) - 1. Positions where mask is 0 get
-    exactly 0 (and no gradient), whatever their inputs hold.
+    With it (cfg.tis_cap = C > 0) the ratio is taken against the trainer's
+    own logprobs before the update, old_logp (default logp.detach(): the
+    same parameters, one optimizer step per batch), and the policy-gradient
+    term is weighted by the truncated importance weight (tis_weights):
+
+        ratio = exp(logp - old_logp)
+        loss  = -min(ratio * A, clip(ratio, ...) * A) * min(exp(old_logp - inference_logp), C)
+                + beta * k3(ref, new)
+
+    as TRL's GRPOTrainer (per_token_loss * importance_sampling_ratio, before
+    the KL term is added) and verl's TIS (pg_losses * tis_imp_ratio). k3 =
+    exp(ref - new) - (ref - new) - 1. Positions where mask is 0 get exactly 0
+    (and no gradient), whatever their inputs hold.
     """
     on = mask > 0
     zero = torch.zeros_like(logp)
-    log_ratio = torch.where(on, logp - inference_logp, zero).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
+    tis_w = None
+    base = inference_logp
+    if cfg.tis_cap > 0:
+        base = (logp if old_logp is None else old_logp).detach()
+        tis_w = tis_weights(base, inference_logp, mask, cfg.tis_cap)
+    log_ratio = torch.where(on, logp - base, zero).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
     ratio = torch.exp(log_ratio)
     adv = torch.where(on, advantages, zero)
     unclipped = ratio * adv
     clipped = torch.clamp(ratio, 1.0 - cfg.epsilon_low, 1.0 + cfg.epsilon_high) * adv
     pg = -torch.minimum(unclipped, clipped)
+    if tis_w is not None:
+        pg = pg * tis_w
     kl_ref = None
     loss = pg
     if ref_logp is not None:
@@ -177,7 +244,8 @@ def grpo_token_loss(
         clipped_low = (on & (adv < 0) & (r < 1.0 - cfg.epsilon_low)).float()
         clipped_high = (on & (adv > 0) & (r > 1.0 + cfg.epsilon_high)).float()
         lr = log_ratio.detach()
-        # k3 estimate of KL(inference || new) on tokens sampled from inference.
+        # k3 estimate of KL(base || new) on tokens sampled from the sampler,
+        # base being the ratio's denominator.
         approx_kl = torch.where(on, torch.exp(lr) - 1.0 - lr, zero)
     return TokenLoss(
         loss=loss,
@@ -186,6 +254,7 @@ def grpo_token_loss(
         clipped_high=clipped_high,
         approx_kl=approx_kl,
         kl_ref=None if kl_ref is None else kl_ref.detach(),
+        tis_weight=tis_w,
     )
 
 

@@ -1,20 +1,36 @@
-#!/usr/bin/env python3
 """Make a tiny Qwen3-architecture model folder for CPU development.
 
 The model has random weights drawn under a fixed seed; its tokenizer is a
 byte-level BPE trained here, with the `tokenizers` library, on the bundled
 curricula (or on --corpus files, or on a small built-in English text).
 Nothing is downloaded. The folder is an ordinary Hugging Face model folder
-(config.json, model.safetensors, tokenizer.json, tokenizer_config.json with a
-ChatML chat template, generation_config.json) that transformers and vLLM load.
+(config.json, model.safetensors, tokenizer.json, tokenizer_config.json,
+chat_template.jinja, generation_config.json) that transformers and vLLM load.
 
-    python scripts/make_tiny_model.py --out runs/tiny-model --seed 0
+It behaves like Qwen3 where parley can tell the difference:
+- `<|endoftext|>`, `<|im_start|>` and `<|im_end|>` are single special tokens,
+  and `<think>`, `</think>`, `<tool_call>`, `</tool_call>`, `<tool_response>`
+  and `</tool_response>` single added tokens that are NOT special, as in
+  Qwen3's tokenizer_config.json (so `skip_special_tokens` keeps the think
+  tags in the text, and a reasoning parser sees them); eos `<|im_end|>`, pad
+  `<|endoftext|>`, no bos.
+- The chat template is Qwen3's own, read at build time from the installed
+  trl package, which ships it as trl/chat_templates/qwen3.jinja (it is never
+  copied into this repository): `enable_thinking=False` ends the generation
+  prompt with an empty `<think>\n\n</think>\n\n`; think blocks of earlier
+  assistant turns are stripped; `reasoning_content` is rendered.
+- generation_config.json carries Qwen3's sampling defaults (temperature 0.6,
+  top_k 20, top_p 0.95), so a server that applies them (vLLM without
+  `--generation-config vllm`) samples differently here as with Qwen3.
+
+    python -m parley_trainer.tiny_model --out models/tiny --seed 0
 """
 
 from __future__ import annotations
 
 import argparse
 import glob
+import importlib.util
 import json
 import os
 import shutil
@@ -22,23 +38,48 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 
 ENDOFTEXT = "<|endoftext|>"
 IM_START = "<|im_start|>"
 IM_END = "<|im_end|>"
+THINK = "<think>"
+END_THINK = "</think>"
+# Special (skipped by skip_special_tokens), as in Qwen3.
 SPECIAL_TOKENS = [ENDOFTEXT, IM_START, IM_END]
+# Added but not special, as in Qwen3 (its template emits all of them).
+ADDED_TOKENS = [THINK, END_THINK, "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]
 
-# ChatML, as Qwen renders it. enable_thinking (a Qwen3 template kwarg) is
-# accepted and ignored: this model has no thinking mode.
-CHAT_TEMPLATE = (
-    "{%- for message in messages %}"
-    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
-    "{%- endfor %}"
-    "{%- if add_generation_prompt %}"
-    "{{- '<|im_start|>assistant\\n' }}"
-    "{%- endif %}"
-)
+# Where Qwen3's chat template is read from: a file shipped in trl's wheel.
+TEMPLATE_PACKAGE = "trl"
+TEMPLATE_FILE = "chat_templates/qwen3.jinja"
+
+# Qwen3's generation_config.json sampling defaults.
+QWEN3_SAMPLING = {"do_sample": True, "temperature": 0.6, "top_k": 20, "top_p": 0.95}
+
+
+class TemplateNotFound(RuntimeError):
+    """The package that ships Qwen3's chat template is not installed."""
+
+
+def read_chat_template(package: str = TEMPLATE_PACKAGE, relpath: str = TEMPLATE_FILE) -> str:
+    """Qwen3's chat template, read from the file the installed package ships
+    (without importing the package)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise TemplateNotFound(
+            f"Qwen3's chat template is read from the {package!r} package ({package}/{relpath}), "
+            f"which is not installed: run `bash scripts/setup_venv.sh` (scripts/requirements.txt pins it)"
+        )
+    for root in spec.submodule_search_locations:
+        path = Path(root) / relpath
+        if path.is_file():
+            return path.read_text(encoding="utf-8")
+    raise TemplateNotFound(
+        f"{package} is installed at {list(spec.submodule_search_locations)} but has no {relpath}: "
+        f"install the version scripts/requirements.txt pins (`bash scripts/setup_venv.sh`)"
+    )
+
 
 BUILTIN_TEXT = """\
 Two colleagues disagree about how to share credit for a project that went well.
@@ -100,6 +141,8 @@ def read_corpus(files: list[Path]) -> list[str]:
     """
     texts: list[str] = [line for line in BUILTIN_TEXT.splitlines() if line.strip()]
     texts += ["system", "user", "assistant"]
+    # Blank lines, as chat templates and paragraphs have them (Qwen3 has "\n\n" as one token).
+    texts += ["First paragraph.\n\nSecond paragraph.\n\n"] * 8
     for path in files:
         with open(path, encoding="utf-8") as f:
             for line in f:
@@ -117,7 +160,8 @@ def read_corpus(files: list[Path]) -> list[str]:
 
 
 def train_tokenizer(texts: list[str], vocab_size: int):  # -> tokenizers.Tokenizer
-    """Train a byte-level BPE tokenizer with the ChatML special tokens."""
+    """Train a byte-level BPE tokenizer; the special tokens come first (ids
+    0..2), the other added tokens are appended later."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
@@ -158,6 +202,7 @@ def make_tiny_model(
 
     hf_logging.disable_progress_bar()
     out_path = Path(out).resolve()
+    chat_template = read_chat_template()
     texts = read_corpus(corpus_files(corpus))
     raw_tok = train_tokenizer(texts, vocab_size)
 
@@ -167,10 +212,15 @@ def make_tiny_model(
         pad_token=ENDOFTEXT,
         unk_token=None,
         bos_token=None,
+        # Qwen3 lists these as additional special tokens
+        extra_special_tokens=[IM_START, IM_END],
         model_max_length=max_position_embeddings,
         clean_up_tokenization_spaces=False,
     )
-    tokenizer.chat_template = CHAT_TEMPLATE
+    from tokenizers import AddedToken
+
+    tokenizer.add_tokens([AddedToken(t, special=False, normalized=False) for t in ADDED_TOKENS])
+    tokenizer.chat_template = chat_template
     vocab = len(tokenizer)
     endoftext_id = tokenizer.convert_tokens_to_ids(ENDOFTEXT)
     im_end_id = tokenizer.convert_tokens_to_ids(IM_END)
@@ -200,6 +250,7 @@ def make_tiny_model(
         bos_token_id=endoftext_id,
         eos_token_id=[im_end_id, endoftext_id],
         pad_token_id=endoftext_id,
+        **QWEN3_SAMPLING,
     )
 
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -208,11 +259,12 @@ def make_tiny_model(
         model.save_pretrained(tmp, safe_serialization=True)
         gen.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        # Keep the template inside tokenizer_config.json as well as in
-        # chat_template.jinja, for loaders that read only the former.
+        # Keep the template inside tokenizer_config.json (where Qwen3 has
+        # it) as well as in chat_template.jinja, for loaders that read only
+        # the former.
         cfg_path = tmp / "tokenizer_config.json"
         tcfg = json.loads(cfg_path.read_text(encoding="utf-8"))
-        tcfg["chat_template"] = CHAT_TEMPLATE
+        tcfg["chat_template"] = chat_template
         # "TokenizersBackend" is transformers 5's name; older transformers
         # (as bundled with some vLLM releases) know only this one.
         tcfg["tokenizer_class"] = "PreTrainedTokenizerFast"
@@ -243,6 +295,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--intermediate-size", type=int, default=256)
     p.add_argument("--max-position-embeddings", type=int, default=4096)
     a = p.parse_args(argv)
+    try:
+        read_chat_template()
+    except TemplateNotFound as e:
+        print(f"tiny_model: {e}", file=sys.stderr)
+        return 1
     path = make_tiny_model(
         a.out,
         seed=a.seed,

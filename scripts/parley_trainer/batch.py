@@ -1,5 +1,12 @@
 """Reading and validating one step's batch: the parquet file of the batch
-contract (schema version 1) and its .ready marker.
+contract (schema versions 1 and 2) and its .ready marker.
+
+Version 2 added two columns: kind (string: "dialogue" or "final") and
+advantage (float: the role's scalar advantage, the value on every mask-1
+token of advantages). The trainer checks their types and that advantage is
+finite, and trains on the per-token advantages as before (parley's writer
+does not check kind's values or advantage against advantages, so neither
+does the reader). Version 1 files are still read.
 
 Errors are BatchError and name the column (with the type found and the type
 wanted) or the row (counted from 0).
@@ -18,7 +25,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # the version written (write_batch)
+MIN_SCHEMA_VERSION = 1  # the oldest version read
 SCHEMA_VERSION_KEY = b"schema_version"
 
 STRING_COLUMNS = ("run_id", "sample_id", "group_id", "rollout_id", "prompt_id", "env", "role")
@@ -26,6 +34,22 @@ INT32_COLUMNS = ("step", "policy_version")
 FLOAT32_COLUMNS = ("reward", "temperature")
 LIST_COLUMNS = ("input_ids", "loss_mask", "inference_logprobs", "advantages")
 REQUIRED_COLUMNS = STRING_COLUMNS + INT32_COLUMNS + LIST_COLUMNS + FLOAT32_COLUMNS
+# Added in version 2.
+V2_STRING_COLUMNS = ("kind",)
+V2_FLOAT32_COLUMNS = ("advantage",)
+# kind's values as parley writes them (not enforced: the trainer does not use
+# kind, and parley's writer does not check it either)
+KINDS = ("dialogue", "final")
+
+
+def required_columns(version: int) -> tuple[str, ...]:
+    """The columns a batch of this schema version must have."""
+    return REQUIRED_COLUMNS + (V2_STRING_COLUMNS + V2_FLOAT32_COLUMNS if version >= 2 else ())
+
+
+def _check_version(v: int, where: str) -> None:
+    if not MIN_SCHEMA_VERSION <= v <= SCHEMA_VERSION:
+        raise BatchError(f"{where}: schema_version {v}, want {MIN_SCHEMA_VERSION} to {SCHEMA_VERSION}")
 
 
 class BatchError(ValueError):
@@ -61,8 +85,7 @@ class Ready:
         sha = obj.get("sha256", "")
         if not isinstance(sha, str):
             raise BatchError(f"ready marker: sha256 is {sha!r}, want a string")
-        if vals["schema_version"] != SCHEMA_VERSION:
-            raise BatchError(f"ready marker: schema_version {vals['schema_version']}, want {SCHEMA_VERSION}")
+        _check_version(vals["schema_version"], "ready marker")
         return cls(sha256=sha.lower(), **vals)
 
     def to_dict(self) -> dict[str, Any]:
@@ -90,6 +113,7 @@ class Sequence:
     sample_id: str = ""
     group_id: str = ""
     role: str = ""
+    kind: str = ""  # version 2: dialogue or final
 
     def __len__(self) -> int:
         return int(self.input_ids.shape[0])
@@ -139,13 +163,15 @@ def _list_value_type(t: pa.DataType) -> pa.DataType | None:
     return None
 
 
-def check_schema(schema: pa.Schema) -> None:
-    """Check the contract's columns and types; extra columns are allowed."""
+def check_schema(schema: pa.Schema, version: int = SCHEMA_VERSION) -> None:
+    """Check the contract's columns and types for a schema version; extra
+    columns are allowed."""
     names = set(schema.names)
-    for col in REQUIRED_COLUMNS:
+    for col in required_columns(version):
         if col not in names:
-            raise BatchError(f"column {col}: missing")
-    for col in STRING_COLUMNS:
+            raise BatchError(f"column {col}: missing (schema version {version})")
+    v2 = version >= 2
+    for col in STRING_COLUMNS + (V2_STRING_COLUMNS if v2 else ()):
         t = schema.field(col).type
         if not _is_string(t):
             raise BatchError(f"column {col}: type {_type_name(t)}, want string")
@@ -153,7 +179,7 @@ def check_schema(schema: pa.Schema) -> None:
         t = schema.field(col).type
         if not pa.types.is_int32(t):
             raise BatchError(f"column {col}: type {_type_name(t)}, want int32")
-    for col in FLOAT32_COLUMNS:
+    for col in FLOAT32_COLUMNS + (V2_FLOAT32_COLUMNS if v2 else ()):
         t = schema.field(col).type
         if not pa.types.is_float32(t):
             raise BatchError(f"column {col}: type {_type_name(t)}, want float")
@@ -213,11 +239,18 @@ def parse_batch(data: bytes, ready: Ready | None = None, vocab_size: int | None 
         raise BatchError(f"not a parquet file: {e}") from e
     meta = pf.schema_arrow.metadata or {}
     if SCHEMA_VERSION_KEY not in meta:
-        raise BatchError(f"no {SCHEMA_VERSION_KEY.decode()!r} key-value metadata (want {SCHEMA_VERSION})")
-    if meta[SCHEMA_VERSION_KEY] != str(SCHEMA_VERSION).encode():
-        raise BatchError(f"schema_version {meta[SCHEMA_VERSION_KEY].decode()!r}, want {SCHEMA_VERSION}")
-    check_schema(pf.schema_arrow)
-    table = pf.read(columns=list(REQUIRED_COLUMNS))
+        raise BatchError(f"no {SCHEMA_VERSION_KEY.decode()!r} key-value metadata (want {MIN_SCHEMA_VERSION} to {SCHEMA_VERSION})")
+    raw = meta[SCHEMA_VERSION_KEY].decode(errors="replace")
+    try:
+        version = int(raw)
+    except ValueError:
+        raise BatchError(f"schema_version {raw!r}, want {MIN_SCHEMA_VERSION} to {SCHEMA_VERSION}") from None
+    _check_version(version, "parquet metadata")
+    if ready is not None and ready.schema_version != version:
+        raise BatchError(f"step {ready.step}: the file's schema_version {version} differs from the ready marker's {ready.schema_version}")
+    check_schema(pf.schema_arrow, version)
+    cols = required_columns(version)
+    table = pf.read(columns=list(cols))
     n = table.num_rows
     if n == 0:
         # A step whose groups were all dropped: nothing to train, but the
@@ -232,6 +265,8 @@ def parse_batch(data: bytes, ready: Ready | None = None, vocab_size: int | None 
     rewards = _scalar_column(table, "reward")
     temps = _scalar_column(table, "temperature")
     lists = {c: _list_column(table, c) for c in LIST_COLUMNS}
+    kinds = _scalar_column(table, "kind") if version >= 2 else [""] * n
+    scalar_adv = _scalar_column(table, "advantage") if version >= 2 else None
 
     ids_off = lists["input_ids"][0]
     for c in LIST_COLUMNS[1:]:
@@ -289,6 +324,8 @@ def parse_batch(data: bytes, ready: Ready | None = None, vocab_size: int | None 
             raise BatchError(f"column inference_logprobs: row {r} has a positive logprob on a masked token")
         if not np.isfinite(adv[on]).all():
             raise BatchError(f"column advantages: row {r} has a non-finite advantage on a masked token")
+        if scalar_adv is not None and not math.isfinite(scalar_adv[r]):
+            raise BatchError(f"column advantage: row {r} is {scalar_adv[r]}, want a finite value")
         t = float(temps[r])
         if not math.isfinite(t) or t < 0:
             raise BatchError(f"column temperature: row {r} is {t}, want a finite value >= 0")
@@ -303,36 +340,52 @@ def parse_batch(data: bytes, ready: Ready | None = None, vocab_size: int | None 
                 sample_id=strings["sample_id"][r],
                 group_id=strings["group_id"][r],
                 role=strings["role"][r],
+                kind=kinds[r],
             )
         )
     pv = ready.policy_version if ready is not None else int(versions[0])
     return Batch(step=step, policy_version=pv, run_id=strings["run_id"][0], sequences=seqs)
 
 
-# Arrow schema of the contract, for writing batches (tests, tools).
-ARROW_SCHEMA = pa.schema(
-    [(c, pa.string()) for c in ("run_id", "sample_id", "group_id", "rollout_id", "prompt_id")]
-    + [("step", pa.int32()), ("policy_version", pa.int32()), ("env", pa.string()), ("role", pa.string())]
-    + [
-        ("input_ids", pa.list_(pa.int32())),
-        ("loss_mask", pa.list_(pa.int8())),
-        ("inference_logprobs", pa.list_(pa.float32())),
-        ("advantages", pa.list_(pa.float32())),
-        ("reward", pa.float32()),
-        ("temperature", pa.float32()),
-    ],
-    metadata={SCHEMA_VERSION_KEY: str(SCHEMA_VERSION).encode()},
-)
+def arrow_schema(version: int = SCHEMA_VERSION) -> pa.Schema:
+    """The Arrow schema of the contract at a version, for writing batches
+    (tests, tools)."""
+    return pa.schema(
+        [(c, pa.string()) for c in ("run_id", "sample_id", "group_id", "rollout_id", "prompt_id")]
+        + [("step", pa.int32()), ("policy_version", pa.int32()), ("env", pa.string()), ("role", pa.string())]
+        + ([("kind", pa.string())] if version >= 2 else [])
+        + [
+            ("input_ids", pa.list_(pa.int32())),
+            ("loss_mask", pa.list_(pa.int8())),
+            ("inference_logprobs", pa.list_(pa.float32())),
+            ("advantages", pa.list_(pa.float32())),
+            ("reward", pa.float32()),
+        ]
+        + ([("advantage", pa.float32())] if version >= 2 else [])
+        + [("temperature", pa.float32())],
+        metadata={SCHEMA_VERSION_KEY: str(version).encode()},
+    )
 
 
-def write_batch(run_dir: str, step: int, policy_version: int, rows: list[dict[str, Any]]) -> Ready:
+ARROW_SCHEMA = arrow_schema()
+
+
+def write_batch(run_dir: str, step: int, policy_version: int, rows: list[dict[str, Any]], version: int = SCHEMA_VERSION) -> Ready:
     """Write batches/step-N.parquet and its .ready marker as parley does
-    (zstd, temp name then rename, marker last). For tests and tools.
+    (zstd, temp name then rename, marker last), at a schema version. For
+    tests and tools.
 
     Each row is a dict with at least input_ids, loss_mask,
-    inference_logprobs and advantages; other columns get defaults.
+    inference_logprobs and advantages; other columns get defaults (version
+    2: kind "dialogue", advantage the value on the first mask-1 token).
     """
     import os
+
+    def scalar_advantage(r: dict[str, Any]) -> float:
+        for a, m in zip(r["advantages"], r["loss_mask"]):
+            if m:
+                return float(a)
+        return 0.0
 
     full = []
     for i, r in enumerate(rows):
@@ -355,7 +408,10 @@ def write_batch(run_dir: str, step: int, policy_version: int, rows: list[dict[st
                 "temperature": float(r.get("temperature", 1.0)),
             }
         )
-    table = pa.Table.from_pylist(full, schema=ARROW_SCHEMA)
+        if version >= 2:
+            full[-1]["kind"] = r.get("kind", "dialogue")
+            full[-1]["advantage"] = float(r.get("advantage", scalar_advantage(r)))
+    table = pa.Table.from_pylist(full, schema=arrow_schema(version))
     bdir = os.path.join(run_dir, "batches")
     os.makedirs(bdir, exist_ok=True)
     name = f"step-{step:06d}"
@@ -364,7 +420,7 @@ def write_batch(run_dir: str, step: int, policy_version: int, rows: list[dict[st
     data = sink.getvalue()
     _write_atomic(os.path.join(bdir, name + ".parquet"), data)
     ready = Ready(
-        schema_version=SCHEMA_VERSION,
+        schema_version=version,
         step=step,
         policy_version=policy_version,
         rows=len(full),

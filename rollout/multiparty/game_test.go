@@ -583,6 +583,7 @@ func TestFixtureEpisode(t *testing.T) {
 	// (65−60) + (56−55) + (38−40) + (50−45) = 9; per honest party 2.25.
 	near("surplus", e.Surplus, 9)
 	near("honest surplus", e.HonestSurplus, 2.25)
+	near("trained surplus", e.TrainedSurplus, 2.25) // the four honest roles are trained
 	// Hard bargainers' votes on others' proposals: hb1 NO, hb2 YES (r1);
 	// hb1 YES, hb2 NO (r2); hb2 YES (r4; hb1 proposed): 2 NO of 5.
 	near("HB rejection", e.HBRejection, 0.4)

@@ -44,6 +44,9 @@ type Episode struct {
 	// deal, 0 without; HonestSurplus the same per honest party (the mean).
 	Surplus       float64 `json:"surplus"`
 	HonestSurplus float64 `json:"honest_surplus"`
+	// TrainedSurplus is HonestSurplus over the honest parties being
+	// trained only (NaN when none is).
+	TrainedSurplus float64 `json:"trained_surplus"`
 	// HBRejection is the share of the hard bargainers' votes on others'
 	// proposals that were NO (abstentions left out).
 	HBRejection float64 `json:"hb_rejection"`
@@ -75,7 +78,7 @@ func MeasureEpisode(r *dataset.Rollout) (Episode, error) {
 	}
 	nan := math.NaN()
 	e := Episode{Series: r.Series, Game: o.Game, Type: o.Type, Condition: o.Trust.Label(), Settings: o.Trust,
-		RoundsPerDeal: nan, HBRejection: nan, Convergence: nan,
+		RoundsPerDeal: nan, HBRejection: nan, Convergence: nan, TrainedSurplus: nan,
 		Detection: nan, Misidentification: nan, Separation: nan, HonestTrust: nan, AdversaryTrust: nan}
 	e.Model = honestModel(r, o)
 	honest := 0
@@ -96,6 +99,16 @@ func MeasureEpisode(r *dataset.Rollout) (Episode, error) {
 			}
 		}
 		e.HonestSurplus = e.Surplus / float64(honest)
+	}
+	var trained, trainedSum float64
+	for _, ro := range r.Roles {
+		if ro.Trained && o.Honest(ro.Role) {
+			trained++
+			trainedSum += float64(o.Result(ro.Role).Surplus)
+		}
+	}
+	if trained > 0 {
+		e.TrainedSurplus = trainedSum / trained
 	}
 	e.measureRounds(o)
 	if o.TrustAfter != nil {

@@ -307,11 +307,15 @@ func trainingCurve(b *strings.Builder, gs []game, dir string) error {
 		}
 		return
 	}
-	x, y, lo, hi := curve(1, func(g game) float64 { return g.HonestSurplus })
+	x, y, _, _ := curve(1, func(g game) float64 { return g.HonestSurplus })
+	xt, yt, lot, hit := curve(1, func(g game) float64 { return g.TrainedSurplus })
 	xa, ya, loa, hia := curve(100, func(g game) float64 { return g.Agree })
 	panels := []figure.Panel{
-		{Title: "Honest parties' mean utility above BATNA", XLabel: "Training step", YLabel: "Utility − BATNA (0 without a deal)", Legend: "none",
-			Lines: []figure.BandLine{{X: x, Y: y, Lo: lo, Hi: hi, Color: figure.Palette(0)}}},
+		{Title: "Honest parties' mean utility above BATNA", XLabel: "Training step", YLabel: "Utility − BATNA (0 without a deal)",
+			Lines: []figure.BandLine{
+				{Label: "trained honest parties", X: xt, Y: yt, Lo: lot, Hi: hit, Color: figure.Palette(0)},
+				{Label: "all honest parties", X: x, Y: y, Color: figure.Palette(7), Dashed: true, HideBand: true},
+			}},
 		{Title: "Agreement rate", XLabel: "Training step", YLabel: "Agreement (%)", Legend: "none",
 			Lines: []figure.BandLine{{X: xa, Y: ya, Lo: loa, Hi: hia, Color: figure.Palette(2)}}},
 	}
@@ -319,6 +323,6 @@ func trainingCurve(b *strings.Builder, gs []game, dir string) error {
 	if err := figure.WritePanels(filepath.Join(dir, name), panels, 2, panelW, panelH); err != nil {
 		return err
 	}
-	fmt.Fprintf(b, "![Training](%s)\n\n*Training: honest parties' mean utility above BATNA (each party's surplus with a deal, 0 without) and the agreement rate, per step; shading is the 95%% interval over the step's games.*\n\n", name)
+	fmt.Fprintf(b, "![Training](%s)\n\n*Training: the trained honest parties' mean utility above BATNA (each party's surplus with a deal, 0 without; the dashed line is every honest party's, scripted ones included) and the agreement rate, per step; shading is the 95%% interval over the step's games.*\n\n", name)
 	return nil
 }

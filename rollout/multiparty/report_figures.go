@@ -180,7 +180,7 @@ func figure10(b *strings.Builder, gs []game, typ, dir string) error {
 	tl := scenario.TypeLabel(typ)
 	bc := figure.BarChart{Title: "Acceptance of BATNA-meeting proposals by trust in the proposer (" + tl + ")", YLabel: "Acceptance (%)",
 		Groups: groups, Series: []string{"low trust (< 0.45)", "high trust (> 0.55)"}, Bars: [][]figure.Bar{bars[0], bars[1]}, YMin: 0, YMax: 110}
-	if err := bc.WritePNG(filepath.Join(dir, name), 120+110*len(groups), 440); err != nil {
+	if err := bc.WritePNG(filepath.Join(dir, name), max(640, 120+110*len(groups)), 440); err != nil {
 		return err
 	}
 	fmt.Fprintf(b, "![Figure 10 (%s)](%s)\n\n*Figure 10 (%s): honest parties' acceptance of others' proposals that meet their BATNA when their trust in the proposer is low (< 0.45) or high (> 0.55); the neutral band is left out; bars from fewer than three series are omitted; error bars are 95%% intervals over series.*\n\n", tl, name, tl)

@@ -172,8 +172,11 @@ func TestRepeatedResumesAfterKill(t *testing.T) {
 	got := t.TempDir()
 	rng := rand.New(rand.NewPCG(11, 11))
 	kills := 0
+	// A kill lands 0.6 to 1.6 s into a run, scaled up each time a run is
+	// killed before it records a game (a busy machine starts slowly).
+	scale, recorded := 1.0, 0
 	for attempt := 0; ; attempt++ {
-		if attempt > 40 {
+		if attempt > 60 {
 			t.Fatal("the series never finished")
 		}
 		cmd := exec.Command(os.Args[0], "-test.run=^TestRepeatedChild$")
@@ -188,10 +191,15 @@ func TestRepeatedResumesAfterKill(t *testing.T) {
 			if err != nil {
 				t.Fatalf("child: %v", err)
 			}
-		case <-time.After(time.Duration(600+rng.IntN(1000)) * time.Millisecond):
+		case <-time.After(time.Duration(scale*float64(600+rng.IntN(1000))) * time.Millisecond):
 			_ = cmd.Process.Kill()
 			<-done
 			kills++
+			if n := countRecords(got); n == recorded {
+				scale *= 1.5
+			} else {
+				recorded = n
+			}
 			continue
 		}
 		break
@@ -225,4 +233,10 @@ func TestRepeatedResumesAfterKill(t *testing.T) {
 		}
 	}
 	t.Logf("%d kills", kills)
+}
+
+// countRecords counts the game records under dir's series.
+func countRecords(dir string) int {
+	files, _ := filepath.Glob(filepath.Join(dir, "series", "*", "game-*.json"))
+	return len(files)
 }

@@ -93,7 +93,7 @@ func newGame(cfg config.Config, log *zap.Logger) (rollout.Game, func(), error) {
 // the configured split, and checks them for the configured game.
 func loadCurriculum(cfg config.Config) ([]dataset.Prompt, error) {
 	spec, _ := rollout.Lookup(cfg.Game.Env)
-	opts := dataset.LoadOptions{RequirePersonas: spec.Curriculum.RequirePersonas}
+	opts := dataset.LoadOptions{RequirePersonas: spec.Curriculum.RequirePersonas, Categories: spec.Curriculum.Categories}
 	if cfg.Curriculum.Personas != "" {
 		pairs, err := dataset.LoadPersonaPairs(cfg.Curriculum.Personas)
 		if err != nil {

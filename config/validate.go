@@ -232,7 +232,11 @@ func (c Config) validateCurriculum(k *checker) {
 	if c.Curriculum.Path == "" {
 		k.bad("curriculum.path", "must name a prompts file or builtin:dilemmas / builtin:open-ended")
 	}
-	k.mix("curriculum.mix", c.Curriculum.Mix, dataset.Categories)
+	cats := dataset.Categories
+	if spec, ok := rollout.Lookup(c.Game.Env); ok && len(spec.Curriculum.Categories) > 0 {
+		cats = append(slices.Clone(cats), spec.Curriculum.Categories...)
+	}
+	k.mix("curriculum.mix", c.Curriculum.Mix, cats)
 	if c.Curriculum.Split != "" {
 		k.oneOf("curriculum.split", c.Curriculum.Split, []string{"train", "eval"})
 	}

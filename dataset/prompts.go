@@ -85,6 +85,9 @@ type LoadOptions struct {
 	// Personas is the library persona_pair_id is resolved against; nil
 	// means PersonaLibrary().
 	Personas []PersonaPair
+	// Categories are categories a game's rows may carry beyond Categories
+	// (seed 002's scenario types, rollout.Curriculum.Categories).
+	Categories []string
 }
 
 // LoadPrompts reads and validates a curriculum. path is a JSON lines file
@@ -179,8 +182,8 @@ func (v *promptValidator) check(loc string, p *Prompt) error {
 	if p.Split == "" {
 		p.Split = SplitTrain
 	}
-	if !validCategory(p.Category) {
-		return fmt.Errorf("field category: unknown category %q (want one of %s)", p.Category, strings.Join(Categories, ", "))
+	if !validCategory(p.Category) && !slices.Contains(v.opts.Categories, p.Category) {
+		return fmt.Errorf("field category: unknown category %q (want one of %s)", p.Category, strings.Join(append(slices.Clone(Categories), v.opts.Categories...), ", "))
 	}
 	if a, b := p.Persona("A"), p.Persona("B"); a != "" || b != "" {
 		if err := checkPersonas("persona_a", "persona_b", a, b); err != nil {

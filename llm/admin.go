@@ -216,6 +216,52 @@ func (c *Client) UnloadLoRA(ctx context.Context, name string) error {
 	return summarize("llm.UnloadLoRA", "failed to unload "+name, errs)
 }
 
+// The adapter CheckLoRA asks a server to load: a path no server has.
+const (
+	loraCheckName = "parley-lora-check"
+	loraCheckPath = "/nonexistent/parley-lora-check"
+)
+
+// CheckLoRA checks, without an adapter, that every endpoint can load LoRA
+// adapters at run time, so that a server started without
+// VLLM_ALLOW_RUNTIME_LORA_UPDATING=True or --enable-lora is named before a
+// run samples and trains its first step, not when that step's adapter is
+// loaded. It asks each endpoint, once, to load an adapter from a path that
+// does not exist: "No adapter found" is the answer of a server that can
+// (the route exists and the engine tried); a missing route or "LoRA is not
+// enabled" fail with ErrLoRADisabled and the fix. A server that loads it
+// anyway (serve-sim checks no paths) has it unloaded. Other answers are
+// logged and not judged: the first real load will be.
+func (c *Client) CheckLoRA(ctx context.Context) error {
+	load, err := json.Marshal(loadLoRARequest{Name: loraCheckName, Path: loraCheckPath})
+	if err != nil {
+		return fmt.Errorf("llm.CheckLoRA: %w", err)
+	}
+	unload, err := json.Marshal(unloadLoRARequest{Name: loraCheckName})
+	if err != nil {
+		return fmt.Errorf("llm.CheckLoRA: %w", err)
+	}
+	errs := c.onEvery(func(_ int, ep *endpoint) error {
+		err := c.do(ctx, &call{method: http.MethodPost, path: pathLoadLoRA, body: load, pin: ep, maxAttempts: 1,
+			timeout: c.probeTimeout(), accept: isAlreadyLoaded, classify: loraCause})
+		switch {
+		case err == nil:
+			if uerr := c.do(ctx, &call{method: http.MethodPost, path: pathUnloadLoRA, body: unload, pin: ep, maxAttempts: 1,
+				timeout: c.probeTimeout(), accept: isAdapterNotFound}); uerr != nil {
+				c.log.Warn("llm: could not unload the LoRA check's adapter", zap.String("endpoint", ep.name), zap.Error(uerr))
+			}
+			return nil
+		case errors.Is(err, ErrAdapterNotFound):
+			return nil
+		case errors.Is(err, ErrLoRADisabled):
+			return err
+		}
+		c.log.Warn("llm: could not tell whether the server loads LoRA adapters at run time", zap.String("endpoint", ep.name), zap.Error(err))
+		return nil
+	})
+	return summarize("llm.CheckLoRA", "cannot load LoRA adapters", errs)
+}
+
 // isAlreadyLoaded recognises vLLM's 400 "The lora adapter 'x' has already
 // been loaded."
 func isAlreadyLoaded(e *APIError) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -91,6 +92,7 @@ func TestBadServers(t *testing.T) {
 	load := func(c *Client) error {
 		return c.LoadLoRA(context.Background(), "step-1", "/runs/r/checkpoints/step-000001")
 	}
+	checkLoRA := func(c *Client) error { return c.CheckLoRA(context.Background()) }
 
 	tests := []struct {
 		name     string
@@ -115,6 +117,10 @@ func TestBadServers(t *testing.T) {
 			[]string{"HTTP 404", "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True", "--enable-lora"}, 1},
 		{"LoRA not enabled (no --enable-lora)", with(map[string]fakeRoute{"/v1/load_lora_adapter": {500, vllmError(500, "InternalServerError", "Call to add_lora method failed: LoRA is not enabled. Use --enable-lora to enable LoRA.", nil)}}),
 			load, ErrLoRADisabled, []string{"--enable-lora --max-lora-rank"}, 1},
+		{"no LoRA routes: the check before a run", healthy, checkLoRA, ErrLoRADisabled,
+			[]string{"HTTP 404", "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True", "--enable-lora"}, 1},
+		{"LoRA not enabled: the check before a run", with(map[string]fakeRoute{"/v1/load_lora_adapter": {500, vllmError(500, "InternalServerError", "Call to add_lora method failed: LoRA is not enabled. Use --enable-lora to enable LoRA.", nil)}}),
+			checkLoRA, ErrLoRADisabled, []string{"--enable-lora --max-lora-rank"}, 1},
 		{"adapter path missing", with(map[string]fakeRoute{"/v1/load_lora_adapter": {404, vllmError(404, "NotFoundError", "Loading lora step-1 failed: No adapter found for /runs/r/checkpoints/step-000001", nil)}}),
 			load, ErrAdapterNotFound, []string{"No adapter found", "from /runs/r/checkpoints/step-000001", "same path"}, 1},
 		{"LoRA rank above --max-lora-rank", with(map[string]fakeRoute{"/v1/load_lora_adapter": {500, vllmError(500, "InternalServerError", "LoRA rank 32 is greater than max_lora_rank 16.", nil)}}),
@@ -152,6 +158,47 @@ func TestBadServers(t *testing.T) {
 			}
 			if d := time.Since(start); d > 2*time.Second {
 				t.Errorf("took %v to fail, want it at once", d)
+			}
+		})
+	}
+}
+
+// TestCheckLoRA: the check passes on a server that can load adapters at
+// run time, whatever it makes of the path that does not exist, and leaves
+// no adapter loaded.
+func TestCheckLoRA(t *testing.T) {
+	notFound := vllmError(404, "NotFoundError", "Loading lora parley-lora-check failed: No adapter found for /nonexistent/parley-lora-check", nil)
+	for _, tt := range []struct {
+		name       string
+		load       fakeRoute
+		wantUnload bool
+	}{
+		{"vLLM: no adapter at that path", fakeRoute{404, notFound}, false},
+		{"a server that checks no paths loads it", fakeRoute{200, "Success: LoRA adapter 'parley-lora-check' added successfully."}, true},
+		{"already loaded", fakeRoute{400, vllmError(400, "InvalidUserInput", "The lora adapter 'parley-lora-check' has already been loaded.", nil)}, true},
+		{"an answer it cannot read is not judged", fakeRoute{500, vllmError(500, "InternalServerError", "something else", nil)}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var unloads atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch r.URL.Path {
+				case pathLoadLoRA:
+					w.WriteHeader(tt.load.status)
+					io.WriteString(w, tt.load.body)
+				case pathUnloadLoRA:
+					unloads.Add(1)
+					io.WriteString(w, "Success")
+				default:
+					http.NotFound(w, r)
+				}
+			}))
+			defer srv.Close()
+			c := newTestClient(t, testOptions(srv.URL))
+			if err := c.CheckLoRA(context.Background()); err != nil {
+				t.Fatalf("CheckLoRA = %v", err)
+			}
+			if got := unloads.Load() > 0; got != tt.wantUnload {
+				t.Errorf("unloaded: %v, want %v", got, tt.wantUnload)
 			}
 		})
 	}

@@ -109,6 +109,8 @@ type endpoint struct {
 	transport   atomic.Int64 // transport errors
 	answered    atomic.Bool  // it has answered at least once (any status)
 	refusing    atomic.Bool  // its last attempt was refused and it has never answered
+	// h1 is the client's own HTTP/1.1 exchange with it; nil: net/http.
+	h1 *h1
 }
 
 func (e *endpoint) isDown(now int64) bool { return e.downUntil.Load() > now }
@@ -162,6 +164,11 @@ func New(opts Options) (*Client, error) {
 	if opts.APIKey != "" {
 		c.auth = "Bearer " + opts.APIKey
 	}
+	if opts.HTTPClient == nil {
+		for _, ep := range c.eps {
+			ep.h1 = newH1(ep.base, c.auth)
+		}
+	}
 	seed := opts.JitterSeed
 	if seed == 0 {
 		seed = time.Now().UnixNano()
@@ -182,6 +189,14 @@ func New(opts Options) (*Client, error) {
 	return c, nil
 }
 
+// transportBufferSize is the size of each connection's read and write
+// buffers. 16 KiB holds a whole turn's request or response in one system
+// call as often as 64 KiB did (measured: 2.05 reads and 1.0 writes per
+// request on the rollout benchmarks either way; 4 KiB costs 2.65 reads) at
+// a quarter of the memory: 32 KiB per connection, 160 MB for 5,000
+// connections instead of 640 MB.
+const transportBufferSize = 16 << 10
+
 // newTransport returns the one transport a Client shares across all its
 // endpoints and requests: many idle connections kept per host, no cap on
 // connections, no compression (token-id bodies are served uncompressed).
@@ -198,8 +213,8 @@ func newTransport() *http.Transport {
 		IdleConnTimeout:     90 * time.Second,
 		TLSHandshakeTimeout: 10 * time.Second,
 		DisableCompression:  true,
-		WriteBufferSize:     64 << 10,
-		ReadBufferSize:      64 << 10,
+		WriteBufferSize:     transportBufferSize,
+		ReadBufferSize:      transportBufferSize,
 	}
 }
 
@@ -235,6 +250,11 @@ func (c *Client) Close() {
 	c.wg.Wait()
 	if c.transport != nil {
 		c.transport.CloseIdleConnections()
+	}
+	for _, ep := range c.eps {
+		if ep.h1 != nil {
+			ep.h1.close()
+		}
 	}
 }
 

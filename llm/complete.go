@@ -24,13 +24,16 @@ func (c *Client) Complete(ctx context.Context, req CompletionRequest) ([]Complet
 	if err := validateCompletion(&req); err != nil {
 		return nil, fmt.Errorf("llm.Complete: %w", err)
 	}
-	body, sent := appendCompletionBody(make([]byte, 0, completionBodySize(&req)), &req)
+	buf := getBody(completionBodySize(&req))
+	body, sent := appendCompletionBody(buf.b, &req)
+	buf.b = body
 	want := max(req.N, 1)
 	var out []Completion
 	err := c.do(ctx, &call{
 		method:   http.MethodPost,
 		path:     pathCompletions,
 		body:     body,
+		pooled:   buf,
 		slot:     true,
 		classify: modelNotServed,
 		handle: func(b []byte) error {

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
+	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,6 +27,10 @@ const maxResponseBytes = 256 << 20
 type call struct {
 	method, path string
 	body         []byte
+	// pooled, when set, is the pooled buffer body was written to (by
+	// getBody): it goes back to the pool when the call and the transport
+	// are done with it (see sharedBody).
+	pooled *bodyBuf
 	// pin sends every attempt to this endpoint instead of balancing.
 	pin *endpoint
 	// slot makes each attempt hold one of the endpoint's concurrency slots.
@@ -40,6 +47,8 @@ type call struct {
 	// classify recognises an error status whose cause no retry can cure
 	// and returns the final error naming it (nil: the usual retry rules).
 	classify func(*APIError) error
+	// shared is the pooled body's reference count while do runs.
+	shared *sharedBody
 }
 
 // bufPool holds response buffers.
@@ -55,11 +64,76 @@ func putBuf(b *bytes.Buffer) {
 	bufPool.Put(b)
 }
 
+// bodyPool holds the buffers of the hot requests' bodies (completions and
+// tokenizations: a prompt's token ids, a conversation), which would
+// otherwise be a third of the client's allocation.
+var bodyPool sync.Pool // of *bodyBuf
+
+// bodyBuf is a pooled body buffer.
+type bodyBuf struct{ b []byte }
+
+// maxPooledBody bounds the capacity of a buffer kept in bodyPool.
+const maxPooledBody = 1 << 20
+
+// getBody returns a pooled buffer, empty, with room for at least n bytes.
+func getBody(n int) *bodyBuf {
+	p, _ := bodyPool.Get().(*bodyBuf)
+	if p == nil {
+		p = &bodyBuf{}
+	}
+	if cap(p.b) < n {
+		p.b = make([]byte, 0, max(n, 2*cap(p.b)))
+	}
+	p.b = p.b[:0]
+	return p
+}
+
+// sharedBody is a pooled request body shared by a call and its attempts.
+// The transport writes an attempt's body in its own goroutine, and may
+// still be doing so after the response has come back (an early answer, a
+// timeout); the buffer goes back to the pool only when the call has ended
+// and the transport has finished writing every attempt that it began to
+// write (httptrace's WroteRequest): one reference for the call, one per
+// attempt. An attempt the transport never reports on keeps its reference,
+// and the buffer is left to the garbage collector.
+//
+// The body stays a *bytes.Reader: the transport writes a body it knows to
+// be in memory together with the headers, in one system call (a reader of
+// another type gets the headers flushed first: two).
+type sharedBody struct {
+	buf  *bodyBuf
+	refs atomic.Int32
+}
+
+func (s *sharedBody) release() {
+	if s.refs.Add(-1) == 0 && cap(s.buf.b) <= maxPooledBody {
+		bodyPool.Put(s.buf)
+	}
+}
+
+// traceWrite returns ctx with a trace that releases one reference of s
+// when the transport has written the request (or failed to), once.
+func (s *sharedBody) traceWrite(ctx context.Context) context.Context {
+	s.refs.Add(1)
+	var done atomic.Bool
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+		if !done.Swap(true) {
+			s.release()
+		}
+	}})
+}
+
 // do runs cl with retries and returns nil or an error ready to be wrapped
 // with the caller's operation name.
 func (c *Client) do(ctx context.Context, cl *call) error {
 	if c.closed.Load() {
 		return ErrClosed
+	}
+	if cl.pooled != nil {
+		shared := &sharedBody{buf: cl.pooled}
+		shared.refs.Store(1)
+		cl.shared = shared
+		defer shared.release()
 	}
 	c.stats.requests.Add(1)
 	maxAttempts := c.maxAttempts
@@ -141,38 +215,20 @@ func (c *Client) attempt(ctx context.Context, ep *endpoint, cl *call) (time.Dura
 	if cl.timeout > 0 {
 		timeout = cl.timeout
 	}
-	actx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var body io.Reader
-	if cl.body != nil {
-		body = bytes.NewReader(cl.body)
-	}
-	req, err := http.NewRequestWithContext(actx, cl.method, ep.base+cl.path, body)
-	if err != nil {
-		return -1, false, err
-	}
-	if cl.body != nil {
-		req.Header["Content-Type"] = jsonContentType
-	}
-	if c.auth != "" {
-		req.Header["Authorization"] = []string{c.auth}
-	}
 	c.stats.attempts.Add(1)
 	ep.attempts.Add(1)
-	resp, err := c.hc.Do(req)
+	var ans answer
+	var timedOut bool
+	var err error
+	if ep.h1 != nil {
+		ans, timedOut, err = c.exchangeH1(ctx, ep, cl, timeout)
+	} else {
+		ans, timedOut, err = c.exchangeHTTP(ctx, ep, cl, timeout)
+	}
 	if err != nil {
-		return c.transportFailure(ctx, actx, ep, cl, timeout, err)
+		return c.transportFailure(ctx, timedOut, ep, cl, timeout, err)
 	}
-	buf := bufPool.Get().(*bytes.Buffer)
-	defer putBuf(buf)
-	if n := resp.ContentLength; n > 0 && n <= maxResponseBytes {
-		buf.Grow(int(n))
-	}
-	_, err = buf.ReadFrom(io.LimitReader(resp.Body, maxResponseBytes))
-	resp.Body.Close()
-	if err != nil {
-		return c.transportFailure(ctx, actx, ep, cl, timeout, fmt.Errorf("reading the response: %w", err))
-	}
+	defer ans.release()
 	if ep.consecErrs.Load() != 0 {
 		ep.consecErrs.Store(0)
 	}
@@ -182,17 +238,17 @@ func (c *Client) attempt(ctx context.Context, ep *endpoint, cl *call) (time.Dura
 	if ep.refusing.Load() {
 		ep.refusing.Store(false)
 	}
-	c.stats.countStatus(resp.StatusCode)
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+	c.stats.countStatus(ans.status)
+	if ans.status >= 200 && ans.status < 300 {
 		if cl.handle == nil {
 			return -1, false, nil
 		}
-		if err := cl.handle(buf.Bytes()); err != nil {
+		if err := cl.handle(ans.body); err != nil {
 			return -1, false, fmt.Errorf("response from %s: %w", ep.name, err)
 		}
 		return -1, false, nil
 	}
-	apiErr := parseAPIError(ep.name, cl.path, resp.StatusCode, buf.Bytes())
+	apiErr := parseAPIError(ep.name, cl.path, ans.status, ans.body)
 	if cl.accept != nil && cl.accept(apiErr) {
 		return -1, false, nil
 	}
@@ -208,14 +264,77 @@ func (c *Client) attempt(ctx context.Context, ep *endpoint, cl *call) (time.Dura
 			return -1, false, err
 		}
 	}
-	again := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500
+	again := ans.status == http.StatusTooManyRequests || ans.status >= 500
 	retryAfter := time.Duration(-1)
-	if again {
-		if d, ok := retry.After(resp.Header, time.Now()); ok {
+	if again && ans.header != nil {
+		if d, ok := retry.After(ans.header, time.Now()); ok {
 			retryAfter = d
 		}
 	}
 	return retryAfter, again, apiErr
+}
+
+// answer is a complete response: its status, headers (the Retry-After
+// ones at least; nil when there are none), and body, valid until release.
+type answer struct {
+	status  int
+	header  http.Header
+	body    []byte
+	release func()
+}
+
+// exchangeH1 makes one exchange with the client's own HTTP/1.1 code (see
+// h1). timedOut says whether an error is the attempt's timeout.
+func (c *Client) exchangeH1(ctx context.Context, ep *endpoint, cl *call, timeout time.Duration) (answer, bool, error) {
+	resp, err := ep.h1.do(ctx, time.Now().Add(timeout), cl.method, cl.path, cl.body)
+	if err != nil {
+		return answer{}, ctx.Err() == nil && errors.Is(err, os.ErrDeadlineExceeded), err
+	}
+	ans := answer{status: resp.status, header: resp.header, release: resp.release}
+	if resp.body != nil {
+		ans.body = resp.body.b
+	}
+	return ans, false, nil
+}
+
+// exchangeHTTP makes one exchange through net/http. timedOut says whether
+// an error is the attempt's timeout.
+func (c *Client) exchangeHTTP(ctx context.Context, ep *endpoint, cl *call, timeout time.Duration) (answer, bool, error) {
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var body io.Reader
+	if cl.body != nil {
+		body = bytes.NewReader(cl.body)
+	}
+	rctx := actx
+	if cl.shared != nil {
+		rctx = cl.shared.traceWrite(actx)
+	}
+	req, err := http.NewRequestWithContext(rctx, cl.method, ep.base+cl.path, body)
+	if err != nil {
+		return answer{}, false, err
+	}
+	if cl.body != nil {
+		req.Header["Content-Type"] = jsonContentType
+	}
+	if c.auth != "" {
+		req.Header["Authorization"] = []string{c.auth}
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return answer{}, errors.Is(actx.Err(), context.DeadlineExceeded), err
+	}
+	buf := bufPool.Get().(*bytes.Buffer)
+	if n := resp.ContentLength; n > 0 && n <= maxResponseBytes {
+		buf.Grow(int(n))
+	}
+	_, err = buf.ReadFrom(io.LimitReader(resp.Body, maxResponseBytes))
+	resp.Body.Close()
+	if err != nil {
+		putBuf(buf)
+		return answer{}, errors.Is(actx.Err(), context.DeadlineExceeded), fmt.Errorf("reading the response: %w", err)
+	}
+	return answer{status: resp.StatusCode, header: resp.Header, body: buf.Bytes(), release: func() { putBuf(buf) }}, false, nil
 }
 
 var jsonContentType = []string{"application/json"}
@@ -223,7 +342,7 @@ var jsonContentType = []string{"application/json"}
 // transportFailure classifies a failed exchange: the caller's context ends
 // the call; anything else (refused, reset, EOF, attempt timeout) is retried
 // and counts toward taking the endpoint out of rotation.
-func (c *Client) transportFailure(ctx, actx context.Context, ep *endpoint, cl *call, timeout time.Duration, err error) (time.Duration, bool, error) {
+func (c *Client) transportFailure(ctx context.Context, timedOut bool, ep *endpoint, cl *call, timeout time.Duration, err error) (time.Duration, bool, error) {
 	if ctx.Err() != nil {
 		return -1, false, ctx.Err()
 	}
@@ -231,7 +350,7 @@ func (c *Client) transportFailure(ctx, actx context.Context, ep *endpoint, cl *c
 	ep.transport.Add(1)
 	again := true
 	switch {
-	case errors.Is(actx.Err(), context.DeadlineExceeded):
+	case timedOut:
 		c.stats.timeouts.Add(1)
 		err = fmt.Errorf("%s %s on %s: no complete response within %v (attempt timeout; server hung or overloaded): %w",
 			cl.method, cl.path, ep.name, timeout, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/parleyhq/parley/internal/jsonfast"
 )
@@ -66,15 +67,19 @@ func (c *Client) Tokenize(ctx context.Context, req TokenizeRequest) (TokenizeRes
 	if len(req.Messages) == 0 {
 		return TokenizeResult{}, errors.New("llm.Tokenize: no messages")
 	}
-	body, err := json.Marshal(&req)
+	buf := getBody(tokenizeBodySize(&req))
+	body, err := appendTokenizeBody(buf.b, &req)
 	if err != nil {
+		bodyPool.Put(buf)
 		return TokenizeResult{}, fmt.Errorf("llm.Tokenize: encoding the request: %w", err)
 	}
+	buf.b = body
 	var out TokenizeResult
 	err = c.do(ctx, &call{
 		method:   http.MethodPost,
 		path:     pathTokenize,
 		body:     body,
+		pooled:   buf,
 		slot:     true,
 		classify: modelNotServed,
 		handle: func(b []byte) error {
@@ -87,6 +92,67 @@ func (c *Client) Tokenize(ctx context.Context, req TokenizeRequest) (TokenizeRes
 		return TokenizeResult{}, fmt.Errorf("llm.Tokenize: %w", err)
 	}
 	return out, nil
+}
+
+// tokenizeBodySize estimates the encoded size of req.
+func tokenizeBodySize(req *TokenizeRequest) int {
+	n := 128 + len(req.Model)
+	for _, m := range req.Messages {
+		n += 48 + len(m.Role) + len(m.Content) + len(m.Content)/16
+		if m.Reasoning != nil {
+			n += 48 + 2*len(*m.Reasoning)
+		}
+	}
+	return n
+}
+
+// appendTokenizeBody appends the JSON body of req to b: what
+// json.Marshal(req) writes (Message.MarshalJSON for each message), with
+// the strings escaped by jsonfast.AppendString (no HTML escaping) instead
+// of reflection and a re-validation of each message. Only the chat
+// template kwargs, a small map, go through encoding/json.
+func appendTokenizeBody(b []byte, req *TokenizeRequest) ([]byte, error) {
+	b = append(b, '{')
+	if req.Model != "" {
+		b = append(b, `"model":`...)
+		b = jsonfast.AppendString(b, req.Model)
+		b = append(b, ',')
+	}
+	b = append(b, `"messages":`...)
+	if req.Messages == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range req.Messages {
+			m := &req.Messages[i]
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"role":`...)
+			b = jsonfast.AppendString(b, m.Role)
+			b = append(b, `,"content":`...)
+			b = jsonfast.AppendString(b, m.Content)
+			if m.Reasoning != nil {
+				b = append(b, `,"reasoning":`...)
+				b = jsonfast.AppendString(b, *m.Reasoning)
+				b = append(b, `,"reasoning_content":`...)
+				b = jsonfast.AppendString(b, *m.Reasoning)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"add_generation_prompt":`...)
+	b = strconv.AppendBool(b, req.AddGenerationPrompt)
+	if len(req.ChatTemplateKwargs) > 0 {
+		kw, err := json.Marshal(req.ChatTemplateKwargs)
+		if err != nil {
+			return nil, fmt.Errorf("chat_template_kwargs: %w", err)
+		}
+		b = append(b, `,"chat_template_kwargs":`...)
+		b = append(b, kw...)
+	}
+	return append(b, '}'), nil
 }
 
 // modelList is the OpenAI model list.

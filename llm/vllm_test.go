@@ -30,6 +30,17 @@ func TestVLLMBadInput(t *testing.T) {
 	if _, err := c.Preflight(ctx, model+"-not-served"); !errors.Is(err, ErrModelNotServed) {
 		t.Errorf("Preflight of a model it does not serve = %v, want ErrModelNotServed", err)
 	}
+	// The runtime-LoRA check passes on a server started with parley's
+	// flags, leaves no adapter loaded, and the engine serves on.
+	if err := c.CheckLoRA(ctx); err != nil {
+		t.Errorf("CheckLoRA on a server with runtime LoRA = %v", err)
+	}
+	if ids, err := c.Models(ctx); err != nil || len(ids) != len(info[0].Models) {
+		t.Errorf("after CheckLoRA the server lists %v, %v; want %v", ids, err, info[0].Models)
+	}
+	if _, err := c.Complete(ctx, CompletionRequest{Model: model, Prompt: []int32{1, 2}, Sampling: Sampling{MaxTokens: 2}}); err != nil {
+		t.Errorf("a completion after CheckLoRA: %v", err)
+	}
 	tests := []struct {
 		name string
 		op   func() error

@@ -475,12 +475,16 @@ var (
 // CleanText is the visible part of a sampled turn: private <think> blocks
 // and end-of-turn tokens removed, whitespace trimmed.
 func CleanText(s string) string {
-	s = thinkBlock.ReplaceAllString(s, "")
-	if i := strings.Index(s, "<think>"); i >= 0 { // unterminated reasoning
-		s = s[:i]
+	if i := strings.Index(s, "<think>"); i >= 0 {
+		s = s[:i] + thinkBlock.ReplaceAllString(s[i:], "")
+		if i := strings.Index(s, "<think>"); i >= 0 { // unterminated reasoning
+			s = s[:i]
+		}
 	}
-	for _, e := range endTokens {
-		s = strings.ReplaceAll(s, e, "")
+	if strings.IndexByte(s, '<') >= 0 {
+		for _, e := range endTokens {
+			s = strings.ReplaceAll(s, e, "")
+		}
 	}
 	return strings.TrimSpace(s)
 }

@@ -492,6 +492,11 @@ func TestCleanText(t *testing.T) {
 		{"<think>\nhidden\n</think>\n\nVisible [AGREE]", "Visible [AGREE]"},
 		{"start <think>unterminated", "start"},
 		{"  plain  ", "plain"},
+		{"a <think>x</think> b <think>y</think> c<|im_end|>", "a  b  c"},
+		{"<|endoftext|>one</s> two<|eot_id|>", "one two"},
+		{"less < than, <b>bold</b>", "less < than, <b>bold</b>"},
+		{"x</think>y<think>z", "x</think>y"},
+		{"", ""},
 	} {
 		if got := rollout.CleanText(tc.in); got != tc.want {
 			t.Errorf("rollout.CleanText(%q) = %q, want %q", tc.in, got, tc.want)

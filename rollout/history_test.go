@@ -2,6 +2,7 @@ package rollout_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"github.com/parleyhq/parley/internal/retry"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/rollout"
+	"github.com/parleyhq/parley/rollout/deliberation"
 	"github.com/parleyhq/parley/sim"
 )
 
@@ -235,7 +237,9 @@ func TestHistoryVLLM(t *testing.T) {
 }
 
 // TestBridgeErrorOverHTTP: a server whose template renders no generation
-// prompt fails the first turn of tokens mode with ErrBridge, over HTTP.
+// prompt stops a tokens-mode run before any rollout, with one error
+// (ErrBridge) naming the cause and the fix, over HTTP; rerender mode does
+// not need the bridge and plays.
 func TestBridgeErrorOverHTTP(t *testing.T) {
 	s, err := sim.New(sim.Options{})
 	if err != nil {
@@ -254,10 +258,33 @@ func TestBridgeErrorOverHTTP(t *testing.T) {
 	})
 	ts := httptest.NewServer(noGen)
 	defer ts.Close()
-	rs, sum := runGame(t, game{url: ts.URL, model: sim.DefaultModel, turnTokens: 32, finalTokens: 32, concurrency: 4},
-		samplePrompts(t, 1), 1, llm.Options{})
-	if sum.Failed != 1 || !strings.Contains(rs[0].Error, rollout.ErrBridge.Error()) || !strings.Contains(rs[0].Error, "no generation prompt") ||
-		len(rs[0].Turns) != 0 {
-		t.Errorf("rollout failed %d, error %q, %d turns; want ErrBridge (no generation prompt) before any turn", sum.Failed, rs[0].Error, len(rs[0].Turns))
+	client, err := llm.New(llm.Options{Endpoints: []string{ts.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	for _, h := range []rollout.HistoryMode{rollout.HistoryTokens, rollout.HistoryRerender} {
+		r, err := rollout.NewRunner(rollout.RunnerOptions{
+			Game:   deliberation.New(deliberation.Options{MaxRounds: 2, TurnTokens: 32, FinalTokens: 32}),
+			Policy: client, Model: sim.DefaultModel, Sampling: llm.Sampling{MaxTokens: 32, Temperature: 1},
+			History: h, GroupSize: 2, Concurrency: 4, Seed: 42,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		written := 0
+		sum, err := r.Run(context.Background(), samplePrompts(t, 2), func(*dataset.Rollout) error { written++; return nil })
+		switch h {
+		case rollout.HistoryTokens:
+			if !errors.Is(err, rollout.ErrBridge) || !strings.Contains(err.Error(), "no generation prompt") ||
+				!strings.Contains(err.Error(), "rollout.history: rerender") || written != 0 || sum.Requests != 0 {
+				t.Errorf("tokens mode: Run = %v after %d rollouts, %d requests; want ErrBridge (no generation prompt, the fix) before any rollout",
+					err, written, sum.Requests)
+			}
+		case rollout.HistoryRerender:
+			if err != nil || written != 4 {
+				t.Errorf("rerender mode: Run = %v, %d rollouts; want the 4 rollouts", err, written)
+			}
+		}
 	}
 }

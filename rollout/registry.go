@@ -62,6 +62,12 @@ type Spec struct {
 	// UsesJudge is set by games that consult the judge (judge.base_url,
 	// judge.model) during play: they get its client in Shared.Judge.
 	UsesJudge bool
+	// Series, if set, lays out series of the game (a SeriesGame): n series
+	// per condition the section configures, drawn from prompts and seeded,
+	// each with its state before the first game (Series.Init). `parley
+	// series` plays such a plan; series training (train.SeriesOptions)
+	// takes one series per slot from a plan per generation.
+	Series func(section any, prompts []dataset.Prompt, n int, seed int64) ([]Series, error)
 }
 
 // Curriculum describes the prompt rows a game plays.
@@ -75,6 +81,10 @@ type Curriculum struct {
 	// RequireScenario is set when every row needs the game's scenario
 	// (Prompt.Scenario).
 	RequireScenario bool
+	// Categories are the row categories the game adds to dataset.Categories
+	// (seed 002's scenario types); curriculum loading and curriculum.mix
+	// accept them.
+	Categories []string
 }
 
 // Shared are the settings every game is built with, from the config's

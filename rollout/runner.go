@@ -211,7 +211,8 @@ func (s *Summary) Add(r *dataset.Rollout) {
 // does not keep.
 type played struct {
 	rec                      *dataset.Rollout
-	err                      error // the failure, with its chain
+	err                      error  // the failure, with its chain
+	next                     []byte // the state after a series game
 	promptTokensSent, closed int
 }
 
@@ -251,16 +252,65 @@ func (r *Runner) Run(ctx context.Context, prompts []dataset.Prompt, sink func(*d
 			return Summary{}, fmt.Errorf("rollout.Run: %w", err)
 		}
 	}
+	groups := make([]groupJob, len(prompts))
+	for i, p := range prompts {
+		groups[i] = groupJob{p: p}
+	}
+	return r.run(ctx, groups, func(p played) error { return sink(p.rec) })
+}
+
+// StateJob is one group of a step of series training: GroupSize
+// continuations of game Index of series Series, each played from State
+// (the state the series carries; nil before its first game).
+type StateJob struct {
+	Series string
+	Index  int
+	Prompt dataset.Prompt
+	State  []byte
+}
+
+// RunFromStates plays GroupSize continuations of every job's game from
+// its state (the game must be a SeriesGame): job i is group i, and each
+// continuation has its own seed. sink receives each finished rollout (a
+// failed one included) with the state after it (nil when it failed), as
+// Run's sink does.
+func (r *Runner) RunFromStates(ctx context.Context, jobs []StateJob, sink func(rec *dataset.Rollout, next []byte) error) (Summary, error) {
+	if _, ok := r.opts.Game.(SeriesGame); !ok {
+		return Summary{}, fmt.Errorf("rollout.RunFromStates: game %s carries no state between games (not a SeriesGame)", r.opts.Game.Name())
+	}
+	groups := make([]groupJob, len(jobs))
+	for i := range jobs {
+		if err := r.opts.Game.Validate(jobs[i].Prompt); err != nil {
+			return Summary{}, fmt.Errorf("rollout.RunFromStates: series %s: %w", jobs[i].Series, err)
+		}
+		groups[i] = groupJob{p: jobs[i].Prompt, st: &jobs[i]}
+	}
+	return r.run(ctx, groups, func(p played) error { return sink(p.rec, p.next) })
+}
+
+// groupJob is one group: a prompt row, and for series training the
+// series game it continues.
+type groupJob struct {
+	p  dataset.Prompt
+	st *StateJob
+}
+
+// run plays GroupSize rollouts of every group with the worker pool and
+// passes them to sink (see Run).
+func (r *Runner) run(ctx context.Context, groups []groupJob, sink func(played) error) (Summary, error) {
+	if err := r.Check(ctx); err != nil {
+		return Summary{}, err
+	}
 	start := time.Now()
 	type job struct {
-		p            dataset.Prompt
+		g            groupJob
 		group, index int
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan job)
 	results := make(chan played, r.opts.Concurrency)
-	total := len(prompts) * r.opts.GroupSize
+	total := len(groups) * r.opts.GroupSize
 	workers := min(r.opts.Concurrency, total)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -268,7 +318,7 @@ func (r *Runner) Run(ctx context.Context, prompts []dataset.Prompt, sink func(*d
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				p := r.active(func() played { return r.playOne(ctx, j.p, j.group, j.index) })
+				p := r.active(func() played { return r.playOne(ctx, j.g, j.group, j.index) })
 				if p.rec != nil {
 					results <- p
 				}
@@ -277,10 +327,10 @@ func (r *Runner) Run(ctx context.Context, prompts []dataset.Prompt, sink func(*d
 	}
 	go func() {
 		defer close(jobs)
-		for g, p := range prompts {
+		for g, gj := range groups {
 			for i := 0; i < r.opts.GroupSize; i++ {
 				select {
-				case jobs <- job{p, g, i}:
+				case jobs <- job{gj, g, i}:
 				case <-ctx.Done():
 					return
 				}
@@ -295,7 +345,7 @@ func (r *Runner) Run(ctx context.Context, prompts []dataset.Prompt, sink func(*d
 		if sinkErr != nil {
 			continue // drain
 		}
-		if err := sink(p.rec); err != nil {
+		if err := sink(p); err != nil {
 			sinkErr = fmt.Errorf("rollout.Run: %w", err)
 			cancel()
 			continue
@@ -315,6 +365,23 @@ func (r *Runner) Run(ctx context.Context, prompts []dataset.Prompt, sink func(*d
 		return sum, sinkErr
 	}
 	return sum, nil
+}
+
+// Check makes the check Run makes before any rollout; a caller that
+// creates files for the rollouts calls it first, so that a run that cannot
+// start leaves nothing behind. It learns how the trained policy's chat
+// template ends a turn (HistoryTokens, once per runner), so that a
+// template that cannot render bridges stops the run with one error
+// (ErrBridge, naming the fix) instead of failing every rollout with it.
+// Any other failure is left to the rollouts, which ask again.
+func (r *Runner) Check(ctx context.Context) error {
+	if r.bridge == nil || r.opts.Model == "" {
+		return nil
+	}
+	if _, _, err := r.bridge.TemplateEnd(ctx, r.opts.Model, r.opts.ChatTemplateKwargs); errors.Is(err, ErrBridge) {
+		return fmt.Errorf("rollout.Run: rollout.history %s: %w", HistoryTokens, err)
+	}
+	return nil
 }
 
 // RoleOutcomes returns the outcome records of roles, each naming what
@@ -342,9 +409,10 @@ func (r *Runner) active(play func() played) played {
 	return play()
 }
 
-// playOne plays one rollout; a nil record means it was interrupted by
-// cancellation.
-func (r *Runner) playOne(ctx context.Context, p dataset.Prompt, group, index int) played {
+// playOne plays one rollout of a group (from the group's series state,
+// when it has one); a nil record means it was interrupted by cancellation.
+func (r *Runner) playOne(ctx context.Context, g groupJob, group, index int) played {
+	p := g.p
 	groupID := GroupID(r.opts.Step, group)
 	seed := DeriveSeed(r.opts.Seed, groupID, int64(index))
 	rec := &dataset.Rollout{
@@ -373,7 +441,16 @@ func (r *Runner) playOne(ctx context.Context, p dataset.Prompt, group, index int
 	})
 	rec.Roles = RoleOutcomes(r.opts.Game.Roles(p), agents)
 	t0 := time.Now()
-	err := r.opts.Game.Play(ctx, p, agents, rec)
+	var (
+		next []byte
+		err  error
+	)
+	if g.st != nil {
+		rec.Series, rec.GameIndex = g.st.Series, int32(g.st.Index)
+		next, err = r.opts.Game.(SeriesGame).PlayState(ctx, p, agents, rec, g.st.State)
+	} else {
+		err = r.opts.Game.Play(ctx, p, agents, rec)
+	}
 	rec.RolloutMS = time.Since(t0).Milliseconds()
 	rec.Sequences = agents.Sequences()
 	rec.SystemPrompts = agents.SystemPrompts()
@@ -387,9 +464,10 @@ func (r *Runner) playOne(ctx context.Context, p dataset.Prompt, group, index int
 		}
 		rec.Failed = true
 		rec.Error = err.Error()
+		next = nil
 		r.opts.Logger.Debug("rollout failed", zap.String("rollout_id", rec.RolloutID), zap.Error(err))
 	}
-	return played{rec: rec, err: err, promptTokensSent: agents.PromptTokensSent, closed: agents.ClosedTurns}
+	return played{rec: rec, err: err, next: next, promptTokensSent: agents.PromptTokensSent, closed: agents.ClosedTurns}
 }
 
 // GroupPlayers is the players of the rollouts of group groupID: players,

@@ -25,6 +25,13 @@ type Series struct {
 	ID string
 	// Games holds the prompt row of each game, in order.
 	Games []dataset.Prompt
+	// Init is the state before the first game (nil: the game's own
+	// default), e.g. a series' trust settings.
+	Init json.RawMessage `json:"init,omitempty"`
+	// SeedKey names the seeds of the series' games ("": its ID). Series
+	// that play the same games under different conditions share one, so
+	// that their games are seeded alike and compare pairwise.
+	SeedKey string `json:"seed_key,omitempty"`
 }
 
 // GameRecord is what a series keeps of one finished game: its rollout and
@@ -135,7 +142,7 @@ func runOneSeries(ctx context.Context, g SeriesGame, opts RunnerOptions, bridge 
 		return sum, fmt.Errorf("rollout.RunSeries: series %s has %d games recorded in %s, more than its %d", s.ID, len(recs), dir, len(s.Games))
 	}
 	sum.Resumed = len(recs)
-	var state []byte
+	state := []byte(s.Init)
 	if n := len(recs); n > 0 {
 		state = recs[n-1].State
 	}
@@ -172,7 +179,11 @@ func runOneSeries(ctx context.Context, g SeriesGame, opts RunnerOptions, bridge 
 // was cancelled.
 func playSeriesGame(ctx context.Context, g SeriesGame, opts RunnerOptions, bridge *Bridge, s Series, i int, state []byte) (*dataset.Rollout, []byte, error) {
 	p := s.Games[i]
-	seed := DeriveSeed(opts.Seed, "series/"+s.ID, int64(i))
+	key := s.SeedKey
+	if key == "" {
+		key = s.ID
+	}
+	seed := DeriveSeed(opts.Seed, "series/"+key, int64(i))
 	rec := &dataset.Rollout{
 		RunID: opts.RunID, Step: int32(opts.Step), PolicyVersion: int32(opts.PolicyVersion), Env: g.Name(),
 		PromptID: p.ID, GroupID: s.ID, RolloutID: fmt.Sprintf("%s-%06d", s.ID, i), Index: int32(i),
@@ -251,4 +262,44 @@ func gamePath(dir, id string, i int) string {
 // validSeriesID reports whether id is a plain directory name.
 func validSeriesID(id string) bool {
 	return id != "" && id != "." && id != ".." && !strings.ContainsAny(id, `/\`) && !strings.HasPrefix(id, ".")
+}
+
+// SeriesRolloutsPath is where RunSeriesTo writes a series run's rollouts:
+// <dir>/rollouts/step-000000.parquet (a run directory's layout, step 0: no
+// training), so `parley report <dir>` and `parley export` read them.
+func SeriesRolloutsPath(dir string) string { return dataset.RunDir(dir).RolloutsPath(0) }
+
+// RunSeriesTo plays series under <dir>/series (RunSeries: resumable) and
+// then writes every game's rollout, series by series in order, to
+// SeriesRolloutsPath(dir).
+func RunSeriesTo(ctx context.Context, opts RunnerOptions, dir string, series []Series) (SeriesSummary, error) {
+	sum, err := RunSeries(ctx, opts, filepath.Join(dir, "series"), series)
+	if err != nil {
+		return sum, err
+	}
+	if err := dataset.RunDir(dir).Create(); err != nil {
+		return sum, err
+	}
+	w, err := dataset.NewRolloutWriter(SeriesRolloutsPath(dir), dataset.RolloutWriterOptions{Logger: opts.Logger})
+	if err != nil {
+		return sum, err
+	}
+	for _, s := range series {
+		recs, err := ReadSeries(filepath.Join(dir, "series"), s.ID)
+		if err == nil {
+			for _, r := range recs {
+				if err = w.Write(r.Rollout); err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			w.Abort()
+			return sum, fmt.Errorf("rollout.RunSeriesTo: %w", err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		return sum, fmt.Errorf("rollout.RunSeriesTo: %w", err)
+	}
+	return sum, nil
 }

@@ -31,6 +31,10 @@ type dialogueState struct {
 	otherAgreed bool   // lastOther contains the agreement marker
 	final       bool   // the last user message asks for the final solution
 	agreements  int    // agreement markers anywhere in the dialogue
+
+	// party is set when the prompt is a party's of seed 002's five-party
+	// negotiation (multiparty.go).
+	party *partyPrompt
 }
 
 func readDialogue(p chatPrompt) dialogueState {
@@ -60,6 +64,7 @@ func readDialogue(p chatPrompt) dialogueState {
 	st.context = ctx.String()
 	st.otherAgreed = strings.Contains(st.lastOther, AgreeMarker)
 	st.final = containsFold(st.lastOther, "final") && containsFold(st.lastOther, "solution")
+	st.party = readParty(p.msgs)
 	return st
 }
 
@@ -307,6 +312,11 @@ func (c *composer) compose(open string, next func() string, closing string, minT
 // It returns the text and its tokens without the closing <|im_end|>. Every
 // random choice comes from rng, so equal inputs give equal replies.
 func (t *Tokenizer) agentReply(st dialogueState, prof agentProfile, rng *rand.Rand) (string, []int32) {
+	if st.party != nil {
+		if text, toks, ok := t.partyReply(st.party, rng); ok {
+			return text, toks
+		}
+	}
 	if text, ok := endowmentReply(st, prof.model, rng); ok {
 		return text, t.Encode(text)
 	}

@@ -43,6 +43,11 @@
 // ignores it; no seed means a random draw), sampling parameters and model
 // name: never on request order, concurrency or injected faults.
 //
+// A prompt whose system message is a party's of seed 002's five-party
+// negotiation (rollout/multiparty) is answered instead by that game's
+// scripted party — a hard bargainer, a general agent or the adversary,
+// which votes NO on every proposal (multiparty.go).
+//
 // The judge on /v1/chat/completions picks its reply by
 // response_format.json_schema.name: "collective_agency_score" gives
 // {"score": 1..5, "rationale"} (CAScore of the text after the last

@@ -46,6 +46,10 @@ type LoopOptions struct {
 	Prompts        []dataset.Prompt
 	Mix            map[string]float64
 	PromptsPerStep int
+	// Series, when set, makes each step play the next game of a set of
+	// series of a SeriesGame, their state carried from step to step,
+	// instead of drawing prompt rows (see SeriesOptions).
+	Series *SeriesOptions
 
 	// Rollout is the runner template; Model is the base model, replaced by
 	// the newest adapter once one is trained. Step, PolicyVersion, RunID
@@ -138,6 +142,8 @@ func readSidecar(d dataset.RunDir, step int) (sidecar, error) {
 type sidecar struct {
 	Metrics      map[string]any     `json:"metrics"`
 	RoleBaseline *grpo.RoleBaseline `json:"role_baseline"`
+	// Series are the series cursors after the step (series training).
+	Series []SeriesCursor `json:"series,omitempty"`
 }
 
 func (l *Loop) readSidecar(step int) (sidecar, error) {
@@ -167,6 +173,11 @@ func NewLoop(opts LoopOptions) (*Loop, error) {
 	}
 	if opts.MaxStaleness != 0 && opts.MaxStaleness != 1 {
 		return nil, fmt.Errorf("train.NewLoop: max staleness %d: want 0 or 1", opts.MaxStaleness)
+	}
+	if so := opts.Series; so != nil {
+		if _, ok := opts.Rollout.Game.(rollout.SeriesGame); !ok || so.Plan == nil || so.Slots <= 0 {
+			return nil, fmt.Errorf("train.NewLoop: series training needs a SeriesGame (%s), a plan and slots (%d)", opts.Rollout.Game.Name(), so.Slots)
+		}
 	}
 	if opts.DonePoll <= 0 {
 		opts.DonePoll = DefaultDonePoll
@@ -390,16 +401,26 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 	if err != nil {
 		return err
 	}
-	prompts := rollout.SelectPrompts(l.opts.Prompts, l.opts.Mix, l.opts.PromptsPerStep, l.opts.Seed, step)
 	t0 := time.Now()
-	var rs []dataset.Rollout
-	tick, end := l.progress(fmt.Sprintf("step %d rollouts", step), len(prompts)*ro.GroupSize)
-	sum, err := runner.Run(ctx, prompts, func(r *dataset.Rollout) error {
-		rs = append(rs, *r)
-		tick()
-		return nil
-	})
-	end(err != nil || ctx.Err() != nil)
+	var (
+		rs      []dataset.Rollout
+		sum     rollout.Summary
+		cursors []SeriesCursor
+	)
+	if l.opts.Series != nil {
+		tick, end := l.progress(fmt.Sprintf("step %d rollouts", step), l.opts.Series.Slots*ro.GroupSize)
+		rs, sum, cursors, err = l.sampleSeries(ctx, runner, step, tick)
+		end(err != nil || ctx.Err() != nil)
+	} else {
+		prompts := rollout.SelectPrompts(l.opts.Prompts, l.opts.Mix, l.opts.PromptsPerStep, l.opts.Seed, step)
+		tick, end := l.progress(fmt.Sprintf("step %d rollouts", step), len(prompts)*ro.GroupSize)
+		sum, err = runner.Run(ctx, prompts, func(r *dataset.Rollout) error {
+			rs = append(rs, *r)
+			tick()
+			return nil
+		})
+		end(err != nil || ctx.Err() != nil)
+	}
 	if err != nil {
 		return fmt.Errorf("train.Loop step %d: %w", step, err)
 	}
@@ -411,7 +432,7 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 	sampleSec := time.Since(t0).Seconds()
 	t1 := time.Now()
 	baseline := l.baseline.Clone()
-	tick, end = l.progress(fmt.Sprintf("step %d judging", step), len(rs))
+	tick, end := l.progress(fmt.Sprintf("step %d judging", step), len(rs))
 	res, err := ScoreStep(ctx, l.opts.Judge, rs, baseline, ScoreOptions{
 		RunID: l.opts.RunID, Step: step, PolicyVersion: pv,
 		Advantage: l.opts.Advantage, Mask: l.opts.Mask, JudgeConcurrency: l.opts.JudgeConcurrency,
@@ -458,7 +479,7 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 			m[k] = v
 		}
 	}
-	b, err := json.Marshal(sidecar{Metrics: m, RoleBaseline: baseline})
+	b, err := json.Marshal(sidecar{Metrics: m, RoleBaseline: baseline, Series: cursors})
 	if err != nil {
 		return fmt.Errorf("train.Loop step %d: metrics: %w", step, err)
 	}

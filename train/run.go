@@ -26,12 +26,14 @@ const (
 )
 
 // Server is what a run needs of the inference server beyond loading
-// adapters: its health, and a preflight that checks it serves the model
-// and reports its version (the llm client).
+// adapters: its health, a preflight that checks it serves the model and
+// reports its version, and a check that it can load adapters at run time
+// (the llm client).
 type Server interface {
 	AdapterLoader
 	Health(ctx context.Context) error
 	Preflight(ctx context.Context, model string) ([]llm.ServerInfo, error)
+	CheckLoRA(ctx context.Context) error
 }
 
 // ServerFile is the run directory's record of the inference servers of the
@@ -225,10 +227,14 @@ func Run(ctx context.Context, opts RunOptions) (State, error) {
 }
 
 // preflight checks the inference servers once (health, version, the
-// model) and records what they are in the run directory.
+// model, runtime LoRA loading: each step's adapter is loaded into them) and
+// records what they are in the run directory.
 func preflight(ctx context.Context, opts RunOptions) error {
 	infos, err := opts.Server.Preflight(ctx, opts.Model)
 	if err != nil {
+		return fmt.Errorf("train.Run: policy.endpoints: %w", err)
+	}
+	if err := opts.Server.CheckLoRA(ctx); err != nil {
 		return fmt.Errorf("train.Run: policy.endpoints: %w", err)
 	}
 	b, err := json.MarshalIndent(map[string]any{"servers": infos, "server_command": opts.ServerCommand}, "", "  ")

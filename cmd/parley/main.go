@@ -61,6 +61,8 @@ func newRoot() *cobra.Command {
 		newBenchCmd(a),
 		newReportCmd(a),
 		newTournamentCmd(a),
+		newScenarioCmd(a),
+		newSeriesCmd(a),
 	)
 	return root
 }

@@ -123,6 +123,9 @@ func runRollouts(ctx context.Context, a *app, job rolloutJob) (rollout.Summary, 
 	if err != nil {
 		return rollout.Summary{}, err
 	}
+	if err := runner.Check(ctx); err != nil {
+		return rollout.Summary{}, err
+	}
 	w, err := dataset.NewRolloutWriter(job.path, dataset.RolloutWriterOptions{Logger: job.log})
 	if err != nil {
 		return rollout.Summary{}, err

@@ -15,6 +15,7 @@ import (
 	"github.com/parleyhq/parley/internal/summary"
 	"github.com/parleyhq/parley/internal/telemetry"
 	"github.com/parleyhq/parley/llm"
+	"github.com/parleyhq/parley/rollout"
 	"github.com/parleyhq/parley/train"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -195,6 +196,7 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.Run
 		Loop: train.LoopOptions{
 			Dir: runDir, RunID: cfg.Run.Name, Seed: cfg.Run.Seed, Steps: cfg.Train.Steps, MaxStaleness: cfg.Train.MaxStaleness,
 			Prompts: prompts, Mix: cfg.Curriculum.Mix, PromptsPerStep: cfg.Rollout.PromptsPerStep,
+			Series:  seriesOptions(cfg, prompts),
 			Rollout: ro, Judge: judge, JudgeConcurrency: cfg.Judge.Concurrency,
 			Advantage: advantageOptions(cfg.GRPO), Mask: cfg.GRPO.Mask, AdapterPrefix: cfg.Train.AdapterPrefix,
 			TrainerTimeout: cfg.Train.TrainerTimeout, MaxFailedFraction: cfg.Train.MaxFailedFraction, Logger: log,
@@ -260,4 +262,17 @@ func serveMetrics(ctx context.Context, cfg config.Config, policy *llm.Client, lo
 	}
 	log.Info("serving Prometheus metrics", zap.String("url", url))
 	return tm, nil
+}
+
+// seriesOptions makes training run over series when the game lays them
+// out (rollout.Spec.Series): rollout.prompts_per_step series in flight.
+func seriesOptions(cfg config.Config, prompts []dataset.Prompt) *train.SeriesOptions {
+	spec, ok := rollout.Lookup(cfg.Game.Env)
+	if !ok || spec.Series == nil {
+		return nil
+	}
+	section := cfg.Game.Active()
+	return &train.SeriesOptions{Slots: cfg.Rollout.PromptsPerStep, Plan: func(n int, seed int64) ([]rollout.Series, error) {
+		return spec.Series(section, prompts, n, seed)
+	}}
 }

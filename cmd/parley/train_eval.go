@@ -9,6 +9,7 @@ import (
 	"github.com/parleyhq/parley/eval/report"
 	"github.com/parleyhq/parley/llm/chat"
 	"github.com/parleyhq/parley/reward"
+	"github.com/parleyhq/parley/rollout"
 	"github.com/parleyhq/parley/train"
 	"go.uber.org/zap"
 )
@@ -25,6 +26,9 @@ func evalOptions(cfg config.Config, judge reward.Judge, cacheDir string, log *za
 	every := cfg.Train.EvalEvery
 	if every <= 0 {
 		return train.EvalOptions{}, func() {}, nil
+	}
+	if spec, ok := rollout.Lookup(cfg.Game.Env); ok && spec.Series != nil {
+		return train.EvalOptions{}, nil, fmt.Errorf("train: config key train.eval_every is %d: the %s game trains over series, which the evaluation does not play: set train.eval_every: 0", every, cfg.Game.Env)
 	}
 	prompts, err := loadSplit(cfg, dataset.SplitEval)
 	if err != nil {

@@ -38,6 +38,8 @@ func TestEvalOptions(t *testing.T) {
 		{"CA judge", "train:\n  eval_every: 2\n", 2, 10, true, nil},
 		{"no held-out rows", fmt.Sprintf("%sgame:\n  env: single\ngrpo:\n  mask: final\ncurriculum:\n  path: %q\ntrain:\n  eval_every: 3\n", rule, noEval), 0, 0, false,
 			[]string{"config key train.eval_every is 3", `split "eval"`, noEval}},
+		{"series game", "game:\n  env: multiparty\njudge:\n  kind: game\ntrain:\n  eval_every: 2\n", 0, 0, false,
+			[]string{"config key train.eval_every is 2", "multiparty game trains over series"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,7 +1,8 @@
 // Package stats holds the small statistics of parley's evaluations: mean ± SD
 // over runs, pairwise win rates, judge agreement (exact, within ±1, Pearson,
 // quadratic-weighted Cohen's kappa, confusion matrices), running averages
-// for chart series, and those of tournaments: Spearman's rank correlation,
+// for chart series, Student t confidence intervals of means and paired
+// differences, and those of tournaments: Spearman's rank correlation,
 // Elo ratings per role with an order-independent average, Cohen's d with
 // its exact intervals and TOST equivalence tests (with the Student and
 // noncentral t distributions they need). It has no dependencies beyond the

@@ -10,6 +10,7 @@ package jsonfast
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -429,10 +430,16 @@ func (r *Reader) Int() (int64, error) {
 	return v, nil
 }
 
-// Float32 reads a number as float32.
+// Float32 reads a number as float32, rounded as strconv.ParseFloat(s, 32)
+// rounds it. Plain decimals of at most 19 digits (what servers write for
+// logprobs) take a fast path.
 func (r *Reader) Float32() (float32, error) {
 	if r.Peek() == 0 {
 		return 0, ErrUnexpectedEnd
+	}
+	if v, n := fastFloat32(r.b[r.i:]); n > 0 {
+		r.i += n
+		return v, nil
 	}
 	num, err := r.Number()
 	if err != nil {
@@ -443,6 +450,83 @@ func (r *Reader) Float32() (float32, error) {
 		return 0, fmt.Errorf("number %q: %w", num, err)
 	}
 	return float32(v), nil
+}
+
+// exactPow10 holds the powers of ten that float64 represents exactly.
+var exactPow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// fastFloat32 parses the JSON number at the start of b when it is a plain
+// decimal ('-'? digits ('.' digits)?, no exponent) of at most 19 digits
+// followed by a byte that ends a number, returning its value rounded to
+// float32 and its length; n is 0 when the number needs strconv.
+//
+// The digits m are exact in a uint64 and m/10^k (k ≤ 19, 10^k exact in
+// float64) is computed in float64 with two roundings, so f lies within
+// 1.5 float64 ulps of the true value x. Rounding f to float32 then gives
+// float32(x) unless a float32 rounding boundary (the midpoint between two
+// float32 values, where the low 29 bits of f's mantissa are 1<<28) lies
+// between them: f near a midpoint goes to strconv instead, as do results
+// outside float32's normal range.
+func fastFloat32(b []byte) (float32, int) {
+	i := 0
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		i++
+	}
+	var m uint64
+	digits, frac := 0, 0
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+		digits++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+			m = m*10 + uint64(b[i]-'0')
+			digits++
+		}
+	default:
+		return 0, 0
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		d := i
+		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+			m = m*10 + uint64(b[i]-'0')
+		}
+		frac = i - d
+		digits += frac
+		if frac == 0 {
+			return 0, 0
+		}
+	}
+	if digits > 19 || i >= len(b) {
+		return 0, 0
+	}
+	switch b[i] {
+	case ',', ']', '}', ' ', '\n', '\r', '\t':
+	default:
+		return 0, 0 // an exponent, or not a number
+	}
+	f := float64(m) / exactPow10[frac]
+	if f == 0 {
+		if neg {
+			return float32(math.Copysign(0, -1)), i
+		}
+		return 0, i
+	}
+	bits := math.Float64bits(f)
+	if e := int(bits>>52) & 0x7ff; e < 1023-126 || e > 1023+126 {
+		return 0, 0 // outside float32's normal range
+	}
+	const low, half = 1<<29 - 1, 1 << 28
+	if d := int64(bits&low) - half; d > -8 && d < 8 {
+		return 0, 0 // within reach of a float32 rounding boundary
+	}
+	if neg {
+		f = -f
+	}
+	return float32(f), i
 }
 
 // strPlain marks the bytes a string holds without further checks: not a

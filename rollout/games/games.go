@@ -10,4 +10,6 @@ import (
 	_ "github.com/parleyhq/parley/rollout/endowment"
 	// The single-agent baseline of seed 000.
 	_ "github.com/parleyhq/parley/rollout/single"
+	// The repeated five-party negotiation of seed 002.
+	_ "github.com/parleyhq/parley/rollout/multiparty"
 )

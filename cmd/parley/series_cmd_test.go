@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/rollout"
+	"github.com/parleyhq/parley/sim"
+)
+
+// TestScenarioCmd generates a set and reports the committed ones.
+func TestScenarioCmd(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "set.jsonl")
+	var buf bytes.Buffer
+	cmd := newScenarioCmd(quietApp())
+	cmd.SetOut(&buf)
+	cmd.SetArgs([]string{"generate", "--type", "1hb3g", "--n", "3", "--seed", "9", "--out", out})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "| Scenarios | 3 |") {
+		t.Errorf("generate printed %q", buf.String())
+	}
+	if _, err := dataset.LoadPrompts(out, dataset.LoadOptions{Categories: []string{"1hb3g"}}); err != nil {
+		t.Errorf("the generated set does not load: %v", err)
+	}
+	buf.Reset()
+	cmd = newScenarioCmd(quietApp())
+	cmd.SetOut(&buf)
+	cmd.SetArgs([]string{"report", "../../dataset/scenarios/2hb2g.jsonl", "../../dataset/scenarios/1hb3g.jsonl"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "| Structural property | 2HB+2G | 1HB+3G |") {
+		t.Errorf("report printed %q", buf.String())
+	}
+	cmd = newScenarioCmd(quietApp())
+	cmd.SetArgs([]string{"generate", "--type", "3hb", "--out", out})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "unknown scenario type") {
+		t.Errorf("generate --type 3hb = %v", err)
+	}
+}
+
+// TestSeriesCmd plays configs/multiparty.yaml's game against serve-sim
+// with short series, runs it again (everything resumed), and reports it.
+func TestSeriesCmd(t *testing.T) {
+	srv, err := sim.New(sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	defer srv.Close()
+	root, _ := filepath.Abs("../..")
+	out := t.TempDir()
+	args := []string{"--config", filepath.Join(root, "configs", "multiparty.yaml"), "--out", out, "--series", "1",
+		fmt.Sprintf("--policy.endpoints=%s", ts.URL), "--game.multiparty.series_length=3",
+		"--curriculum.path=" + filepath.Join(root, "dataset", "scenarios", "both.jsonl")}
+	for run, want := range []string{"24 series, 72 games played, 0 resumed", "24 series, 0 games played, 72 resumed"} {
+		var buf bytes.Buffer
+		cmd := newSeriesCmd(quietApp())
+		cmd.SetOut(&buf)
+		cmd.SetArgs(args)
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("run %d printed %q, want %q", run, buf.String(), want)
+		}
+	}
+	rs, err := dataset.ReadAllRollouts(rollout.SeriesRolloutsPath(out))
+	if err != nil || len(rs) != 72 {
+		t.Fatalf("rollouts: %d, %v", len(rs), err)
+	}
+	cmd := newReportCmd(quietApp())
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetArgs([]string{out})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report", "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"## Five-party negotiation (seed 002)", "### Table 1", "### Table 2", "### Table 3", "### Table 6", "fig2-2hb2g.png", "fig8-1hb3g.png"} {
+		if !strings.Contains(string(md), w) {
+			t.Errorf("report lacks %q", w)
+		}
+	}
+	for _, f := range []string{"fig2-2hb2g.png", "fig2-1hb3g.png", "fig8-2hb2g.png", "fig8-1hb3g.png"} {
+		if st, err := os.Stat(filepath.Join(out, "report", f)); err != nil || st.Size() < 10_000 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}

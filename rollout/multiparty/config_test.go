@@ -1,0 +1,46 @@
+package multiparty_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/parleyhq/parley/config"
+	"github.com/parleyhq/parley/rollout/multiparty"
+	"github.com/parleyhq/parley/rollout/multiparty/trust"
+)
+
+// TestConfigSection: game.multiparty is found through the registry, with
+// its defaults, and its errors name their keys.
+func TestConfigSection(t *testing.T) {
+	cfg, err := config.Parse([]byte("game:\n  env: multiparty\n  multiparty:\n    max_rounds: 6\n    conditions: [none, rubric/s_p]\njudge:\n  kind: game\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := cfg.Game.Active().(*multiparty.Config)
+	if sec.MaxRounds != 6 || sec.VotesNeeded != 4 || sec.Trust.Lambda != 0.7 {
+		t.Errorf("section %+v", sec)
+	}
+	plan, err := sec.Plan()
+	if err != nil || len(plan) != 2 || plan[1].Method != trust.MethodRubric || plan[1].Condition != trust.CondSP || plan[0].Label() != "No trust" {
+		t.Errorf("Plan = %+v, %v", plan, err)
+	}
+	tests := []struct{ yaml, want string }{
+		{"votes_needed: 6", "key game.multiparty.votes_needed"},
+		{"trust: {method: vibes}", "key game.multiparty.trust.method"},
+		{"trust: {lambda: 1.5}", "key game.multiparty.trust.lambda"},
+		{"conditions: [brs/s, brs/s]", "key game.multiparty.conditions"},
+		{"conditions: [brs/maybe]", "key game.multiparty.conditions"},
+		{"scripted: [chair]", "key game.multiparty.scripted"},
+		{"invalid_penalty: -1", "key game.multiparty.invalid_penalty"},
+		{"rounds: 3", `unknown key "game.multiparty.rounds"`},
+	}
+	for _, tt := range tests {
+		_, err := config.Parse([]byte("game:\n  env: multiparty\n  multiparty:\n    " + tt.yaml + "\njudge:\n  kind: game\n"))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: Parse = %v, want an error naming %s", tt.yaml, err, tt.want)
+		}
+	}
+	if _, err := config.Parse([]byte("game:\n  env: multiparty\ncurriculum:\n  mix: {2hb2g: 1, 1hb3g: 1}\njudge:\n  kind: game\n")); err != nil {
+		t.Errorf("curriculum.mix over the scenario types = %v", err)
+	}
+}

@@ -70,18 +70,18 @@ type EvalOptions struct {
 // are the base model's. Win rate is in percent, a tie counting half.
 const (
 	EvalKind                     = "eval" // the line's "kind"
-	KeyEvalWinRate               = report.EvalPrefix + "win_rate"
-	KeyEvalWins                  = report.EvalPrefix + "wins"
-	KeyEvalTies                  = report.EvalPrefix + "ties"
-	KeyEvalLosses                = report.EvalPrefix + "losses"
+	KeyEvalWinRate               = report.KeyEvalWinRate
+	KeyEvalWins                  = report.KeyEvalWins
+	KeyEvalTies                  = report.KeyEvalTies
+	KeyEvalLosses                = report.KeyEvalLosses
 	KeyEvalExcluded              = report.EvalPrefix + "excluded"
 	KeyEvalPrompts               = report.EvalPrefix + "prompts"
-	KeyEvalScoreMean             = report.EvalPrefix + report.KeyScoreMean
-	KeyEvalBaseScoreMean         = report.EvalPrefix + "base_" + report.KeyScoreMean
-	KeyEvalAgreementRate         = report.EvalPrefix + report.KeyAgreementRate
-	KeyEvalBaseAgreementRate     = report.EvalPrefix + "base_" + report.KeyAgreementRate
-	KeyEvalRoundsToAgreement     = report.EvalPrefix + report.KeyRoundsToAgreement
-	KeyEvalBaseRoundsToAgreement = report.EvalPrefix + "base_" + report.KeyRoundsToAgreement
+	KeyEvalScoreMean             = report.KeyEvalScoreMean
+	KeyEvalBaseScoreMean         = report.KeyEvalBaseScoreMean
+	KeyEvalAgreementRate         = report.KeyEvalAgreementRate
+	KeyEvalBaseAgreementRate     = report.KeyEvalBaseAgreementRate
+	KeyEvalRoundsToAgreement     = report.KeyEvalRoundsToAgreement
+	KeyEvalBaseRoundsToAgreement = report.KeyEvalBaseRoundsToAgreement
 	KeyEvalSeconds               = report.EvalPrefix + "seconds"
 )
 

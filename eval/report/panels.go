@@ -185,7 +185,8 @@ func (g *generator) chart(m *Metrics, c panel, w int) error {
 		if c.zeroWhy != "" {
 			why = " (" + c.zeroWhy + ")"
 		}
-		g.note("%s is 0 at all %d points%s: chart %s omitted", quoteKeys(c.keys(), m), n, why, c.file)
+		keys, verb := quoteKeys(c.keys(), m)
+		g.note("%s %s 0 at all %d points%s: chart %s omitted", keys, verb, n, why, c.file)
 		return nil
 	}
 	lines, missing := g.panelLines(m, c, w)
@@ -258,13 +259,17 @@ func referenceLine(ref reference, lines []Line) Line {
 	return Line{Label: ref.label, X: []float64{lo, hi}, Y: []float64{ref.y, ref.y}, Style: StyleDashed, Color: colorRef, Plain: true}
 }
 
-// quoteKeys lists the keys of keys that have data, in backticks.
-func quoteKeys(keys []string, m *Metrics) string {
+// quoteKeys lists the keys of keys that have data, in backticks, with
+// the verb that agrees with them ("is", "are").
+func quoteKeys(keys []string, m *Metrics) (string, string) {
 	var out []string
 	for _, k := range keys {
 		if m.Has(k) {
 			out = append(out, "`"+k+"`")
 		}
 	}
-	return strings.Join(out, " and ")
+	if len(out) > 1 {
+		return strings.Join(out, " and "), "are"
+	}
+	return strings.Join(out, " and "), "is"
 }

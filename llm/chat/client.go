@@ -117,7 +117,7 @@ func (o Options) withDefaults() Options {
 		o.HTTPClient = &http.Client{}
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleepCtx
+		o.Sleep = retry.Sleep
 	}
 	return o
 }
@@ -669,21 +669,6 @@ func retryableStatus(code int) bool {
 		return true
 	}
 	return false
-}
-
-// sleepCtx waits d or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Check makes one cheap request (GET /models) to see that the API answers

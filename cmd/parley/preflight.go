@@ -83,7 +83,14 @@ func preflightJudge(ctx context.Context, cfg config.Config, log *zap.Logger) err
 		return fmt.Errorf("config key judge: %w", err)
 	}
 	defer c.Close()
-	return c.Check(ctx)
+	err = c.Check(ctx)
+	if errors.Is(err, chat.ErrKeyRejected) {
+		if cfg.Judge.APIKeyEnv == "" {
+			return fmt.Errorf("judge: config key judge.api_key_env is empty, so no key was sent: %w", err)
+		}
+		return fmt.Errorf("judge: config key judge.api_key_env names %s: %w", cfg.Judge.APIKeyEnv, err)
+	}
+	return err
 }
 
 // warnDefaults says on one line which server and judge keys a config left

@@ -110,7 +110,7 @@ func warnDefaults(cfg config.Config, path string, log *zap.Logger) {
 		check("judge.model", cfg.Judge.Model)
 	}
 	if len(defaulted) > 0 {
-		msg := "these server keys are at their defaults (no config file sets them)"
+		msg := "these server keys are at their defaults (not set by the config, PARLEY_* variables or flags)"
 		if path == "" {
 			msg = "no --config: these server keys are at their defaults"
 		}

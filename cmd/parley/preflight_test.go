@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/parleyhq/parley/sim"
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 )
 
 // TestPreflightJudge: every command that judges with an LLM checks the
@@ -87,5 +89,63 @@ func TestPreflightJudge(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestWarnDefaults: a missing or empty config, or one that leaves server
+// or judge keys out, gives one warning line naming the keys at their
+// defaults with the values in force; a config that sets them gives none.
+func TestWarnDefaults(t *testing.T) {
+	policy := "policy: {endpoints: [\"http://10.0.0.1:8000\"], model: m}\n"
+	tests := []struct {
+		name string
+		yaml string // "-": no --config
+		msg  string // "": no warning
+		keys []string
+	}{
+		{"no --config", "-", "no --config: these server keys are at their defaults",
+			[]string{"policy.endpoints", "policy.model", "judge.base_url", "judge.model"}},
+		{"empty config", "", "these server keys are at their defaults (not set by the config, PARLEY_* variables or flags)",
+			[]string{"policy.endpoints", "policy.model", "judge.base_url", "judge.model"}},
+		{"policy only, default LLM judge", policy, "these server keys are at their defaults (not set by the config, PARLEY_* variables or flags)",
+			[]string{"judge.base_url", "judge.model"}},
+		{"policy and a rule judge", policy + "judge: {kind: rule, rule: {kind: agreement}}\n", "", nil},
+		{"policy and an LLM judge", policy + "judge: {kind: ca, base_url: \"http://10.0.0.2/v1\", model: j}\n", "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := ""
+			if tt.yaml != "-" {
+				path = writeYAML(t, tt.yaml)
+			}
+			cmd := &cobra.Command{}
+			configFlags(cmd, new(string))
+			a, logs := observedApp(zap.WarnLevel)
+			if _, _, err := a.setup(cmd, path); err != nil {
+				t.Fatal(err)
+			}
+			warned := logs.FilterMessageSnippet("at their defaults").All()
+			if tt.msg == "" {
+				if len(warned) > 0 {
+					t.Fatalf("warned %q %v, want no warning", warned[0].Message, warned[0].ContextMap())
+				}
+				return
+			}
+			if len(warned) != 1 || warned[0].Message != tt.msg {
+				t.Fatalf("warnings %v, want one: %q", warned, tt.msg)
+			}
+			got := warned[0].ContextMap()
+			if len(got) != len(tt.keys) {
+				t.Errorf("warning names %v, want %v", got, tt.keys)
+			}
+			for _, k := range tt.keys {
+				if _, ok := got[k]; !ok {
+					t.Errorf("warning names %v, want %s among them", got, k)
+				}
+			}
+			if v, ok := got["policy.endpoints"]; ok && fmt.Sprint(v) != "[http://127.0.0.1:8000]" {
+				t.Errorf("policy.endpoints in force %v, want the default [http://127.0.0.1:8000]", v)
+			}
+		})
 	}
 }

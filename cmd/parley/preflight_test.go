@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/sim"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -147,5 +148,53 @@ func TestWarnDefaults(t *testing.T) {
 				t.Errorf("policy.endpoints in force %v, want the default [http://127.0.0.1:8000]", v)
 			}
 		})
+	}
+}
+
+// TestForceRule: parley rollout and eval pairwise refuse an existing --out
+// (and eval's --details) naming --force before they contact any server:
+// against a dead endpoint the refusal comes at once. With --force, rollout
+// replaces what --out holds.
+func TestForceRule(t *testing.T) {
+	dead := badServer{down: true}.start(t)
+	live := startSim(t).URL
+	dir := t.TempDir()
+	full := filepath.Join(dir, "full")
+	os.MkdirAll(full, 0o755)
+	os.WriteFile(filepath.Join(full, "rollouts.parquet"), []byte("old"), 0o644)
+	file := filepath.Join(dir, "pairwise.json")
+	os.WriteFile(file, []byte("[]"), 0o644)
+	pairwise := []string{"pairwise", "--left", "base", "--right", "adapter:x", "--prompts", "1", "--runs", "1"}
+	tests := []struct {
+		name    string
+		cmd     func(*app) *cobra.Command
+		url     string
+		args    []string
+		wantErr string
+	}{
+		{"rollout into a non-empty directory", newRolloutCmd, dead, []string{"--out", full, "--prompts", "1"}, "pass --force"},
+		{"rollout --force against a dead server gets past --out", newRolloutCmd, dead, []string{"--out", full, "--prompts", "1", "--force"}, "policy.endpoints"},
+		{"rollout --force replaces", newRolloutCmd, live, []string{"--out", full, "--prompts", "1", "--force"}, ""},
+		{"eval pairwise onto an existing --out", newEvalCmd, dead, append(pairwise, "--out", file), "pass --force"},
+		{"eval pairwise onto an existing --details", newEvalCmd, dead, append(pairwise, "--out", filepath.Join(dir, "new.json"), "--details", file), "pass --force"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := writeConfig(t, t.TempDir(), "config.yaml", tt.url, tt.url)
+			start := time.Now()
+			_, err := run(t, tt.cmd(quietApp()), append(tt.args, "--config", cfg)...)
+			if (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("parley %v = %v, want %q", tt.args, err, tt.wantErr)
+			}
+			if el := time.Since(start); tt.wantErr == "pass --force" && el > time.Second {
+				t.Errorf("the refusal took %s: the command did work before checking --out", el)
+			}
+		})
+	}
+	if rs, err := dataset.ReadAllRollouts(filepath.Join(full, "rollouts.parquet")); err != nil || len(rs) == 0 {
+		t.Errorf("after rollout --force, %s holds %d rollouts (%v), want the new ones", full, len(rs), err)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "[]" {
+		t.Errorf("eval pairwise changed %s although it refused it: %q", file, b)
 	}
 }

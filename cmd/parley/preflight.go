@@ -36,7 +36,9 @@ func checkOut(path string, force bool) error {
 			return fmt.Errorf("%s exists and is not empty: pass --force to replace what it holds", path)
 		}
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return err
+		// A path under a regular file (ENOTDIR) or in a directory that
+		// cannot be searched: nothing can be written there.
+		return fmt.Errorf("%s is not writable: %w", path, err)
 	}
 	dir := path
 	if err != nil || !st.IsDir() {

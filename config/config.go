@@ -385,7 +385,7 @@ func (n *Names) UnmarshalYAML(node *yaml.Node) error {
 type Log struct {
 	// Level is debug, info, warn or error.
 	Level string `yaml:"level"`
-	// Format is auto, console or json.
+	// Format is auto (console when stdout and stderr are terminals, else json), console or json.
 	Format string `yaml:"format"`
 }
 

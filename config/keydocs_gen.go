@@ -44,7 +44,7 @@ var fieldDocs = map[string]string{
 	"github.com/parleyhq/parley/config.Judge.StructuredOutput":                      "StructuredOutput asks for a JSON schema response format.",
 	"github.com/parleyhq/parley/config.Judge.Timeout":                               "MaxRetries and Timeout govern each judge request.",
 	"github.com/parleyhq/parley/config.Judge.TokensPerMinute":                       "RequestsPerMinute and TokensPerMinute rate-limit the judge (0: unlimited).",
-	"github.com/parleyhq/parley/config.Log.Format":                                  "Format is auto, console or json.",
+	"github.com/parleyhq/parley/config.Log.Format":                                  "Format is auto (console when stdout and stderr are terminals, else json), console or json.",
 	"github.com/parleyhq/parley/config.Log.Level":                                   "Level is debug, info, warn or error.",
 	"github.com/parleyhq/parley/config.Policy.APIKeyEnv":                            "APIKeyEnv names the environment variable holding vLLM's --api-key, if any.",
 	"github.com/parleyhq/parley/config.Policy.EnableThinking":                       "EnableThinking sets Qwen3's chat_template_kwargs.enable_thinking.",

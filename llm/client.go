@@ -143,7 +143,7 @@ func New(opts Options) (*Client, error) {
 		opts:        opts,
 		log:         log,
 		maxAttempts: opts.Retry.Attempts(),
-		sleep:       sleepCtx,
+		sleep:       retry.Sleep,
 	}
 	seen := make(map[string]bool, len(opts.Endpoints))
 	for _, raw := range opts.Endpoints {
@@ -333,19 +333,5 @@ func (c *Client) markUp(ep *endpoint) {
 	ep.consecErrs.Store(0)
 	if prev := ep.downUntil.Swap(0); prev > time.Now().UnixNano() {
 		c.log.Info("llm: endpoint back in rotation", zap.String("endpoint", ep.name))
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }

@@ -322,7 +322,7 @@ func TestContextCancelStopsRetries(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		c.sleep = func(sctx context.Context, d time.Duration) error {
 			cancel() // the caller gives up while the client waits to retry
-			return sleepCtx(sctx, d)
+			return retry.Sleep(sctx, d)
 		}
 		_, err := c.Complete(ctx, simpleRequest())
 		if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "503") {

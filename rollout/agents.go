@@ -455,6 +455,18 @@ func (r *Recorder) Sequences() []dataset.Sequence { return r.seqs }
 // order the roles first spoke.
 func (r *Recorder) SystemPrompts() []dataset.SystemPrompt { return r.systems }
 
+// Fill copies what the recorder holds into rec once its game is played:
+// the sequences, the system prompts and the counts of prefix breaks,
+// prompt and sampled tokens and requests.
+func (r *Recorder) Fill(rec *dataset.Rollout) {
+	rec.Sequences = r.seqs
+	rec.SystemPrompts = r.systems
+	rec.PrefixBreaks = int32(r.PrefixBreaks)
+	rec.PromptTokens = int32(r.PromptTokens)
+	rec.SampledTokens = int32(r.SampledTokens)
+	rec.Requests = int32(r.Requests)
+}
+
 func hasPrefix(s, prefix []int32) bool {
 	if len(prefix) > len(s) {
 		return false

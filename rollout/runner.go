@@ -452,12 +452,7 @@ func (r *Runner) playOne(ctx context.Context, g groupJob, group, index int) play
 		err = r.opts.Game.Play(ctx, p, agents, rec)
 	}
 	rec.RolloutMS = time.Since(t0).Milliseconds()
-	rec.Sequences = agents.Sequences()
-	rec.SystemPrompts = agents.SystemPrompts()
-	rec.PrefixBreaks = int32(agents.PrefixBreaks)
-	rec.PromptTokens = int32(agents.PromptTokens)
-	rec.SampledTokens = int32(agents.SampledTokens)
-	rec.Requests = int32(agents.Requests)
+	agents.Fill(rec)
 	if err != nil {
 		if ctx.Err() != nil {
 			return played{}

@@ -199,12 +199,7 @@ func playSeriesGame(ctx context.Context, g SeriesGame, opts RunnerOptions, bridg
 	t0 := time.Now()
 	next, err := g.PlayState(ctx, p, agents, rec, state)
 	rec.RolloutMS = time.Since(t0).Milliseconds()
-	rec.Sequences = agents.Sequences()
-	rec.SystemPrompts = agents.SystemPrompts()
-	rec.PrefixBreaks = int32(agents.PrefixBreaks)
-	rec.PromptTokens = int32(agents.PromptTokens)
-	rec.SampledTokens = int32(agents.SampledTokens)
-	rec.Requests = int32(agents.Requests)
+	agents.Fill(rec)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()

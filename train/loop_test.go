@@ -296,3 +296,45 @@ func TestNewLoopRefusesEvalRows(t *testing.T) {
 		t.Errorf("NewLoop(an eval row) = %v, want a refusal naming it", err)
 	}
 }
+
+// TestRescoreProgress: Rescore starts one judging bar through Progress
+// counting every rollout of the file, ticks it once per rollout and ends
+// it, not failed, before it returns.
+func TestRescoreProgress(t *testing.T) {
+	run := dataset.RunDir(t.TempDir())
+	if _, err := trained(t, run, simURL(t), 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := dataset.ReadAllRollouts(run.RolloutsPath(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		label            string
+		total, ticks     int
+		ends             []bool
+		ticksBeforeEnded int
+	)
+	judge, err := reward.NewRuleJudge(reward.RuleOptions{Kind: "agreement"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := dataset.RunDir(t.TempDir())
+	_, err = train.Rescore(context.Background(), train.RescoreOptions{
+		In: run.RolloutsPath(1), Out: out, Step: -1, PolicyVersion: -1, Judge: judge,
+		Score: train.ScoreOptions{Advantage: grpo.AdvantageOptions{Mode: "group", KeepZeroVariance: true}, Mask: "dialogue", JudgeConcurrency: 4},
+		Progress: func(l string, n int) (func(), func(bool)) {
+			label, total = l, n
+			var mu sync.Mutex
+			return func() { mu.Lock(); ticks++; mu.Unlock() },
+				func(failed bool) { ends = append(ends, failed); ticksBeforeEnded = ticks }
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if label != "judging" || total != len(rs) || ticksBeforeEnded != len(rs) || len(ends) != 1 || ends[0] {
+		t.Errorf("bar %q of %d, %d ticks before its end, ends %v; want judging of %d, %d ticks, one end not failed",
+			label, total, ticksBeforeEnded, ends, len(rs), len(rs))
+	}
+}

@@ -136,9 +136,12 @@ type RescoreOptions struct {
 	MaxFailedFraction float64
 	// Score configures judging, advantages and the mask; its Step and
 	// PolicyVersion are set by Rescore.
-	Score  ScoreOptions
-	Judge  reward.Judge
-	Logger *zap.Logger
+	Score ScoreOptions
+	Judge reward.Judge
+	// Progress, if set, starts the judging progress bar (as LoopOptions'):
+	// its tick is called once per rollout, its end when judging is done.
+	Progress func(label string, total int) (tick func(), end func(failed bool))
+	Logger   *zap.Logger
 }
 
 // RescoreSummary is what Rescore did (written to score-summary.json).
@@ -186,7 +189,12 @@ func Rescore(ctx context.Context, opts RescoreOptions) (RescoreSummary, error) {
 	}
 	so := opts.Score
 	so.Step, so.PolicyVersion = step, pv
+	end := func(bool) {}
+	if opts.Progress != nil {
+		so.OnJudged, end = opts.Progress("judging", len(rs))
+	}
 	res, err := ScoreStep(ctx, opts.Judge, rs, grpo.NewRoleBaseline(), so)
+	end(err != nil || ctx.Err() != nil)
 	if err != nil {
 		return sum, err
 	}

@@ -38,14 +38,22 @@ func (a *app) logger(cfg *config.Config) (*zap.Logger, error) {
 		level = a.logLevel
 	}
 	a.logs = logging.NewWriter(os.Stderr)
-	tty := logging.IsTerminal(os.Stderr)
-	l, err := logging.New(format, level, a.logs, tty)
+	stderrTTY := logging.IsTerminal(os.Stderr)
+	format = logFormat(format, logging.IsTerminal(os.Stdout), stderrTTY)
+	l, err := logging.New(format, level, a.logs, stderrTTY)
 	if err != nil {
 		return nil, err
 	}
 	a.log = l
-	a.console = logging.Resolve(format, tty) == "console"
+	a.console = format == "console"
 	return l, nil
+}
+
+// logFormat is the format that format (auto, console or json) stands for:
+// auto is console only when both stdout and stderr are terminals, so that
+// `parley … | tee`, `> file` or `2> file` gets JSON logs and a summary line.
+func logFormat(format string, stdoutTTY, stderrTTY bool) string {
+	return logging.Resolve(format, stdoutTTY && stderrTTY)
 }
 
 // bars starts progress bars when stderr is a terminal.

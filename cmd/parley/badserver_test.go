@@ -108,7 +108,10 @@ func TestBadServerCommands(t *testing.T) {
 	}{
 		{"not running", badServer{down: true}, "", llm.ErrNotRunning,
 			[]string{"nothing is listening there", "fix: start the inference server", "policy.endpoints"}, false},
-		{"engine died mid-run", badServer{sim: sim.Options{EngineDiesAfter: 6}}, "", llm.ErrEngineDead,
+		// The engine dies after 2 completions: every rollout (3 turns at
+		// least) fails, whatever the order of the 4 in flight, so the step
+		// fails on max_failed_fraction and never waits for a trainer.
+		{"engine died mid-run", badServer{sim: sim.Options{EngineDiesAfter: 2}}, "", llm.ErrEngineDead,
 			[]string{"the vLLM engine has died", "fix: restart the server", "--no-enable-chunked-prefill"}, true},
 		{"serving another model", badServer{sim: sim.Options{Model: "Qwen/Qwen3-0.6B"}}, "", llm.ErrModelNotServed,
 			[]string{`serves ["Qwen/Qwen3-0.6B"], not "sim-policy"`, "fix: set policy.model"}, false},

@@ -69,8 +69,12 @@ func newRoot() *cobra.Command {
 
 // version is the module version and the commit parley was built from (Go
 // stamps the VCS state into the binary).
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
+func version() string { return formatVersion(debug.ReadBuildInfo()) }
+
+// formatVersion renders the module version, commit (with "(modified)" for
+// a dirty tree), commit time and Go version of a build; ok false (no build
+// information) gives "unknown".
+func formatVersion(bi *debug.BuildInfo, ok bool) string {
 	if !ok {
 		return "unknown"
 	}

@@ -36,7 +36,9 @@ func checkOut(path string, force bool) error {
 			return fmt.Errorf("%s exists and is not empty: pass --force to replace what it holds", path)
 		}
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return err
+		// A path under a regular file (ENOTDIR) or in a directory that
+		// cannot be searched: nothing can be written there.
+		return fmt.Errorf("%s is not writable: %w", path, err)
 	}
 	dir := path
 	if err != nil || !st.IsDir() {
@@ -83,7 +85,14 @@ func preflightJudge(ctx context.Context, cfg config.Config, log *zap.Logger) err
 		return fmt.Errorf("config key judge: %w", err)
 	}
 	defer c.Close()
-	return c.Check(ctx)
+	err = c.Check(ctx)
+	if errors.Is(err, chat.ErrKeyRejected) {
+		if cfg.Judge.APIKeyEnv == "" {
+			return fmt.Errorf("judge: config key judge.api_key_env is empty, so no key was sent: %w", err)
+		}
+		return fmt.Errorf("judge: config key judge.api_key_env names %s: %w", cfg.Judge.APIKeyEnv, err)
+	}
+	return err
 }
 
 // warnDefaults says on one line which server and judge keys a config left
@@ -103,7 +112,7 @@ func warnDefaults(cfg config.Config, path string, log *zap.Logger) {
 		check("judge.model", cfg.Judge.Model)
 	}
 	if len(defaulted) > 0 {
-		msg := "these server keys are at their defaults (no config file sets them)"
+		msg := "these server keys are at their defaults (not set by the config, PARLEY_* variables or flags)"
 		if path == "" {
 			msg = "no --config: these server keys are at their defaults"
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/eval/report"
 	"github.com/parleyhq/parley/eval/stats"
+	"go.uber.org/zap"
 )
 
 func TestReport(t *testing.T) {
@@ -78,12 +79,17 @@ func TestReport(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(only, report.ReportFile)); err != nil {
 		t.Error(err)
 	}
-	// The default output folder is RUN_DIR/report.
-	if _, err := run(t, newReportCmd(quietApp()), runDir); err != nil {
+	// The default output folder is RUN_DIR/report; "report written" is
+	// logged once, by whichever of the command and report.Generate says it.
+	a, logs := observedApp(zap.DebugLevel)
+	if _, err := run(t, newReportCmd(a), runDir); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(runDir, "report", report.ReportFile)); err != nil {
 		t.Error(err)
+	}
+	if n := logs.FilterMessageSnippet("report written").Len(); n != 1 {
+		t.Errorf("parley report logged \"report written\" %d times, want once: %v", n, logs.All())
 	}
 	for name, args := range map[string][]string{
 		"nothing":             {},

@@ -5,16 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/rollout"
 	"github.com/parleyhq/parley/sim"
+	"go.uber.org/zap"
 )
 
 func writeYAML(t *testing.T, body string) string {
@@ -93,11 +96,21 @@ func TestCheckOut(t *testing.T) {
 		{"existing file", file, false, "exists: pass --force"},
 		{"existing file forced", file, true, ""},
 		{"read-only parent", filepath.Join(readOnly, "out"), false, "not writable"},
+		// Not writable for root too: a path under a regular file, and one
+		// in /proc, where nobody creates files.
+		{"under a regular file", filepath.Join(file, "out"), false, "not writable"},
+		{"under a regular file, nested", filepath.Join(file, "a", "b"), true, "not writable"},
+		{"in /proc", "/proc/parley-out", false, "/proc is not writable"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.name == "read-only parent" && os.Geteuid() == 0 {
-				t.Skip("root writes anywhere")
+				t.Skip("root writes anywhere; the cases under a file and in /proc hold for root")
+			}
+			if strings.HasPrefix(tt.path, "/proc/") {
+				if _, err := os.Stat("/proc/self"); err != nil {
+					t.Skip("no /proc")
+				}
 			}
 			err := checkOut(tt.path, tt.force)
 			if (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
@@ -107,5 +120,59 @@ func TestCheckOut(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "a")); err == nil {
 		t.Error("checkOut created the missing directories")
+	}
+}
+
+// twoRefusals answers the policy's completion requests alternately with
+// two kinds of 400, so that every rollout fails in one of two ways.
+func twoRefusals(h http.Handler) http.Handler {
+	var n atomic.Int64
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != sim.PathCompletions {
+			h.ServeHTTP(w, r)
+			return
+		}
+		msg := "prompt refused: alpha"
+		if n.Add(1)%2 == 0 {
+			msg = "prompt refused: beta"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"object":"error","message":%q,"type":"BadRequestError","code":400}`, msg)
+	})
+}
+
+// TestRolloutFailuresAggregated: rollouts failing in two ways give one
+// warning per kind of error with its count, not one line per rollout, and
+// a run past train.max_failed_fraction fails naming the first error.
+func TestRolloutFailuresAggregated(t *testing.T) {
+	url := badServer{wrap: twoRefusals}.start(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "config.yaml", url, url)
+	a, logs := observedApp(zap.WarnLevel)
+	_, err := run(t, newRolloutCmd(a), "--config", cfg, "--policy.max_retries", "0",
+		"--out", filepath.Join(dir, "out"), "--prompts", "4", "--group-size", "2")
+	if err == nil || !strings.Contains(err.Error(), "8 of 8 rollouts failed") || !strings.Contains(err.Error(), "prompt refused") {
+		t.Fatalf("parley rollout = %v, want 8 of 8 failed with the first error", err)
+	}
+	counts := map[string]int{}
+	for _, e := range logs.FilterMessage("rollouts failed").All() {
+		cause, _ := e.ContextMap()["cause"].(string)
+		n, _ := e.ContextMap()["count"].(int64)
+		if _, dup := counts[cause]; dup {
+			t.Errorf("two warnings for cause %q", cause)
+		}
+		counts[cause] = int(n)
+	}
+	total := 0
+	for cause, n := range counts {
+		if !strings.Contains(cause, "prompt refused: alpha") && !strings.Contains(cause, "prompt refused: beta") {
+			t.Errorf("warning cause %q is neither kind of refusal", cause)
+		}
+		total += n
+	}
+	t.Logf("warnings: %v", counts)
+	if len(counts) != 2 || total != 8 {
+		t.Errorf("warnings %v, want one per kind of error (2) with counts adding to 8", counts)
 	}
 }

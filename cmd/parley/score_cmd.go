@@ -40,12 +40,14 @@ func newScoreCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer closeJudge()
+			bars := a.bars()
 			sum, err := train.Rescore(cmd.Context(), train.RescoreOptions{
 				In: in, Out: dataset.RunDir(out), Step: step, PolicyVersion: policyVersion, Force: force,
 				MaxFailedFraction: cfg.Train.MaxFailedFraction,
 				Score:             train.ScoreOptions{RunID: cfg.Run.Name, Advantage: advantageOptions(cfg.GRPO), Mask: cfg.GRPO.Mask, JudgeConcurrency: cfg.Judge.Concurrency},
-				Judge:             judge, Logger: log,
+				Judge:             judge, Progress: bars.Start, Logger: log,
 			})
+			bars.Wait()
 			if err != nil {
 				return err
 			}

@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/parleyhq/parley/dataset"
@@ -104,4 +108,50 @@ func TestScoreAndExport(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestScoreJudgeAlwaysFails scores rollouts against a judge that answers
+// 500 to every call with judge.max_retries 0: parley score fails naming
+// the first judge error, makes one attempt per rollout, and writes no
+// .ready and no batch.
+func TestScoreJudgeAlwaysFails(t *testing.T) {
+	var calls atomic.Int64
+	judge := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/chat/completions") {
+			calls.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, `{"error":{"message":"judge melted","type":"server_error"}}`)
+	}))
+	defer judge.Close()
+	srv := startSim(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "config.yaml", srv.URL, judge.URL)
+	ro := filepath.Join(dir, "ro")
+	if _, err := run(t, newRolloutCmd(quietApp()), "--config", cfg, "--out", ro, "--prompts", "2", "--group-size", "2"); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "scored")
+	_, err := run(t, newScoreCmd(quietApp()), "--config", cfg, "--judge.max_retries", "0",
+		"--in", filepath.Join(ro, "rollouts.parquet"), "--out", out)
+	if err == nil {
+		t.Fatal("parley score against a judge failing every call succeeded")
+	}
+	msg := userMessage(err)
+	t.Logf("parley score: %s", msg)
+	for _, want := range []string{"4 of 4 rollouts failed (0 sampling, 4 judging)", "first error:", "judge melted"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("parley score says %q\nwant it to say %q", msg, want)
+		}
+	}
+	if n := calls.Load(); n != 4 {
+		t.Errorf("the judge got %d chat calls, want 4 (one per rollout, judge.max_retries 0)", n)
+	}
+	filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && (strings.HasSuffix(p, ".ready") || strings.Contains(p, "batch")) {
+			t.Errorf("parley score left %s after failing", p)
+		}
+		return nil
+	})
 }

@@ -7,6 +7,7 @@
 package retry
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -173,4 +174,20 @@ func Backoff(attempt int, base, maxWait time.Duration, rng *rand.Rand) time.Dura
 		return time.Duration(rand.Int64N(int64(ceil) + 1))
 	}
 	return time.Duration(rng.Int64N(int64(ceil) + 1))
+}
+
+// Sleep waits d, or until ctx is done; it returns ctx's error in that case
+// (and at once when d <= 0 and ctx is already done).
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -117,7 +117,7 @@ func (o Options) withDefaults() Options {
 		o.HTTPClient = &http.Client{}
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleepCtx
+		o.Sleep = retry.Sleep
 	}
 	return o
 }
@@ -671,20 +671,9 @@ func retryableStatus(code int) bool {
 	return false
 }
 
-// sleepCtx waits d or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// ErrKeyRejected is Check's error when the API answers 401 or 403: the key
+// sent is wrong, or none was sent to an API that needs one.
+var ErrKeyRejected = errors.New("API key rejected")
 
 // Check makes one cheap request (GET /models) to see that the API answers
 // and accepts the key, before long work: a refused connection, a 401 or a
@@ -700,9 +689,9 @@ func (c *Client) Check(ctx context.Context) error {
 	var reqErr *openai.RequestError
 	switch {
 	case errors.As(err, &apiErr) && (apiErr.HTTPStatusCode == http.StatusUnauthorized || apiErr.HTTPStatusCode == http.StatusForbidden):
-		return c.redact(fmt.Errorf("%s at %s rejects the API key (HTTP %d): set the right key in the variable the config's api_key_env names", c.opts.Name, c.opts.BaseURL, apiErr.HTTPStatusCode))
+		return c.redact(fmt.Errorf("%s at %s: %w (HTTP %d): set the right key in the variable the config's api_key_env names", c.opts.Name, c.opts.BaseURL, ErrKeyRejected, apiErr.HTTPStatusCode))
 	case errors.As(err, &reqErr) && (reqErr.HTTPStatusCode == http.StatusUnauthorized || reqErr.HTTPStatusCode == http.StatusForbidden):
-		return c.redact(fmt.Errorf("%s at %s rejects the API key (HTTP %d): set the right key in the variable the config's api_key_env names", c.opts.Name, c.opts.BaseURL, reqErr.HTTPStatusCode))
+		return c.redact(fmt.Errorf("%s at %s: %w (HTTP %d): set the right key in the variable the config's api_key_env names", c.opts.Name, c.opts.BaseURL, ErrKeyRejected, reqErr.HTTPStatusCode))
 	case errors.As(err, &apiErr) || errors.As(err, &reqErr):
 		return nil // it answered: only the key matters here
 	}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -229,6 +231,61 @@ func TestObserveSeesEachRequestOnce(t *testing.T) {
 			_, err := c.Chat(context.Background(), chat.Request{Messages: []chat.Message{{Role: "user", Content: "x"}}})
 			if calls != 1 || (gotErr != nil) != tt.wantErr || (err != nil) != tt.wantErr {
 				t.Errorf("Observe called %d times with %v (Chat: %v); want once, error %v", calls, gotErr, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestCheck: the preflight call passes when the API answers (even 404 or
+// 500: only the key matters), fails with ErrKeyRejected on 401 and 403
+// without showing the key, and says a dead API does not answer; one
+// attempt, no retries.
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name     string
+		status   int
+		down     bool
+		rejected bool
+		wantErr  string
+	}{
+		{"answers", http.StatusOK, false, false, ""},
+		{"no /models", http.StatusNotFound, false, false, ""},
+		{"server error", http.StatusInternalServerError, false, false, ""},
+		{"401", http.StatusUnauthorized, false, true, "API key rejected (HTTP 401)"},
+		{"403", http.StatusForbidden, false, true, "API key rejected (HTTP 403)"},
+		{"down", 0, true, false, "does not answer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var calls atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls.Add(1)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tt.status)
+				if tt.status == http.StatusOK {
+					w.Write([]byte(`{"object":"list","data":[{"id":"judge-test","object":"model"}]}`))
+					return
+				}
+				w.Write([]byte(`{"error":{"message":"no: test-key","type":"invalid_request_error"}}`))
+			}))
+			defer srv.Close()
+			if tt.down {
+				srv.Close()
+			}
+			opts := testClientOptions(&chattest.FakeAPI{Server: srv})
+			c, _ := newTestChat(t, opts)
+			err := c.Check(context.Background())
+			if (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("Check = %v, want %q", err, tt.wantErr)
+			}
+			if errors.Is(err, chat.ErrKeyRejected) != tt.rejected {
+				t.Errorf("Check = %v: errors.Is ErrKeyRejected %v, want %v", err, !tt.rejected, tt.rejected)
+			}
+			if err != nil && strings.Contains(err.Error(), "test-key") {
+				t.Errorf("Check shows the key: %v", err)
+			}
+			if n := calls.Load(); !tt.down && n != 1 {
+				t.Errorf("Check made %d requests, want 1", n)
 			}
 		})
 	}

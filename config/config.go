@@ -282,8 +282,11 @@ type Train struct {
 	ServerCommand []string `yaml:"server_command"`
 	// AdapterPrefix names loaded LoRA adapters: <prefix>-<step>.
 	AdapterPrefix string `yaml:"adapter_prefix"`
-	// EvalEvery runs an evaluation pass every N steps (0: never; only 0 is
-	// implemented).
+	// EvalEvery evaluates the adapter of every N-th step (0: never): it
+	// plays the curriculum's eval split against the base model, greedy,
+	// compared by the run's judge (an LLM judge pairwise in both orders, a
+	// rule by its scores), beside training; results go to
+	// RUN/evals/step-N.json, metrics.jsonl and parley report.
 	EvalEvery int `yaml:"eval_every"`
 	// MaxFailedFraction fails a step whose rollouts failed (sampling or
 	// judging) beyond this share, instead of training on what is left.

@@ -78,6 +78,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad duration", "policy:\n  request_timeout: soon\n", []string{"line 2", "soon"}},
 		{"rule without keywords", "judge:\n  kind: rule\n  rule:\n    kind: keywords\n", []string{"key judge.rule.keywords"}},
 		{"negative tis cap", "trainer:\n  tis_cap: -1\n", []string{"key trainer.tis_cap", "-1"}},
+		{"negative eval_every", "train:\n  eval_every: -3\n", []string{"key train.eval_every", "-3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeFile(t, tc.body)

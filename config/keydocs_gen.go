@@ -78,7 +78,7 @@ var fieldDocs = map[string]string{
 	"github.com/parleyhq/parley/config.Sampling.TopK":                               "TopK keeps the k likeliest tokens (0: off; sent to vLLM as -1, so that its generation-config defaults cannot change the sampling the trainer assumes).",
 	"github.com/parleyhq/parley/config.Sampling.TopP":                               "TopP is nucleus sampling's probability mass (1: off).",
 	"github.com/parleyhq/parley/config.Train.AdapterPrefix":                         "AdapterPrefix names loaded LoRA adapters: <prefix>-<step>.",
-	"github.com/parleyhq/parley/config.Train.EvalEvery":                             "EvalEvery runs an evaluation pass every N steps (0: never; only 0 is implemented).",
+	"github.com/parleyhq/parley/config.Train.EvalEvery":                             "EvalEvery evaluates the adapter of every N-th step (0: never): it plays the curriculum's eval split against the base model, greedy, compared by the run's judge (an LLM judge pairwise in both orders, a rule by its scores), beside training; results go to RUN/evals/step-N.json, metrics.jsonl and parley report.",
 	"github.com/parleyhq/parley/config.Train.HTTPAddr":                              "HTTPAddr is the handshake server's listen address (loopback by default).",
 	"github.com/parleyhq/parley/config.Train.Handshake":                             "Handshake is file or http.",
 	"github.com/parleyhq/parley/config.Train.MaxFailedFraction":                     "MaxFailedFraction fails a step whose rollouts failed (sampling or judging) beyond this share, instead of training on what is left.",

@@ -399,8 +399,8 @@ func (c Config) validateTrain(k *checker) {
 	if t.AdapterPrefix == "" || strings.ContainsAny(t.AdapterPrefix, `/\ `) {
 		k.bad("train.adapter_prefix", "must be a plain name, got %q", t.AdapterPrefix)
 	}
-	if t.EvalEvery != 0 {
-		k.bad("train.eval_every", "evaluation passes inside the loop are not implemented yet: set 0 and use parley eval pairwise on checkpoints")
+	if t.EvalEvery < 0 {
+		k.bad("train.eval_every", "must be 0 (no evaluation) or a positive number of steps, got %d", t.EvalEvery)
 	}
 	k.inRange("train.max_failed_fraction", t.MaxFailedFraction, 0, 1, true, false)
 	if t.ServerStartTimeout <= 0 {

@@ -20,6 +20,7 @@ const (
 	RolloutsDirName    = "rollouts"
 	CheckpointsDirName = "checkpoints"
 	MetricsFile        = "metrics.jsonl"
+	EvalsDirName       = "evals"
 	// DoneFile is the marker the trainer writes, last, inside a step's
 	// checkpoint directory.
 	DoneFile = "DONE"
@@ -37,7 +38,8 @@ const (
 //	batches/step-000042.ready         its dataset.Ready marker
 //	rollouts/step-000042.parquet      its rollout records
 //	checkpoints/step-000042/          the adapter trained on it, then DONE
-//	metrics.jsonl                     one line per step
+//	metrics.jsonl                     one line per step, and one per evaluation
+//	evals/step-000042.json            the evaluation of step 42's adapter (train.eval_every)
 //
 // Steps are numbered from 1 (State.Step 0 means none completed) and written
 // with at least six digits. The path methods take 0 <= step <= MaxStep.
@@ -114,6 +116,14 @@ func (d RunDir) CheckpointDir(step int) string {
 	return filepath.Join(string(d), CheckpointsDirName, StepName(step))
 }
 
+// EvalsDir is evals/.
+func (d RunDir) EvalsDir() string { return filepath.Join(string(d), EvalsDirName) }
+
+// EvalPath is evals/step-N.json.
+func (d RunDir) EvalPath(step int) string {
+	return filepath.Join(string(d), EvalsDirName, StepName(step)+".json")
+}
+
 // DonePath is checkpoints/step-N/DONE.
 func (d RunDir) DonePath(step int) string { return filepath.Join(d.CheckpointDir(step), DoneFile) }
 
@@ -147,13 +157,13 @@ func (d RunDir) Files() ([]string, error) {
 	return out, nil
 }
 
-// Create makes the run directory and its batches/, rollouts/ and
-// checkpoints/ subdirectories; existing ones are kept.
+// Create makes the run directory and its batches/, rollouts/,
+// checkpoints/ and evals/ subdirectories; existing ones are kept.
 func (d RunDir) Create() error {
 	if d == "" {
 		return fmt.Errorf("dataset.RunDir.Create: empty path")
 	}
-	for _, p := range []string{d.BatchesDir(), d.RolloutsDir(), d.CheckpointsDir()} {
+	for _, p := range []string{d.BatchesDir(), d.RolloutsDir(), d.CheckpointsDir(), d.EvalsDir()} {
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			return fmt.Errorf("dataset.RunDir.Create: %w", err)
 		}

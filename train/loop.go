@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
@@ -86,6 +87,10 @@ type LoopOptions struct {
 	// and the end call of a progress bar.
 	Progress func(label string, total int) (tick func(), end func(failed bool))
 
+	// Eval configures the evaluations run while training
+	// (train.eval_every); its zero value runs none.
+	Eval EvalOptions
+
 	// OnStart, if set, is called when Run starts with the number of steps
 	// already completed (a resumed run).
 	OnStart func(completed int)
@@ -109,6 +114,13 @@ type Loop struct {
 	// baseline is the role baseline after the newest written batch (with
 	// staleness 1 it runs one step ahead of the state's).
 	baseline *grpo.RoleBaseline
+	// ev runs the evaluations of the current Run.
+	ev *evaluator
+	// metricsMu serialises the appends to metrics.jsonl of the loop and
+	// its evaluations; evalRecorded (under it) holds the steps whose
+	// evaluation line is written.
+	metricsMu    sync.Mutex
+	evalRecorded map[int]bool
 }
 
 // readSidecar reads step's sidecar (SidecarPath) as it is written.
@@ -182,6 +194,9 @@ func NewLoop(opts LoopOptions) (*Loop, error) {
 	if opts.MaxFailedFraction <= 0 {
 		opts.MaxFailedFraction = 0.5
 	}
+	if err := opts.Eval.check(); err != nil {
+		return nil, fmt.Errorf("train.NewLoop: %w", err)
+	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
@@ -208,11 +223,11 @@ func NewLoop(opts LoopOptions) (*Loop, error) {
 	if st.RoleBaseline == nil {
 		st.RoleBaseline = grpo.NewRoleBaseline()
 	}
-	recorded, err := recordedSteps(opts.Dir.MetricsPath())
+	recorded, evals, err := recordedSteps(opts.Dir.MetricsPath())
 	if err != nil {
 		return nil, err
 	}
-	return &Loop{opts: opts, log: opts.Logger, state: st, recorded: recorded, baseline: st.RoleBaseline.Clone()}, nil
+	return &Loop{opts: opts, log: opts.Logger, state: st, recorded: recorded, evalRecorded: evals, baseline: st.RoleBaseline.Clone()}, nil
 }
 
 // progress starts a progress bar through opts.Progress, or nothing.
@@ -232,8 +247,15 @@ func (l *Loop) AdapterName(step int) string {
 	return fmt.Sprintf("%s-%s-%06d", l.opts.AdapterPrefix, l.state.Nonce, step)
 }
 
-// Run trains from the step after the last completed one to Steps.
-func (l *Loop) Run(ctx context.Context) error {
+// Run trains from the step after the last completed one to Steps. The
+// evaluations (LoopOptions.Eval) run beside it: Run waits for those still
+// running when training is done, and cancels them when it fails.
+func (l *Loop) Run(ctx context.Context) (err error) {
+	l.ev, err = l.startEvals(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { err = l.ev.finish(err) }()
 	if l.state.Step >= l.opts.Steps {
 		l.log.Info("run already complete", zap.Int("step", l.state.Step))
 		return nil
@@ -512,7 +534,10 @@ func (l *Loop) finish(ctx context.Context, step int) error {
 		m["trainer/"+k] = v
 	}
 	if !l.recorded[step] {
-		if err := AppendMetrics(l.opts.Dir.MetricsPath(), m); err != nil {
+		l.metricsMu.Lock()
+		err := AppendMetrics(l.opts.Dir.MetricsPath(), m)
+		l.metricsMu.Unlock()
+		if err != nil {
 			return err
 		}
 		l.recorded[step] = true
@@ -532,6 +557,10 @@ func (l *Loop) finish(ctx context.Context, step int) error {
 	}
 	if l.opts.OnStep != nil {
 		l.opts.OnStep(m)
+	}
+	// Queued, not run: the evaluation goes on beside the next steps.
+	if err := l.ev.queue(step); err != nil {
+		l.log.Warn("the step's evaluation cannot run", zap.Int("step", step), zap.Error(err))
 	}
 	return nil
 }
@@ -646,21 +675,22 @@ func firstError(rs []dataset.Rollout) string {
 	return "none recorded"
 }
 
-// recordedSteps reads the steps metrics.jsonl already holds, dropping a
+// recordedSteps reads the steps whose line metrics.jsonl already holds,
+// and those whose evaluation line it holds ("kind": "eval"), dropping a
 // torn last line left by a crash.
-func recordedSteps(path string) (map[int]bool, error) {
-	out := map[int]bool{}
+func recordedSteps(path string) (steps, evals map[int]bool, err error) {
+	steps, evals = map[int]bool{}, map[int]bool{}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return out, nil
+		return steps, evals, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("train: read %s: %w", path, err)
+		return nil, nil, fmt.Errorf("train: read %s: %w", path, err)
 	}
 	if n := len(b); n > 0 && b[n-1] != '\n' {
 		cut := bytes.LastIndexByte(b, '\n') + 1
 		if err := os.Truncate(path, int64(cut)); err != nil {
-			return nil, fmt.Errorf("train: drop torn line of %s: %w", path, err)
+			return nil, nil, fmt.Errorf("train: drop torn line of %s: %w", path, err)
 		}
 		b = b[:cut]
 	}
@@ -668,11 +698,17 @@ func recordedSteps(path string) (map[int]bool, error) {
 	sc.Buffer(make([]byte, 1<<20), 1<<26)
 	for sc.Scan() {
 		var m struct {
-			Step *int `json:"step"`
+			Step *int   `json:"step"`
+			Kind string `json:"kind"`
 		}
-		if json.Unmarshal(sc.Bytes(), &m) == nil && m.Step != nil {
-			out[*m.Step] = true
+		if json.Unmarshal(sc.Bytes(), &m) != nil || m.Step == nil {
+			continue
+		}
+		if m.Kind == EvalKind {
+			evals[*m.Step] = true
+		} else {
+			steps[*m.Step] = true
 		}
 	}
-	return out, nil
+	return steps, evals, nil
 }

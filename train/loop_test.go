@@ -35,6 +35,8 @@ type fakeTrainer struct {
 	// log, if set, gets a line "step N" per batch consumed, across
 	// processes.
 	log string
+	// gate, if set, is called before a step is trained.
+	gate func(step int)
 }
 
 func (f *fakeTrainer) run(ctx context.Context) {
@@ -48,6 +50,9 @@ func (f *fakeTrainer) run(ctx context.Context) {
 		if err != nil {
 			time.Sleep(2 * time.Millisecond)
 			continue
+		}
+		if f.gate != nil {
+			f.gate(step)
 		}
 		f.mu.Lock()
 		f.consumed[step]++

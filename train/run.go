@@ -116,7 +116,7 @@ func childEnv(secrets, allow []string) []string {
 // cleanTemps removes what interrupted atomic writes left in the run
 // directory (.state.json.tmp-*, …), saying so.
 func cleanTemps(dir dataset.RunDir, log *zap.Logger) error {
-	for _, d := range []string{dir.Root(), dir.BatchesDir(), dir.RolloutsDir()} {
+	for _, d := range []string{dir.Root(), dir.BatchesDir(), dir.RolloutsDir(), dir.EvalsDir()} {
 		removed, err := fsutil.RemoveTemps(d)
 		if err != nil {
 			return err

@@ -32,6 +32,8 @@ func TestRunDirPaths(t *testing.T) {
 		{d.CheckpointsDir(), "runs/x/checkpoints"},
 		{d.CheckpointDir(1234567), "runs/x/checkpoints/step-1234567"},
 		{d.DonePath(3), "runs/x/checkpoints/step-000003/DONE"},
+		{d.EvalsDir(), "runs/x/evals"},
+		{d.EvalPath(8), "runs/x/evals/step-000008.json"},
 	}
 	for _, tt := range tests {
 		if tt.got != filepath.FromSlash(tt.want) {
@@ -73,7 +75,7 @@ func TestRunDirCreate(t *testing.T) {
 			t.Fatalf("Create() = %v", err)
 		}
 	}
-	for _, p := range []string{d.BatchesDir(), d.RolloutsDir(), d.CheckpointsDir()} {
+	for _, p := range []string{d.BatchesDir(), d.RolloutsDir(), d.CheckpointsDir(), d.EvalsDir()} {
 		if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
 			t.Errorf("Create() did not make %s: %v", p, err)
 		}

@@ -92,6 +92,11 @@ func newGame(cfg config.Config, log *zap.Logger) (rollout.Game, func(), error) {
 // loadCurriculum loads the configured prompts (and persona library), keeps
 // the configured split, and checks them for the configured game.
 func loadCurriculum(cfg config.Config) ([]dataset.Prompt, error) {
+	return loadSplit(cfg, cfg.Curriculum.Split)
+}
+
+// loadSplit loads the configured curriculum's prompts of split ("": all).
+func loadSplit(cfg config.Config, split string) ([]dataset.Prompt, error) {
 	spec, _ := rollout.Lookup(cfg.Game.Env)
 	opts := dataset.LoadOptions{RequirePersonas: spec.Curriculum.RequirePersonas, Categories: spec.Curriculum.Categories}
 	if cfg.Curriculum.Personas != "" {
@@ -105,9 +110,9 @@ func loadCurriculum(cfg config.Config) ([]dataset.Prompt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config key curriculum.path: %w", err)
 	}
-	prompts = dataset.SelectSplit(prompts, cfg.Curriculum.Split)
+	prompts = dataset.SelectSplit(prompts, split)
 	if len(prompts) == 0 {
-		return nil, fmt.Errorf("config key curriculum.split: no prompt of %s is in split %q", cfg.Curriculum.Path, cfg.Curriculum.Split)
+		return nil, fmt.Errorf("config key curriculum.split: no prompt of %s is in split %q", cfg.Curriculum.Path, split)
 	}
 	return prompts, nil
 }

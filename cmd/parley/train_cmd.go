@@ -177,6 +177,11 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.Run
 		return err
 	}
 	defer closeJudge()
+	evalOpts, closeEval, err := evalOptions(cfg, judge, runDir.Root(), log)
+	if err != nil {
+		return err
+	}
+	defer closeEval()
 	args := trainerArgs(cfg, runDir.Root())
 	var command []string
 	if len(cfg.Train.TrainerCommand) > 0 {
@@ -195,6 +200,7 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.Run
 			Rollout: ro, Judge: judge, JudgeConcurrency: cfg.Judge.Concurrency,
 			Advantage: advantageOptions(cfg.GRPO), Mask: cfg.GRPO.Mask, AdapterPrefix: cfg.Train.AdapterPrefix,
 			TrainerTimeout: cfg.Train.TrainerTimeout, MaxFailedFraction: cfg.Train.MaxFailedFraction, Logger: log,
+			Eval:     evalOpts,
 			OnStart:  func(done int) { bar.SetCurrent(int64(done)) },
 			Progress: bars.Start,
 			OnStep: func(m map[string]any) {

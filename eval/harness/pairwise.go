@@ -30,6 +30,60 @@ type Comparer interface {
 
 var _ Comparer = (*reward.PairwiseJudge)(nil)
 
+// RolloutComparer is a Comparer that decides from the two whole rollouts,
+// not only their final completions (ScoreComparer: a game's scorer reads
+// the dialogue). RunPairwise calls CompareRollouts when a judge has it.
+type RolloutComparer interface {
+	Comparer
+	CompareRollouts(ctx context.Context, left, right *dataset.Rollout) (reward.PairResult, error)
+}
+
+// ScoreComparer compares two rollouts by the pointwise score a
+// reward.Judge gives each (a rule scorer, a game's scorer): the higher
+// score wins, equal scores tie. A pointwise score does not see the other
+// response, so there is no position to bias and one comparison stands for
+// both orders: it counts as two verdicts (two wins, two ties or two
+// losses), as a pairwise judge's two orders would.
+type ScoreComparer struct {
+	Judge reward.Judge
+}
+
+var _ RolloutComparer = ScoreComparer{}
+
+// Name is the judge's name.
+func (c ScoreComparer) Name() string { return c.Judge.Name() }
+
+// Compare scores left and right as the final completions of rollouts that
+// carry only the task (enough for a rule on the final completion).
+func (c ScoreComparer) Compare(ctx context.Context, task, _, _, left, right string) (reward.PairResult, error) {
+	return c.CompareRollouts(ctx, &dataset.Rollout{Task: task, Final: left}, &dataset.Rollout{Task: task, Final: right})
+}
+
+// CompareRollouts scores both rollouts and compares the scores.
+func (c ScoreComparer) CompareRollouts(ctx context.Context, left, right *dataset.Rollout) (reward.PairResult, error) {
+	l, err := c.Judge.Judge(ctx, left)
+	if err != nil {
+		return reward.PairResult{}, fmt.Errorf("harness.ScoreComparer: left: %w", err)
+	}
+	r, err := c.Judge.Judge(ctx, right)
+	if err != nil {
+		return reward.PairResult{}, fmt.Errorf("harness.ScoreComparer: right: %w", err)
+	}
+	res := reward.PairResult{Model: c.Judge.Name(),
+		LeftFirstRationale:  fmt.Sprintf("left %g (%s), right %g (%s)", l.Score, l.Rationale, r.Score, r.Rationale),
+		RightFirstRationale: fmt.Sprintf("right %g (%s), left %g (%s)", r.Score, r.Rationale, l.Score, l.Rationale),
+	}
+	switch {
+	case l.Score > r.Score:
+		res.LeftWins, res.Outcome = 2, 1
+	case l.Score < r.Score:
+		res.RightWins, res.Outcome = 2, 0
+	default:
+		res.Ties, res.Outcome = 2, 0.5
+	}
+	return res, nil
+}
+
 // Side is one side of a pairwise comparison: a policy, the model or
 // adapter it samples, and the game it plays.
 type Side struct {
@@ -112,9 +166,14 @@ type PairwiseOptions struct {
 	ChatTemplateKwargs map[string]any
 	// Concurrency bounds the rollouts in flight per side (default 16).
 	Concurrency int
-	// JudgeConcurrency bounds the comparisons in flight (default 16).
+	// JudgeConcurrency bounds the comparisons in flight (default 16), and
+	// the Scorer's calls.
 	JudgeConcurrency int
-	Logger           *zap.Logger
+	// Scorer, if set, scores every successful rollout of both sides
+	// pointwise (the run's reward judge) before the comparisons, for each
+	// side's mean score in PairwiseReport.Sides.
+	Scorer reward.Judge
+	Logger *zap.Logger
 	// OnRollout, if set, is called after each rollout (both sides);
 	// OnCompared after each comparison. They may be called concurrently.
 	OnRollout  func()
@@ -168,12 +227,37 @@ type PairwiseCell struct {
 	JudgeFailed   int `json:"judge_failed"`
 }
 
+// SideStats summarises one side's rollouts of one run.
+type SideStats struct {
+	Side     string `json:"side"`
+	Decoding string `json:"decoding"`
+	Run      int    `json:"run"`
+	// Rollouts were played, Failed of them failed.
+	Rollouts int `json:"rollouts"`
+	Failed   int `json:"failed"`
+	// AgreementRate is the share of the successful rollouts that reached
+	// agreement; RoundsToAgreement the mean rounds of those that did (nil
+	// when none did); MeanRounds the mean rounds of all successful ones.
+	// A game that does not negotiate never agrees.
+	AgreementRate     float64  `json:"agreement_rate"`
+	RoundsToAgreement *float64 `json:"rounds_to_agreement,omitempty"`
+	MeanRounds        float64  `json:"mean_rounds"`
+	// ScoreMean is the mean of PairwiseOptions.Scorer's scores over the
+	// rollouts it scored (nil without a scorer, or when none was scored);
+	// Scored and ScoreFailed count its verdicts.
+	ScoreMean   *float64 `json:"score_mean,omitempty"`
+	Scored      int      `json:"scored"`
+	ScoreFailed int      `json:"score_failed"`
+}
+
 // PairwiseReport is the outcome of RunPairwise.
 type PairwiseReport struct {
 	// Cells are the results, aspect by aspect, decoding by decoding.
 	Cells []PairwiseCell
 	// Comparisons are every comparison, excluded ones with their Error.
 	Comparisons []Comparison
+	// Sides summarise each side's rollouts, run by run: left then right.
+	Sides []SideStats
 }
 
 // Results returns the report.PairwiseResult of every cell.
@@ -219,6 +303,7 @@ func RunPairwise(ctx context.Context, opts PairwiseOptions) (PairwiseReport, err
 			if err := errors.Join(lerr, rerr); err != nil {
 				return rep, fmt.Errorf("harness.RunPairwise: %s run %d: %w", dec.Name, run, err)
 			}
+			rep.Sides = append(rep.Sides, opts.sideStats(ctx, opts.Left, dec.Name, run, left), opts.sideStats(ctx, opts.Right, dec.Name, run, right))
 			comps := opts.judge(ctx, dec.Name, run, left, right)
 			if err := ctx.Err(); err != nil {
 				return rep, fmt.Errorf("harness.RunPairwise: %s run %d: %w", dec.Name, run, err)
@@ -328,6 +413,52 @@ func (o *PairwiseOptions) check() error {
 type sideRun struct {
 	recs   []*dataset.Rollout
 	rounds *float64 // nil for a game that does not negotiate
+	sum    rollout.Summary
+}
+
+// sideStats summarises a side's run and scores its successful rollouts
+// with the Scorer, when there is one.
+func (o *PairwiseOptions) sideStats(ctx context.Context, side Side, decoding string, run int, sr sideRun) SideStats {
+	st := SideStats{Side: side.Name, Decoding: decoding, Run: run, Rollouts: sr.sum.Rollouts, Failed: sr.sum.Failed,
+		AgreementRate: sr.sum.AgreementRate, MeanRounds: sr.sum.MeanRounds}
+	if sr.sum.Agreed > 0 {
+		r := sr.sum.RoundsToAgree
+		st.RoundsToAgreement = &r
+	}
+	if o.Scorer == nil {
+		return st
+	}
+	var (
+		mu    sync.Mutex
+		total float64
+		wg    sync.WaitGroup
+		sem   = make(chan struct{}, o.JudgeConcurrency)
+	)
+	for _, r := range sr.recs {
+		if r == nil || r.Failed {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			res, err := o.Scorer.Judge(ctx, r)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				st.ScoreFailed++
+				return
+			}
+			st.Scored++
+			total += res.Score
+		}()
+	}
+	wg.Wait()
+	if st.Scored > 0 {
+		m := total / float64(st.Scored)
+		st.ScoreMean = &m
+	}
+	return st
 }
 
 // play plays every prompt once with side's game and model.
@@ -366,6 +497,7 @@ func (o *PairwiseOptions) play(ctx context.Context, side Side, dec Decoding, see
 		}
 		return sideRun{}, fmt.Errorf("side %s: %d rollouts interrupted", side.Name, sum.Interrupted)
 	}
+	out.sum = sum
 	if side.Game.Name() == "deliberation" {
 		var total float64
 		n := 0
@@ -420,11 +552,18 @@ func (o *PairwiseOptions) judge(ctx context.Context, decoding string, run int, l
 		}
 		judge := o.aspect(c.Aspect)
 		p := o.Prompts[c.Index]
+		l, r := left.recs[c.Index], right.recs[c.Index]
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			res, err := judge.Compare(ctx, p.Task, p.Persona("A"), p.Persona("B"), c.LeftFinal, c.RightFinal)
+			var res reward.PairResult
+			var err error
+			if rc, ok := judge.(RolloutComparer); ok {
+				res, err = rc.CompareRollouts(ctx, l, r)
+			} else {
+				res, err = judge.Compare(ctx, p.Task, p.Persona("A"), p.Persona("B"), c.LeftFinal, c.RightFinal)
+			}
 			if err != nil {
 				c.Excluded, c.Error = ExcludedJudge, err.Error()
 			} else {

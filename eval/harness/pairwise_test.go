@@ -209,3 +209,131 @@ func TestRunPairwiseOptions(t *testing.T) {
 		t.Errorf("NewDecodings(greedy twice) = nil error, want one")
 	}
 }
+
+// finalJudge scores a rollout by a table of final completions; an unknown
+// final is an error.
+type finalJudge map[string]float64
+
+func (finalJudge) Name() string { return "finals" }
+
+func (j finalJudge) Judge(_ context.Context, r *dataset.Rollout) (reward.Result, error) {
+	s, ok := j[r.Final]
+	if !ok {
+		return reward.Result{}, errors.New("no score for " + r.Final)
+	}
+	return reward.Result{Score: s, Rationale: "table"}, nil
+}
+
+func TestScoreComparer(t *testing.T) {
+	c := ScoreComparer{Judge: finalJudge{"high": 0.9, "low": 0.1, "also low": 0.1}}
+	tests := []struct {
+		left, right        string
+		wins, ties, losses int
+		outcome            float64
+		wantErr            bool
+	}{
+		{"high", "low", 2, 0, 0, 1, false},
+		{"low", "high", 0, 0, 2, 0, false},
+		{"low", "also low", 0, 2, 0, 0.5, false},
+		{"high", "unknown", 0, 0, 0, 0, true},
+		{"unknown", "high", 0, 0, 0, 0, true},
+	}
+	for _, tt := range tests {
+		res, err := c.Compare(context.Background(), "task", "", "", tt.left, tt.right)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("Compare(%q, %q) error = %v, want error %v", tt.left, tt.right, err, tt.wantErr)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if res.LeftWins != tt.wins || res.Ties != tt.ties || res.RightWins != tt.losses || res.Outcome != tt.outcome {
+			t.Errorf("Compare(%q, %q) = %d/%d/%d outcome %v, want %d/%d/%d outcome %v",
+				tt.left, tt.right, res.LeftWins, res.Ties, res.RightWins, res.Outcome, tt.wins, tt.ties, tt.losses, tt.outcome)
+		}
+	}
+}
+
+// TestRunPairwiseScorer: an adapter against the base model, compared by a
+// rule's pointwise scores (ScoreComparer, which sees whole rollouts) and
+// scored by it (Scorer): the win rate agrees with the two sides' scores,
+// and each side has its agreement, rounds and mean score.
+func TestRunPairwiseScorer(t *testing.T) {
+	_, client := newSim(t)
+	ctx := context.Background()
+	if err := client.LoadLoRA(ctx, "ca", "/adapters/ca"); err != nil {
+		t.Fatal(err)
+	}
+	all, err := dataset.SampleCurriculum(dataset.SampleDilemmas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule, err := reward.NewRuleJudge(reward.RuleOptions{Kind: reward.RuleKeywordShare, Keywords: []string{"we", "both", "together", "agree", "shared"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &recordingComparer{ScoreComparer: ScoreComparer{Judge: rule}}
+	delib := deliberation.New(deliberation.Options{MaxRounds: 3, TurnTokens: 48, FinalTokens: 64})
+	decs, _ := NewDecodings([]string{report.DecodingGreedy}, llm.Sampling{MaxTokens: 48})
+	rep, err := RunPairwise(ctx, PairwiseOptions{
+		Left:    Side{Name: "ca", Policy: client, Model: "ca", Game: delib},
+		Right:   Side{Name: "base", Policy: client, Model: "sim-policy", Game: delib},
+		Prompts: all[:6], Set: SetConflict, Aspects: []Aspect{{"score", rc}},
+		Decodings: decs, Runs: 1, Scorer: rule,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.wholeRollouts != 6 {
+		t.Errorf("CompareRollouts called %d times, want 6 (one per prompt)", rc.wholeRollouts)
+	}
+	if len(rep.Sides) != 2 || rep.Sides[0].Side != "ca" || rep.Sides[1].Side != "base" {
+		t.Fatalf("sides = %+v, want ca then base", rep.Sides)
+	}
+	var sum [2]float64
+	wins, losses := 0, 0
+	for _, c := range rep.Comparisons {
+		l, _ := rule.Judge(ctx, &dataset.Rollout{Final: c.LeftFinal})
+		r, _ := rule.Judge(ctx, &dataset.Rollout{Final: c.RightFinal})
+		sum[0] += l.Score
+		sum[1] += r.Score
+		switch {
+		case l.Score > r.Score:
+			wins += 2
+		case l.Score < r.Score:
+			losses += 2
+		}
+	}
+	run := rep.Cells[0].Runs[0]
+	t.Logf("ca vs. base: %d/%d/%d, mean scores %v", run.Wins, run.Ties, run.Losses, sum)
+	if run.Wins != wins || run.Losses != losses || run.Wins+run.Ties+run.Losses != 12 {
+		t.Errorf("run = %d/%d/%d, want %d wins and %d losses of 12 verdicts", run.Wins, run.Ties, run.Losses, wins, losses)
+	}
+	for i, s := range rep.Sides {
+		if s.Rollouts != 6 || s.Failed != 0 || s.Scored != 6 || s.ScoreMean == nil || math.Abs(*s.ScoreMean-sum[i]/6) > 1e-9 {
+			t.Errorf("side %s = %+v, want 6 rollouts scored, mean %v", s.Side, s, sum[i]/6)
+		}
+		if s.AgreementRate < 0 || s.AgreementRate > 1 || s.MeanRounds < 1 || s.MeanRounds > 3 {
+			t.Errorf("side %s: agreement %v, mean rounds %v, want a rate and rounds in [1, 3]", s.Side, s.AgreementRate, s.MeanRounds)
+		}
+		if (s.AgreementRate > 0) != (s.RoundsToAgreement != nil) {
+			t.Errorf("side %s: agreement %v but rounds to agreement %v", s.Side, s.AgreementRate, s.RoundsToAgreement)
+		}
+	}
+}
+
+// recordingComparer counts the comparisons that got whole rollouts.
+type recordingComparer struct {
+	ScoreComparer
+	mu            sync.Mutex
+	wholeRollouts int
+}
+
+func (c *recordingComparer) CompareRollouts(ctx context.Context, l, r *dataset.Rollout) (reward.PairResult, error) {
+	c.mu.Lock()
+	if l.RolloutID != "" && r.RolloutID != "" {
+		c.wholeRollouts++
+	}
+	c.mu.Unlock()
+	return c.ScoreComparer.CompareRollouts(ctx, l, r)
+}

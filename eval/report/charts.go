@@ -33,13 +33,27 @@ type Line struct {
 	X, Y  []float64 // same length; NaN points are left out
 	Style string    // StyleSolid (default), StyleDashed or StyleDashDotted
 	Color color.Color
+	// Plain leaves out the markers a sparse series gets on its points (a
+	// reference line).
+	Plain bool
+}
+
+// Band is a shaded area of a chart between two series (a group's min
+// and max around its mean).
+type Band struct {
+	Label  string
+	X      []float64
+	Lo, Hi []float64 // same length as X; NaN points are left out
+	Color  color.Color
 }
 
 // Chart is a line chart written as a PNG of WidthPx × HeightPx pixels.
 type Chart struct {
 	Title, XLabel, YLabel string
 	Lines                 []Line
-	WidthPx, HeightPx     int
+	// Bands are drawn under the lines.
+	Bands             []Band
+	WidthPx, HeightPx int
 	// IntegerX marks the x axis at integers and fits it to the data
 	// (turns, probe counts) instead of starting it at 0.
 	IntegerX bool
@@ -54,10 +68,12 @@ const (
 )
 
 var (
-	colorMin  = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff} // blue
-	colorMean = color.RGBA{R: 0x20, G: 0x20, B: 0x20, A: 0xff} // near black
-	colorMax  = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff} // red
-	colorOne  = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
+	colorMin    = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff} // blue
+	colorMean   = color.RGBA{R: 0x20, G: 0x20, B: 0x20, A: 0xff} // near black
+	colorMax    = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff} // red
+	colorOne    = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
+	colorRef    = color.RGBA{R: 0x80, G: 0x80, B: 0x80, A: 0xff}  // reference lines
+	colorSpread = color.NRGBA{R: 0x80, G: 0x80, B: 0x80, A: 0x38} // min–max bands
 )
 
 // WritePNG draws the chart and writes it to path.
@@ -66,6 +82,40 @@ func (c Chart) WritePNG(path string) error {
 	if w <= 0 || h <= 0 {
 		w, h = DefaultWidthPx, DefaultHeightPx
 	}
+	p := c.newPlot()
+	legend := 0
+	for _, b := range c.Bands {
+		added, err := addBand(p, b)
+		if err != nil {
+			return fmt.Errorf("report.Chart.WritePNG: %s: %w", b.Label, err)
+		}
+		legend += added
+	}
+	n := 0
+	for _, l := range c.Lines {
+		drawn, labelled, err := addLine(p, l)
+		if err != nil {
+			return fmt.Errorf("report.Chart.WritePNG: %s: %w", l.Label, err)
+		}
+		n += drawn
+		legend += labelled
+	}
+	if n == 0 {
+		return fmt.Errorf("report.Chart.WritePNG: %s: no data", filepath.Base(path))
+	}
+	c.fitAxes(p, legend)
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	canvas := vgimg.NewWith(vgimg.UseImage(img), vgimg.UseDPI(dpi))
+	margin := vg.Points(8)
+	p.Draw(draw.Crop(draw.New(canvas), margin, -2*margin, margin/2, -margin))
+	if err := fsutil.WriteWith(path, 0o644, func(w io.Writer) error { return png.Encode(w, canvas.Image()) }); err != nil {
+		return fmt.Errorf("report.Chart.WritePNG: %w", err)
+	}
+	return nil
+}
+
+// newPlot is the chart's empty plot: title, axis labels, grid, legend.
+func (c Chart) newPlot() *plot.Plot {
 	p := plot.New()
 	p.Title.Text = c.Title
 	p.Title.TextStyle.Font.Size = vg.Points(13)
@@ -79,53 +129,90 @@ func (c Chart) WritePNG(path string) error {
 	p.Legend.YOffs = -vg.Points(4)
 	p.Legend.ThumbnailWidth = vg.Points(36)
 	p.Legend.Padding = vg.Points(3)
-	n, legend := 0, 0
-	for _, l := range c.Lines {
-		xys := make(plotter.XYs, 0, len(l.X))
-		for i := range l.X {
-			if i < len(l.Y) && !math.IsNaN(l.X[i]) && !math.IsNaN(l.Y[i]) && !math.IsInf(l.Y[i], 0) {
-				xys = append(xys, plotter.XY{X: l.X[i], Y: l.Y[i]})
-			}
+	return p
+}
+
+// finite returns the points of x and y that are finite.
+func finite(x, y []float64) plotter.XYs {
+	xys := make(plotter.XYs, 0, len(x))
+	for i := range x {
+		if i < len(y) && !math.IsNaN(x[i]) && !math.IsNaN(y[i]) && !math.IsInf(y[i], 0) {
+			xys = append(xys, plotter.XY{X: x[i], Y: y[i]})
 		}
-		if len(xys) == 0 {
-			continue
-		}
-		line, err := plotter.NewLine(xys)
+	}
+	return xys
+}
+
+// addLine adds l (and a marker on each point of a sparse series); it
+// returns whether it drew anything and whether it added a legend entry.
+func addLine(p *plot.Plot, l Line) (drawn, labelled int, err error) {
+	xys := finite(l.X, l.Y)
+	if len(xys) == 0 {
+		return 0, 0, nil
+	}
+	line, err := plotter.NewLine(xys)
+	if err != nil {
+		return 0, 0, err
+	}
+	line.LineStyle.Width = vg.Points(1.6)
+	line.LineStyle.Color = l.Color
+	if line.LineStyle.Color == nil {
+		line.LineStyle.Color = colorOne
+	}
+	switch l.Style {
+	case StyleDashed:
+		line.LineStyle.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
+	case StyleDashDotted:
+		line.LineStyle.Dashes = []vg.Length{vg.Points(8), vg.Points(3), vg.Points(1.5), vg.Points(3)}
+	}
+	p.Add(line)
+	if len(xys) <= sparsePoints && !l.Plain { // mark sparse points (evaluation steps; a single point draws no line)
+		sc, err := plotter.NewScatter(xys)
 		if err != nil {
-			return fmt.Errorf("report.Chart.WritePNG: %s: %w", l.Label, err)
+			return 0, 0, err
 		}
-		line.LineStyle.Width = vg.Points(1.6)
-		line.LineStyle.Color = l.Color
-		if line.LineStyle.Color == nil {
-			line.LineStyle.Color = colorOne
-		}
-		switch l.Style {
-		case StyleDashed:
-			line.LineStyle.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
-		case StyleDashDotted:
-			line.LineStyle.Dashes = []vg.Length{vg.Points(8), vg.Points(3), vg.Points(1.5), vg.Points(3)}
-		}
-		p.Add(line)
-		if len(xys) <= sparsePoints { // mark sparse points (evaluation steps; a single point draws no line)
-			sc, err := plotter.NewScatter(xys)
-			if err != nil {
-				return fmt.Errorf("report.Chart.WritePNG: %s: %w", l.Label, err)
-			}
-			sc.GlyphStyle.Color = line.LineStyle.Color
-			sc.GlyphStyle.Radius = vg.Points(2.5)
-			p.Add(sc)
-		}
-		if l.Label != "" {
-			p.Legend.Add(l.Label, line)
-			legend++
-		}
-		n++
+		sc.GlyphStyle.Color = line.LineStyle.Color
+		sc.GlyphStyle.Radius = vg.Points(2.5)
+		p.Add(sc)
 	}
-	if n == 0 {
-		return fmt.Errorf("report.Chart.WritePNG: %s: no data", filepath.Base(path))
+	if l.Label != "" {
+		p.Legend.Add(l.Label, line)
+		labelled = 1
 	}
-	// Breathing room: 5 % above and below the data, and room at the top for
-	// the legend (top left) so that it does not cover the lines.
+	return 1, labelled, nil
+}
+
+// addBand shades b; it returns whether it added a legend entry.
+func addBand(p *plot.Plot, b Band) (int, error) {
+	lo, hi := finite(b.X, b.Lo), finite(b.X, b.Hi)
+	if len(lo) < 2 || len(lo) != len(hi) {
+		return 0, nil
+	}
+	ring := append(plotter.XYs{}, lo...)
+	for i := len(hi) - 1; i >= 0; i-- {
+		ring = append(ring, hi[i])
+	}
+	poly, err := plotter.NewPolygon(ring)
+	if err != nil {
+		return 0, err
+	}
+	poly.Color = b.Color
+	if poly.Color == nil {
+		poly.Color = colorSpread
+	}
+	poly.LineStyle.Width = 0
+	p.Add(poly)
+	if b.Label == "" {
+		return 0, nil
+	}
+	p.Legend.Add(b.Label, poly)
+	return 1, nil
+}
+
+// fitAxes gives the data breathing room: 5 % above and below, and room
+// at the top for the legend (top left) so that it does not cover the
+// lines; the x axis starts at step 0, or fits integers (IntegerX).
+func (c Chart) fitAxes(p *plot.Plot, legend int) {
 	span := p.Y.Max - p.Y.Min
 	if span <= 0 {
 		span = math.Max(math.Abs(p.Y.Max), 1)
@@ -144,14 +231,6 @@ func (c Chart) WritePNG(path string) error {
 	} else if p.X.Min > 0 {
 		p.X.Min = 0 // steps count from 0: round ticks
 	}
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	canvas := vgimg.NewWith(vgimg.UseImage(img), vgimg.UseDPI(dpi))
-	margin := vg.Points(8)
-	p.Draw(draw.Crop(draw.New(canvas), margin, -2*margin, margin/2, -margin))
-	if err := fsutil.WriteWith(path, 0o644, func(w io.Writer) error { return png.Encode(w, canvas.Image()) }); err != nil {
-		return fmt.Errorf("report.Chart.WritePNG: %w", err)
-	}
-	return nil
 }
 
 // smoothed returns a key's series as a trailing running average over window
@@ -166,34 +245,6 @@ func smoothed(m *Metrics, key string, window int) (x, y []float64, ok bool) {
 		return nil, nil, false
 	}
 	return x, y, true
-}
-
-// dynamicsCharts are the three charts of seed 000 figure 2 for the keys
-// under prefix ("" for the training set, EvalPrefix for the evaluation set).
-type dynamicsChart struct {
-	file  string
-	title string
-	ylab  string
-	lines []struct{ key, label, style string }
-}
-
-func dynamicsCharts(prefix, scoreLabel string) []dynamicsChart {
-	set, file := "training set", ""
-	if prefix == EvalPrefix {
-		set, file = "evaluation set", "eval_"
-	}
-	return []dynamicsChart{
-		{file: file + "ca_scores.png", title: "(a) judge score, " + set, ylab: "score (" + scoreLabel + ")",
-			lines: []struct{ key, label, style string }{
-				{prefix + KeyScoreMax, "group max", StyleDashDotted},
-				{prefix + KeyScoreMean, "group mean", StyleSolid},
-				{prefix + KeyScoreMin, "group min", StyleDashed},
-			}},
-		{file: file + "agreement_rate.png", title: "(b) Agreement rate, " + set, ylab: "agreement rate",
-			lines: []struct{ key, label, style string }{{prefix + KeyAgreementRate, "", StyleSolid}}},
-		{file: file + "rounds_to_agreement.png", title: "(c) Average rounds to agreement, " + set, ylab: "rounds",
-			lines: []struct{ key, label, style string }{{prefix + KeyRoundsToAgreement, "", StyleSolid}}},
-	}
 }
 
 func lineColor(style string, single bool) color.Color {

@@ -248,35 +248,25 @@ func (g *generator) window(n int) int {
 	return max(w, 1)
 }
 
+// dynamics writes the training dynamics: the training set's panels, the
+// evaluations during training (when the run has them) and the trainer's.
 func (g *generator) dynamics(m *Metrics) error {
 	w := g.window(len(m.Steps))
 	g.printf("## Training dynamics\n\n")
 	g.printf("Running averages over a trailing window of %d steps. "+
-		"Scores (%s) are the min, mean and max within each group, averaged over the step's groups.\n\n", w, g.scoreLabel())
-	for _, prefix := range []string{"", EvalPrefix} {
-		charts := dynamicsCharts(prefix, g.scoreLabel())
-		has := false
-		for _, c := range charts {
-			for _, l := range c.lines {
-				has = has || m.Has(l.key)
-			}
-		}
-		if prefix == EvalPrefix && !has {
-			continue // evaluation-set metrics are optional
-		}
-		if prefix == "" {
-			g.printf("### Training set\n\n")
-		} else {
-			g.printf("### Evaluation set\n\n")
-		}
-		g.summaryTable(m, prefix, w)
-		for _, c := range charts {
-			if err := g.chart(m, c, w); err != nil {
-				return err
-			}
+		"Scores (%s) are the min, mean and max within each group, averaged over the step's groups; "+
+		"the band spans the group min to the group max.\n\n", w, g.scoreLabel())
+	g.printf("### Training set\n\n")
+	g.summaryTable(m, []string{KeyScoreMin, KeyScoreMean, KeyScoreMax, KeyAgreementRate, KeyRoundsToAgreement, KeyRewardMean}, w)
+	for _, c := range trainingPanels(g.scoreLabel()) {
+		if err := g.chart(m, c, w); err != nil {
+			return err
 		}
 	}
-	return nil
+	if err := g.evalSection(m); err != nil {
+		return err
+	}
+	return g.trainerSection(m, w)
 }
 
 // scoreLabel names the run's scores by the reward in use: "CA 1–5",
@@ -302,18 +292,24 @@ func (g *generator) metricLabel(key string) string {
 }
 
 var metricLabels = map[string]string{
-	KeyAgreementRate:     "agreement rate",
-	KeyRoundsToAgreement: "rounds to agreement",
-	KeyRewardMean:        "reward mean",
+	KeyAgreementRate:      "agreement rate",
+	KeyRoundsToAgreement:  "rounds to agreement",
+	KeyRewardMean:         "reward mean",
+	KeyTrainerLoss:        "trainer loss",
+	KeyTrainerKL:          "approx. KL, updated vs. sampling policy",
+	KeyTrainerKLRef:       "KL to the reference model",
+	KeyTrainerEntropy:     "entropy of trained tokens",
+	KeyTrainerGradNorm:    "gradient norm (mean)",
+	KeyTrainerGradNormMax: "gradient norm (max)",
+	KeyTrainerClipFrac:    "clip fraction",
 }
 
-// summaryTable lists each metric's mean over the first window and its
+// summaryTable lists each key's mean over the first window and its
 // running average at the last step.
-func (g *generator) summaryTable(m *Metrics, prefix string, w int) {
-	keys := []string{KeyScoreMin, KeyScoreMean, KeyScoreMax, KeyAgreementRate, KeyRoundsToAgreement, KeyRewardMean}
+func (g *generator) summaryTable(m *Metrics, keys []string, w int) {
 	var rows [][]string
 	for _, k := range keys {
-		x, y := m.Series(prefix + k)
+		x, y := m.Series(k)
 		if len(x) == 0 {
 			continue
 		}
@@ -325,46 +321,13 @@ func (g *generator) summaryTable(m *Metrics, prefix string, w int) {
 				n++
 			}
 		}
-		_, ra, _ := smoothed(m, prefix+k, w)
-		rows = append(rows, []string{"`" + prefix + k + "`", g.metricLabel(k), fmt.Sprint(len(x)), f2(sum / float64(n)), f2(ra[len(ra)-1])})
+		_, ra, _ := smoothed(m, k, w)
+		rows = append(rows, []string{"`" + k + "`", g.metricLabel(k), fmt.Sprint(len(x)), f4(sum / float64(n)), f4(ra[len(ra)-1])})
 	}
 	if len(rows) == 0 {
 		return
 	}
 	g.table([]string{"key", "metric", "points", "first window", "last window"}, rows)
-}
-
-func (g *generator) chart(m *Metrics, c dynamicsChart, w int) error {
-	var lines []Line
-	var missing []string
-	single := len(c.lines) == 1
-	for _, l := range c.lines {
-		x, y, ok := smoothed(m, l.key, w)
-		if !ok {
-			missing = append(missing, "`"+l.key+"`")
-			continue
-		}
-		lines = append(lines, Line{Label: l.label, X: x, Y: y, Style: l.style, Color: lineColor(l.style, single)})
-	}
-	if len(lines) == 0 {
-		g.note("%s: no data for %s, chart %s skipped", "metrics.jsonl", strings.Join(missing, ", "), c.file)
-		return nil
-	}
-	if len(missing) > 0 {
-		g.note("%s: no data for %s in %s", "metrics.jsonl", strings.Join(missing, ", "), c.file)
-	}
-	chart := Chart{
-		Title:   fmt.Sprintf("%s (%d-step running average)", c.title, w),
-		XLabel:  "step",
-		YLabel:  c.ylab,
-		Lines:   lines,
-		WidthPx: g.opts.WidthPx, HeightPx: g.opts.HeightPx,
-	}
-	if err := chart.WritePNG(filepath.Join(g.opts.OutDir, c.file)); err != nil {
-		return err
-	}
-	g.printf("![%s](%s)\n\n", c.title, c.file)
-	return nil
 }
 
 var aspectTitles = map[string]string{
@@ -601,6 +564,15 @@ func f2(x float64) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.2f", x)
+}
+
+// f4 is f2 for values of 0.1 and above (and 0), two significant digits
+// below (a KL of 0.00043).
+func f4(x float64) string {
+	if math.IsNaN(x) || x == 0 || math.Abs(x) >= 0.1 {
+		return f2(x)
+	}
+	return fmt.Sprintf("%.2g", x)
 }
 
 func optF1(p *float64) string {

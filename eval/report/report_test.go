@@ -50,10 +50,14 @@ func TestWriteReportGolden(t *testing.T) {
 		linked++
 		checkPNG(t, filepath.Join(out, name), DefaultWidthPx, DefaultHeightPx)
 	}
-	// Training set: 3 charts; evaluation set: CA scores and agreement rate
-	// (eval/rounds_to_agreement is absent from the fixture).
-	if linked != 5 {
-		t.Errorf("report links %d charts, want 5", linked)
+	// Training set: 3 charts; evaluations: win rate, score, agreement
+	// and rounds; trainer: loss, KL, entropy, grad norm (its clip fraction
+	// is 0 at every step: omitted with a note).
+	if linked != 11 {
+		t.Errorf("report links %d charts, want 11", linked)
+	}
+	if !strings.Contains(string(got), "`trainer/clip_frac` is 0 at all 120 points") {
+		t.Errorf("report.md does not say why the clip fraction chart is omitted")
 	}
 }
 
@@ -99,12 +103,12 @@ func TestGenerateOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"# Custom\n", "trailing window of 10 steps", "![(a) judge score, training set](ca_scores.png)"} {
+	for _, want := range []string{"# Custom\n", "trailing window of 10 steps", "![(a) Reward per group, training set](reward.png)"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)
 		}
 	}
-	for _, name := range []string{"ca_scores.png", "agreement_rate.png", "rounds_to_agreement.png", "eval_ca_scores.png"} {
+	for _, name := range []string{"reward.png", "agreement_rate.png", "rounds_to_agreement.png", "eval_win_rate.png", "eval_score.png", "trainer_loss.png"} {
 		checkPNG(t, filepath.Join(out, name), 400, 300)
 	}
 	if strings.Contains(string(md), "## Benchmarks") {
@@ -122,11 +126,20 @@ func TestGenerateWithoutRun(t *testing.T) {
 		{"missing metrics", "RUN", "", []string{"metrics.jsonl not found: no training dynamics"}},
 		{"keys missing", "RUN", `{"step": 1, "score_mean": 3}` + "\n" + `{"step": 2, "score_mean": 3.5}` + "\n",
 			[]string{
-				"no data for `score_max`, `score_min` in ca_scores.png",
+				"no data for `score_max`, `score_min` in reward.png",
 				"no data for `agreement_rate`, chart agreement_rate.png skipped",
 				"trailing window of 1 steps", // min(50, steps/10), at least 1
 			}},
 		{"no steps", "RUN", `{"loss": 1}` + "\n", []string{"metrics.jsonl line 1: no integer \"step\", skipped", "metrics.jsonl has no steps"}},
+		{"flat-zero panels", "RUN", `{"step": 1, "score_mean": 0.2, "agreement_rate": 0, "trainer/clip_frac": 0, "trainer/loss": 0.1}` + "\n" +
+			`{"step": 2, "score_mean": 0.4, "agreement_rate": 0, "trainer/clip_frac": 0, "trainer/loss": 0.2}` + "\n",
+			[]string{
+				"`agreement_rate` is 0 at all 2 points (no rollout reached agreement): chart agreement_rate.png omitted",
+				"`trainer/clip_frac` is 0 at all 2 points (no token's probability ratio left the clip range",
+				"![(h) Trainer loss](trainer_loss.png)",
+			}},
+		{"evaluation keys without a win rate", "RUN", `{"step": 1, "score_mean": 0.2, "eval/score_mean": 0.3}` + "\n",
+			[]string{"metrics.jsonl has evaluation keys but no `eval/win_rate`: no evaluation section"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

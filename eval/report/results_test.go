@@ -31,8 +31,8 @@ func TestReadMetrics(t *testing.T) {
 		t.Errorf("string value kept as a metric: %v", row)
 	}
 	wantNotes := []string{
-		`metrics.jsonl line 62: not a JSON object, skipped`,
-		`metrics.jsonl line 93: no integer "step", skipped`,
+		`metrics.jsonl line 64: not a JSON object, skipped`,
+		`metrics.jsonl line 97: no integer "step", skipped`,
 	}
 	if strings.Join(m.Notes, "\n") != strings.Join(wantNotes, "\n") {
 		t.Errorf("Notes = %q, want %q", m.Notes, wantNotes)
@@ -41,9 +41,14 @@ func TestReadMetrics(t *testing.T) {
 	if len(x) != 6 || x[0] != 20 || x[5] != 120 || y[5] != 3.4 {
 		t.Errorf("Series(eval/score_mean) = %v, %v, want steps 20..120 every 20, last 3.4", x, y)
 	}
-	if !m.Has("eval/agreement_rate") || m.Has("eval/rounds_to_agreement") {
-		t.Errorf("Has: eval/agreement_rate %v, eval/rounds_to_agreement %v; want true, false",
-			m.Has("eval/agreement_rate"), m.Has("eval/rounds_to_agreement"))
+	// An evaluation line ("kind": "eval", written after later steps) is
+	// merged into the row of the step it evaluated.
+	if r := m.Rows[19]; r[KeyEvalWinRate] != 27.5 || r[KeyScoreMean] != 2.664 {
+		t.Errorf("step 20 = %v, want its evaluation's win rate 27.5 merged with its score_mean 2.664", r)
+	}
+	if !m.Has(KeyEvalAgreementRate) || m.Has("eval/score_min") {
+		t.Errorf("Has: %s %v, eval/score_min %v; want true, false",
+			KeyEvalAgreementRate, m.Has(KeyEvalAgreementRate), m.Has("eval/score_min"))
 	}
 	if k := m.Keys(); len(k) == 0 || k[0] != "agreement_rate" {
 		t.Errorf("Keys() = %v", k)

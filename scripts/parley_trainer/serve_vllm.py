@@ -35,6 +35,10 @@ Flags and why (vLLM 0.32, CPU build, as pinned in scripts/requirements.txt):
   --max-model-len L (default 4096)
   --host 127.0.0.1
       loopback unless told otherwise.
+  PYTHONPATH with vllm_site/ (sitecustomize: parley_trainer.vllm_lora_fix)
+      vLLM 0.32's CPU LoRA ops give a base-model request the adapter in the
+      last LoRA slot once --max-loras adapters have been loaded (index -1);
+      the fix gives index -1 a zero slot, as the GPU kernels skip it.
   VLLM_CPU_KVCACHE_SPACE=1 (GiB, CPU build)
       without it vLLM sizes its KV cache from the machine's memory and
       refuses to start when other processes hold some ("Available memory on
@@ -117,6 +121,13 @@ def server_env(base: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
     for k, v in ENV_DEFAULTS.items():
         env.setdefault(k, v)
+    # vllm_site/sitecustomize.py installs vllm_lora_fix in every process of
+    # the server; this package's folder goes first so that it imports.
+    here = os.path.dirname(os.path.abspath(__file__))
+    paths = [os.path.join(here, "vllm_site"), os.path.dirname(here)]
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
     return env
 
 

@@ -33,6 +33,8 @@ def test_flags_parley_needs():
     assert env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True"
     assert env["VLLM_CPU_KVCACHE_SPACE"] == "4"  # an explicit value wins
     assert set(ENV_DEFAULTS) <= set(env)
+    # every server process loads vllm_site/sitecustomize.py (vllm_lora_fix)
+    assert env["PYTHONPATH"].split(os.pathsep)[0].endswith("vllm_site")
 
 
 def test_bad_rank_is_refused():

@@ -1,0 +1,131 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// evalFile is what the report reads of a run's evals/step-N.json (the
+// training loop's train.EvalResult): how the evaluation was made.
+type evalFile struct {
+	Step       int    `json:"step"`
+	Base       string `json:"base"`
+	Set        string `json:"set"`
+	Prompts    int    `json:"prompts"`
+	Decoding   string `json:"decoding"`
+	Comparison string `json:"comparison"`
+	Judge      string `json:"judge"`
+}
+
+// firstEvalFile reads the run's first evals/step-N.json; ok is false when
+// there is none or it cannot be read.
+func firstEvalFile(runDir string) (evalFile, bool) {
+	var e evalFile
+	paths, err := filepath.Glob(filepath.Join(runDir, "evals", "step-*.json"))
+	if err != nil || len(paths) == 0 {
+		return e, false
+	}
+	sort.Strings(paths)
+	b, err := os.ReadFile(paths[0])
+	if err != nil || json.Unmarshal(b, &e) != nil {
+		return e, false
+	}
+	return e, true
+}
+
+// evalSection writes the evaluations during training (train.eval_every):
+// how they were made, a table per evaluated step and the curves. A run
+// without evaluation lines has no section.
+func (g *generator) evalSection(m *Metrics) error {
+	steps, _ := m.Series(KeyEvalWinRate)
+	if len(steps) == 0 {
+		if m.Has(KeyEvalScoreMean) || m.Has(KeyEvalAgreementRate) {
+			g.note("metrics.jsonl has evaluation keys but no `%s`: no evaluation section", KeyEvalWinRate)
+		}
+		return nil
+	}
+	g.printf("### Held-out evaluation during training\n\n")
+	g.printf("%s\n\n", g.evalIntro())
+	g.evalTable(m)
+	for _, c := range evalPanels(g.scoreLabel()) {
+		if err := g.chart(m, c, 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// evalIntro says how the evaluations were made, from the run's first
+// evaluation file when there is one.
+func (g *generator) evalIntro() string {
+	e, ok := firstEvalFile(g.opts.RunDir)
+	if !ok {
+		return "Every `train.eval_every` steps the step's adapter played the held-out prompts against the base model. " +
+			"Win rate in percent of verdicts, a tie counting half."
+	}
+	return fmt.Sprintf("Every `train.eval_every` steps the step's adapter played the %d prompts of the %s against the base model (`%s`), "+
+		"%s decoding, beside training. The two final completions of each prompt were compared by %s (judge `%s`): "+
+		"win rate in percent of verdicts, two per prompt, a tie counting half. Scores (%s) are the run's judge's mean over each side's rollouts. "+
+		"Points are as recorded, not averaged.", e.Prompts, e.Set, e.Base, e.Decoding, e.Comparison, e.Judge, g.scoreLabel())
+}
+
+// evalTable has a row per evaluated step: the win rate and its verdicts,
+// and each side's score, agreement rate and rounds to agreement.
+func (g *generator) evalTable(m *Metrics) {
+	val := func(row map[string]float64, key string) string {
+		v, ok := row[key]
+		if !ok {
+			return "–"
+		}
+		return f2(v)
+	}
+	pair := func(row map[string]float64, key string) string {
+		return val(row, EvalPrefix+key) + " / " + val(row, EvalPrefix+KeyBasePrefix+key)
+	}
+	var rows [][]string
+	for i, s := range m.Steps {
+		r := m.Rows[i]
+		wr, ok := r[KeyEvalWinRate]
+		if !ok {
+			continue
+		}
+		cell := fmt.Sprintf("%.1f", wr)
+		if wr > 50 {
+			cell = "**" + cell + "**"
+		}
+		verdicts := fmt.Sprintf("%g / %g / %g", r[KeyEvalWins], r[KeyEvalTies], r[KeyEvalLosses])
+		rows = append(rows, []string{fmt.Sprint(s), cell, verdicts,
+			pair(r, KeyScoreMean), pair(r, KeyAgreementRate), pair(r, KeyRoundsToAgreement)})
+	}
+	g.table([]string{"step", "win rate vs. base, %", "wins / ties / losses",
+		"score (" + g.scoreLabel() + "), adapter / base", "agreement rate, adapter / base", "rounds to agreement, adapter / base"}, rows)
+}
+
+// trainerSection writes the trainer's optimisation metrics (loss, KL,
+// entropy, gradient norm, clip fraction) when the run recorded them.
+func (g *generator) trainerSection(m *Metrics, w int) error {
+	panels := trainerPanels()
+	var keys []string
+	for _, c := range panels {
+		keys = append(keys, c.keys()...)
+	}
+	has := false
+	for _, k := range keys {
+		has = has || m.Has(k)
+	}
+	if !has {
+		return nil
+	}
+	g.printf("### Trainer\n\n")
+	g.printf("The trainer's metrics of each step (`trainer/…` in metrics.jsonl), %d-step running averages.\n\n", w)
+	g.summaryTable(m, keys, w)
+	for _, c := range panels {
+		if err := g.chart(m, c, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,275 @@
+package report
+
+import (
+	"fmt"
+	"image/color"
+	"path/filepath"
+	"strings"
+)
+
+// Keys of the evaluation lines the training loop writes every
+// train.eval_every steps ({"step": N, "kind": "eval", …}): the step's
+// adapter against the base model on the held-out prompts. Win rate is in
+// percent of verdicts, a tie counting half; KeyBasePrefix marks the base
+// model's side.
+const (
+	KeyBasePrefix                = "base_"
+	KeyEvalWinRate               = EvalPrefix + "win_rate"
+	KeyEvalWins                  = EvalPrefix + "wins"
+	KeyEvalTies                  = EvalPrefix + "ties"
+	KeyEvalLosses                = EvalPrefix + "losses"
+	KeyEvalScoreMean             = EvalPrefix + KeyScoreMean
+	KeyEvalBaseScoreMean         = EvalPrefix + KeyBasePrefix + KeyScoreMean
+	KeyEvalAgreementRate         = EvalPrefix + KeyAgreementRate
+	KeyEvalBaseAgreementRate     = EvalPrefix + KeyBasePrefix + KeyAgreementRate
+	KeyEvalRoundsToAgreement     = EvalPrefix + KeyRoundsToAgreement
+	KeyEvalBaseRoundsToAgreement = EvalPrefix + KeyBasePrefix + KeyRoundsToAgreement
+)
+
+// Keys of the trainer's metrics as the loop records them from each
+// step's DONE (under "trainer/").
+const (
+	KeyTrainerLoss        = "trainer/loss"
+	KeyTrainerKL          = "trainer/approx_kl"
+	KeyTrainerKLRef       = "trainer/kl_ref"
+	KeyTrainerEntropy     = "trainer/entropy"
+	KeyTrainerGradNorm    = "trainer/grad_norm"
+	KeyTrainerGradNormMax = "trainer/grad_norm_max"
+	KeyTrainerClipFrac    = "trainer/clip_frac"
+)
+
+// chartLine is one metric key drawn as a line of a panel.
+type chartLine struct {
+	key, label, style string
+	color             color.Color // nil: by style (lineColor)
+}
+
+// panel is one chart of the report, drawn from metric keys.
+type panel struct {
+	file, title, ylab string
+	lines             []chartLine
+	// band shades between two keys (lo, hi), labelled bandLabel.
+	band      [2]string
+	bandLabel string
+	// raw draws the values as recorded (evaluation points), not as
+	// running averages.
+	raw bool
+	// ref, if set, is a horizontal reference line at ref.y.
+	ref *reference
+	// zeroWhy says, in the note of a panel omitted because it is zero at
+	// every step, what that usually means.
+	zeroWhy string
+}
+
+// reference is a horizontal line across a chart.
+type reference struct {
+	y     float64
+	label string
+}
+
+var (
+	colorAdapter = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff} // the step's adapter: red
+	colorBase    = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff} // the base model: blue
+)
+
+// trainingPanels are seed 000 figure 2's charts of the training set: the
+// reward (the judge's score, labelled by scoreLabel) with its group
+// min–max band, the agreement rate and the rounds to agreement.
+func trainingPanels(scoreLabel string) []panel {
+	return []panel{
+		{file: "reward.png", title: "(a) Reward per group, training set", ylab: "score (" + scoreLabel + ")",
+			lines: []chartLine{
+				{key: KeyScoreMax, label: "group max", style: StyleDashDotted},
+				{key: KeyScoreMean, label: "group mean", style: StyleSolid},
+				{key: KeyScoreMin, label: "group min", style: StyleDashed},
+			},
+			band: [2]string{KeyScoreMin, KeyScoreMax}, bandLabel: "group min–max",
+			zeroWhy: "no rollout scored above 0"},
+		{file: "agreement_rate.png", title: "(b) Agreement rate, training set", ylab: "agreement rate",
+			lines: []chartLine{{key: KeyAgreementRate, style: StyleSolid}}, zeroWhy: "no rollout reached agreement"},
+		{file: "rounds_to_agreement.png", title: "(c) Average rounds to agreement, training set", ylab: "rounds",
+			lines: []chartLine{{key: KeyRoundsToAgreement, style: StyleSolid}}},
+	}
+}
+
+// evalPanels are the curves of the evaluations during training: the
+// step's adapter against the base model on the held-out prompts.
+func evalPanels(scoreLabel string) []panel {
+	sides := func(key string) []chartLine {
+		return []chartLine{
+			{key: EvalPrefix + key, label: "step's adapter", style: StyleSolid, color: colorAdapter},
+			{key: EvalPrefix + KeyBasePrefix + key, label: "base model", style: StyleDashed, color: colorBase},
+		}
+	}
+	return []panel{
+		{file: "eval_win_rate.png", title: "(d) Win rate against the base model, held-out prompts", raw: true,
+			ylab: "win rate, % of verdicts (tie = ½)", ref: &reference{50, "parity (50 %)"},
+			lines:   []chartLine{{key: KeyEvalWinRate, label: "step's adapter vs. base", style: StyleSolid, color: colorAdapter}},
+			zeroWhy: "the base model won every verdict"},
+		{file: "eval_score.png", title: "(e) Mean score, held-out prompts", raw: true, ylab: "score (" + scoreLabel + ")",
+			lines: sides(KeyScoreMean), zeroWhy: "no held-out rollout scored above 0"},
+		{file: "eval_agreement_rate.png", title: "(f) Agreement rate, held-out prompts", raw: true, ylab: "agreement rate",
+			lines: sides(KeyAgreementRate), zeroWhy: "no held-out rollout of either side reached agreement"},
+		{file: "eval_rounds_to_agreement.png", title: "(g) Average rounds to agreement, held-out prompts", raw: true, ylab: "rounds",
+			lines: sides(KeyRoundsToAgreement)},
+	}
+}
+
+// trainerPanels are the trainer's optimisation metrics, step by step.
+func trainerPanels() []panel {
+	one := func(key string) []chartLine { return []chartLine{{key: key, style: StyleSolid}} }
+	return []panel{
+		{file: "trainer_loss.png", title: "(h) Trainer loss", ylab: "loss", lines: one(KeyTrainerLoss)},
+		{file: "trainer_kl.png", title: "(i) KL divergence", ylab: "KL (nats per token)", lines: []chartLine{
+			{key: KeyTrainerKL, label: "approx. KL, updated vs. sampling policy", style: StyleSolid, color: colorMean},
+			{key: KeyTrainerKLRef, label: "KL to the reference model", style: StyleDashed, color: colorMin},
+		}, zeroWhy: "the update did not move the policy measurably"},
+		{file: "trainer_entropy.png", title: "(j) Policy entropy on trained tokens", ylab: "entropy (nats per token)", lines: one(KeyTrainerEntropy)},
+		{file: "trainer_grad_norm.png", title: "(k) Gradient norm (before clipping)", ylab: "gradient norm", lines: []chartLine{
+			{key: KeyTrainerGradNorm, label: "mean over optimizer steps", style: StyleSolid, color: colorMean},
+			{key: KeyTrainerGradNormMax, label: "max", style: StyleDashDotted, color: colorMax},
+		}, zeroWhy: "every advantage was 0, so nothing was learned"},
+		{file: "trainer_clip_frac.png", title: "(l) Clip fraction", ylab: "share of trained tokens clipped", lines: one(KeyTrainerClipFrac),
+			zeroWhy: "no token's probability ratio left the clip range, as with one optimizer step per batch (on-policy: ratio 1)"},
+	}
+}
+
+// keys are the panel's metric keys.
+func (c panel) keys() []string {
+	var out []string
+	for _, l := range c.lines {
+		out = append(out, l.key)
+	}
+	return out
+}
+
+// flatZero reports whether every recorded value of every key of c is 0
+// (and there is at least one), with the number of points.
+func flatZero(m *Metrics, c panel) (bool, int) {
+	n := 0
+	for _, k := range c.keys() {
+		_, ys := m.Series(k)
+		for _, y := range ys {
+			if y != 0 {
+				return false, 0
+			}
+		}
+		n += len(ys)
+	}
+	return n > 0, n
+}
+
+// series is a key's values as c draws them: as recorded, or as running
+// averages over w steps.
+func (c panel) series(m *Metrics, key string, w int) (x, y []float64, ok bool) {
+	if c.raw {
+		x, y = m.Series(key)
+		return x, y, len(x) > 0
+	}
+	return smoothed(m, key, w)
+}
+
+// chartTitle is the panel's title, saying how its values are averaged.
+func (c panel) chartTitle(w int) string {
+	if c.raw {
+		return c.title
+	}
+	return fmt.Sprintf("%s (%d-step running average)", c.title, w)
+}
+
+// chart draws panel c of m as c.file and links it, or says in a note why
+// it is left out: no data, or zero at every step.
+func (g *generator) chart(m *Metrics, c panel, w int) error {
+	if zero, n := flatZero(m, c); zero {
+		why := ""
+		if c.zeroWhy != "" {
+			why = " (" + c.zeroWhy + ")"
+		}
+		keys, verb := quoteKeys(c.keys(), m)
+		g.note("%s %s 0 at all %d points%s: chart %s omitted", keys, verb, n, why, c.file)
+		return nil
+	}
+	lines, missing := g.panelLines(m, c, w)
+	if len(lines) == 0 {
+		g.note("%s: no data for %s, chart %s skipped", "metrics.jsonl", strings.Join(missing, ", "), c.file)
+		return nil
+	}
+	if len(missing) > 0 && !c.raw {
+		g.note("%s: no data for %s in %s", "metrics.jsonl", strings.Join(missing, ", "), c.file)
+	}
+	chart := Chart{
+		Title: c.chartTitle(w), XLabel: "step", YLabel: c.ylab, Lines: lines,
+		Bands: c.bands(m, w), WidthPx: g.opts.WidthPx, HeightPx: g.opts.HeightPx,
+	}
+	if c.ref != nil {
+		chart.Lines = append(chart.Lines, referenceLine(*c.ref, lines))
+	}
+	if err := chart.WritePNG(filepath.Join(g.opts.OutDir, c.file)); err != nil {
+		return err
+	}
+	g.printf("![%s](%s)\n\n", c.title, c.file)
+	return nil
+}
+
+// panelLines are the lines of c that have data, and the keys that have
+// none.
+func (g *generator) panelLines(m *Metrics, c panel, w int) (lines []Line, missing []string) {
+	single := len(c.lines) == 1
+	for _, l := range c.lines {
+		x, y, ok := c.series(m, l.key, w)
+		if !ok {
+			missing = append(missing, "`"+l.key+"`")
+			continue
+		}
+		col := l.color
+		if col == nil {
+			col = lineColor(l.style, single)
+		}
+		lines = append(lines, Line{Label: l.label, X: x, Y: y, Style: l.style, Color: col})
+	}
+	return lines, missing
+}
+
+// bands is c's shaded band, when it has one and both keys have data.
+func (c panel) bands(m *Metrics, w int) []Band {
+	if c.band[0] == "" {
+		return nil
+	}
+	x, lo, ok1 := c.series(m, c.band[0], w)
+	xh, hi, ok2 := c.series(m, c.band[1], w)
+	if !ok1 || !ok2 || len(x) != len(xh) {
+		return nil
+	}
+	return []Band{{Label: c.bandLabel, X: x, Lo: lo, Hi: hi}}
+}
+
+// referenceLine is ref drawn across the steps of lines.
+func referenceLine(ref reference, lines []Line) Line {
+	lo, hi := 0.0, 1.0
+	for i, l := range lines {
+		for j, x := range l.X {
+			if (i == 0 && j == 0) || x < lo {
+				lo = x
+			}
+			if (i == 0 && j == 0) || x > hi {
+				hi = x
+			}
+		}
+	}
+	return Line{Label: ref.label, X: []float64{lo, hi}, Y: []float64{ref.y, ref.y}, Style: StyleDashed, Color: colorRef, Plain: true}
+}
+
+// quoteKeys lists the keys of keys that have data, in backticks, with
+// the verb that agrees with them ("is", "are").
+func quoteKeys(keys []string, m *Metrics) (string, string) {
+	var out []string
+	for _, k := range keys {
+		if m.Has(k) {
+			out = append(out, "`"+k+"`")
+		}
+	}
+	if len(out) > 1 {
+		return strings.Join(out, " and "), "are"
+	}
+	return strings.Join(out, " and "), "is"
+}

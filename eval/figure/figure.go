@@ -1,7 +1,11 @@
-// Package figure draws the PNG figures of game reports with gonum/plot:
-// grids of line panels with shaded 95% bands and a dotted reference line,
-// and grouped bar charts with error bars. It depends on no other parley
-// package but the atomic writer, so any game's report can use it.
+// Package figure draws the PNG figures of parley's reports with
+// gonum/plot: line charts with styled series and shaded bands (Chart, the
+// training report's), grids of line panels with 95% bands and a dotted
+// reference line (WritePanels), grouped bar charts with error bars
+// (BarChart), and the tournament's heatmap, interval chart, stacked bar,
+// labelled scatter and band chart. It depends on no other parley package
+// but the atomic writer, so any game's report can use it; each figure is
+// written atomically.
 package figure
 
 import (
@@ -21,14 +25,19 @@ import (
 	"github.com/parleyhq/parley/internal/fsutil"
 )
 
+// PaletteSize is the number of distinct colours Palette cycles through.
+const PaletteSize = 12
+
+// palette is a qualitative palette (Tableau's 10, then two more).
+var palette = [PaletteSize]color.RGBA{
+	{0x1f, 0x77, 0xb4, 0xff}, {0xd6, 0x27, 0x28, 0xff}, {0x2c, 0xa0, 0x2c, 0xff}, {0xff, 0x7f, 0x0e, 0xff},
+	{0x94, 0x67, 0xbd, 0xff}, {0x8c, 0x56, 0x4b, 0xff}, {0xe3, 0x77, 0xc2, 0xff}, {0x7f, 0x7f, 0x7f, 0xff},
+	{0xbc, 0xbd, 0x22, 0xff}, {0x17, 0xbe, 0xcf, 0xff}, {0x39, 0x3b, 0x79, 0xff}, {0x63, 0x79, 0x39, 0xff},
+}
+
 // Palette is the colour of the i-th series of a figure (cycled).
 func Palette(i int) color.Color {
-	p := []color.RGBA{
-		{0x1f, 0x77, 0xb4, 0xff}, {0xd6, 0x27, 0x28, 0xff}, {0x2c, 0xa0, 0x2c, 0xff}, {0xff, 0x7f, 0x0e, 0xff},
-		{0x94, 0x67, 0xbd, 0xff}, {0x8c, 0x56, 0x4b, 0xff}, {0xe3, 0x77, 0xc2, 0xff}, {0x7f, 0x7f, 0x7f, 0xff},
-		{0xbc, 0xbd, 0x22, 0xff}, {0x17, 0xbe, 0xcf, 0xff}, {0x39, 0x3b, 0x79, 0xff}, {0x63, 0x79, 0x39, 0xff},
-	}
-	return p[((i%len(p))+len(p))%len(p)]
+	return palette[((i%PaletteSize)+PaletteSize)%PaletteSize]
 }
 
 // BandLine is a line with an optional shaded band (a 95% interval): Lo and

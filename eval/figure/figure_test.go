@@ -56,3 +56,21 @@ func TestBarChart(t *testing.T) {
 		t.Errorf("a chart without bars = %v", err)
 	}
 }
+
+func TestChartWritePNG(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.png")
+	c := Chart{Title: "t", XLabel: "x", YLabel: "y", WidthPx: 320, HeightPx: 200, Lines: []Line{
+		{Label: "one point", X: []float64{1}, Y: []float64{2}},
+		{Label: "with NaN", X: []float64{1, 2, 3}, Y: []float64{1, math.NaN(), 3}, Style: StyleDashed},
+	}, Bands: []Band{{Label: "min–max", X: []float64{1, 2, 3}, Lo: []float64{0, 1, 2}, Hi: []float64{2, 3, math.NaN()}}}}
+	if err := c.WritePNG(path); err != nil {
+		t.Fatal(err)
+	}
+	if w, h := pngSize(t, path); w != 320 || h != 200 {
+		t.Errorf("chart is %d×%d, want 320×200", w, h)
+	}
+	empty := Chart{Lines: []Line{{X: []float64{1}, Y: []float64{math.NaN()}}}}
+	if err := empty.WritePNG(path); err == nil || !strings.Contains(err.Error(), "no data") {
+		t.Errorf("WritePNG(no finite points) error = %v, want no data", err)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"image/color"
 	"path/filepath"
 	"strings"
+
+	"github.com/parleyhq/parley/eval/figure"
 )
 
 // Keys of the evaluation lines the training loop writes every
@@ -79,16 +81,16 @@ func trainingPanels(scoreLabel string) []panel {
 	return []panel{
 		{file: "reward.png", title: "(a) Reward per group, training set", ylab: "score (" + scoreLabel + ")",
 			lines: []chartLine{
-				{key: KeyScoreMax, label: "group max", style: StyleDashDotted},
-				{key: KeyScoreMean, label: "group mean", style: StyleSolid},
-				{key: KeyScoreMin, label: "group min", style: StyleDashed},
+				{key: KeyScoreMax, label: "group max", style: figure.StyleDashDotted},
+				{key: KeyScoreMean, label: "group mean", style: figure.StyleSolid},
+				{key: KeyScoreMin, label: "group min", style: figure.StyleDashed},
 			},
 			band: [2]string{KeyScoreMin, KeyScoreMax}, bandLabel: "group min–max",
 			zeroWhy: "no rollout scored above 0"},
 		{file: "agreement_rate.png", title: "(b) Agreement rate, training set", ylab: "agreement rate",
-			lines: []chartLine{{key: KeyAgreementRate, style: StyleSolid}}, zeroWhy: "no rollout reached agreement"},
+			lines: []chartLine{{key: KeyAgreementRate, style: figure.StyleSolid}}, zeroWhy: "no rollout reached agreement"},
 		{file: "rounds_to_agreement.png", title: "(c) Average rounds to agreement, training set", ylab: "rounds",
-			lines: []chartLine{{key: KeyRoundsToAgreement, style: StyleSolid}}},
+			lines: []chartLine{{key: KeyRoundsToAgreement, style: figure.StyleSolid}}},
 	}
 }
 
@@ -97,14 +99,14 @@ func trainingPanels(scoreLabel string) []panel {
 func evalPanels(scoreLabel string) []panel {
 	sides := func(key string) []chartLine {
 		return []chartLine{
-			{key: EvalPrefix + key, label: "step's adapter", style: StyleSolid, color: colorAdapter},
-			{key: EvalPrefix + KeyBasePrefix + key, label: "base model", style: StyleDashed, color: colorBase},
+			{key: EvalPrefix + key, label: "step's adapter", style: figure.StyleSolid, color: colorAdapter},
+			{key: EvalPrefix + KeyBasePrefix + key, label: "base model", style: figure.StyleDashed, color: colorBase},
 		}
 	}
 	return []panel{
 		{file: "eval_win_rate.png", title: "(d) Win rate against the base model, held-out prompts", raw: true,
 			ylab: "win rate, % of verdicts (tie = ½)", ref: &reference{50, "parity (50 %)"},
-			lines:   []chartLine{{key: KeyEvalWinRate, label: "step's adapter vs. base", style: StyleSolid, color: colorAdapter}},
+			lines:   []chartLine{{key: KeyEvalWinRate, label: "step's adapter vs. base", style: figure.StyleSolid, color: colorAdapter}},
 			zeroWhy: "the base model won every verdict"},
 		{file: "eval_score.png", title: "(e) Mean score, held-out prompts", raw: true, ylab: "score (" + scoreLabel + ")",
 			lines: sides(KeyScoreMean), zeroWhy: "no held-out rollout scored above 0"},
@@ -117,17 +119,17 @@ func evalPanels(scoreLabel string) []panel {
 
 // trainerPanels are the trainer's optimisation metrics, step by step.
 func trainerPanels() []panel {
-	one := func(key string) []chartLine { return []chartLine{{key: key, style: StyleSolid}} }
+	one := func(key string) []chartLine { return []chartLine{{key: key, style: figure.StyleSolid}} }
 	return []panel{
 		{file: "trainer_loss.png", title: "(h) Trainer loss", ylab: "loss", lines: one(KeyTrainerLoss)},
 		{file: "trainer_kl.png", title: "(i) KL divergence", ylab: "KL (nats per token)", lines: []chartLine{
-			{key: KeyTrainerKL, label: "approx. KL, updated vs. sampling policy", style: StyleSolid, color: colorMean},
-			{key: KeyTrainerKLRef, label: "KL to the reference model", style: StyleDashed, color: colorMin},
+			{key: KeyTrainerKL, label: "approx. KL, updated vs. sampling policy", style: figure.StyleSolid, color: colorMean},
+			{key: KeyTrainerKLRef, label: "KL to the reference model", style: figure.StyleDashed, color: colorMin},
 		}, zeroWhy: "the update did not move the policy measurably"},
 		{file: "trainer_entropy.png", title: "(j) Policy entropy on trained tokens", ylab: "entropy (nats per token)", lines: one(KeyTrainerEntropy)},
 		{file: "trainer_grad_norm.png", title: "(k) Gradient norm (before clipping)", ylab: "gradient norm", lines: []chartLine{
-			{key: KeyTrainerGradNorm, label: "mean over optimizer steps", style: StyleSolid, color: colorMean},
-			{key: KeyTrainerGradNormMax, label: "max", style: StyleDashDotted, color: colorMax},
+			{key: KeyTrainerGradNorm, label: "mean over optimizer steps", style: figure.StyleSolid, color: colorMean},
+			{key: KeyTrainerGradNormMax, label: "max", style: figure.StyleDashDotted, color: colorMax},
 		}, zeroWhy: "every advantage was 0, so nothing was learned"},
 		{file: "trainer_clip_frac.png", title: "(l) Clip fraction", ylab: "share of trained tokens clipped", lines: one(KeyTrainerClipFrac),
 			zeroWhy: "no token's probability ratio left the clip range, as with one optimizer step per batch (on-policy: ratio 1)"},
@@ -197,7 +199,7 @@ func (g *generator) chart(m *Metrics, c panel, w int) error {
 	if len(missing) > 0 && !c.raw {
 		g.note("%s: no data for %s in %s", "metrics.jsonl", strings.Join(missing, ", "), c.file)
 	}
-	chart := Chart{
+	chart := figure.Chart{
 		Title: c.chartTitle(w), XLabel: "step", YLabel: c.ylab, Lines: lines,
 		Bands: c.bands(m, w), WidthPx: g.opts.WidthPx, HeightPx: g.opts.HeightPx,
 	}
@@ -213,7 +215,7 @@ func (g *generator) chart(m *Metrics, c panel, w int) error {
 
 // panelLines are the lines of c that have data, and the keys that have
 // none.
-func (g *generator) panelLines(m *Metrics, c panel, w int) (lines []Line, missing []string) {
+func (g *generator) panelLines(m *Metrics, c panel, w int) (lines []figure.Line, missing []string) {
 	single := len(c.lines) == 1
 	for _, l := range c.lines {
 		x, y, ok := c.series(m, l.key, w)
@@ -225,13 +227,13 @@ func (g *generator) panelLines(m *Metrics, c panel, w int) (lines []Line, missin
 		if col == nil {
 			col = lineColor(l.style, single)
 		}
-		lines = append(lines, Line{Label: l.label, X: x, Y: y, Style: l.style, Color: col})
+		lines = append(lines, figure.Line{Label: l.label, X: x, Y: y, Style: l.style, Color: col})
 	}
 	return lines, missing
 }
 
 // bands is c's shaded band, when it has one and both keys have data.
-func (c panel) bands(m *Metrics, w int) []Band {
+func (c panel) bands(m *Metrics, w int) []figure.Band {
 	if c.band[0] == "" {
 		return nil
 	}
@@ -240,11 +242,11 @@ func (c panel) bands(m *Metrics, w int) []Band {
 	if !ok1 || !ok2 || len(x) != len(xh) {
 		return nil
 	}
-	return []Band{{Label: c.bandLabel, X: x, Lo: lo, Hi: hi}}
+	return []figure.Band{{Label: c.bandLabel, X: x, Lo: lo, Hi: hi}}
 }
 
 // referenceLine is ref drawn across the steps of lines.
-func referenceLine(ref reference, lines []Line) Line {
+func referenceLine(ref reference, lines []figure.Line) figure.Line {
 	lo, hi := 0.0, 1.0
 	for i, l := range lines {
 		for j, x := range l.X {
@@ -256,7 +258,7 @@ func referenceLine(ref reference, lines []Line) Line {
 			}
 		}
 	}
-	return Line{Label: ref.label, X: []float64{lo, hi}, Y: []float64{ref.y, ref.y}, Style: StyleDashed, Color: colorRef, Plain: true}
+	return figure.Line{Label: ref.label, X: []float64{lo, hi}, Y: []float64{ref.y, ref.y}, Style: figure.StyleDashed, Color: colorRef, Plain: true}
 }
 
 // quoteKeys lists the keys of keys that have data, in backticks, with

@@ -40,8 +40,8 @@ type Options struct {
 	OutDir    string   // where report.md and the PNGs go (created if missing)
 	EvalFiles []string // evaluation result files (see ReadEvalFiles)
 	Window    int      // running-average window in steps; 0: DefaultWindow, capped at the run's step count
-	WidthPx   int      // chart width; 0: DefaultWidthPx
-	HeightPx  int      // chart height; 0: DefaultHeightPx
+	WidthPx   int      // chart width; 0: figure.DefaultWidthPx
+	HeightPx  int      // chart height; 0: figure.DefaultHeightPx
 	Title     string   // report title; "": "Run report: <base name of RunDir>"
 	// Scale labels the run's scores (the caller reads it from the run's
 	// frozen config.yaml); zero: the scale its first rollouts file records.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/eval/figure"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -48,7 +49,7 @@ func TestWriteReportGolden(t *testing.T) {
 		}
 		name := line[strings.Index(line, "](")+2 : len(line)-1]
 		linked++
-		checkPNG(t, filepath.Join(out, name), DefaultWidthPx, DefaultHeightPx)
+		checkPNG(t, filepath.Join(out, name), figure.DefaultWidthPx, figure.DefaultHeightPx)
 	}
 	// Training set: 3 charts; evaluations: win rate, score, agreement
 	// and rounds; trainer: loss, KL, entropy, grad norm (its clip fraction
@@ -188,22 +189,6 @@ func TestGenerateErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Generate(%+v) error = %v, want it to contain %q", tt.opts, err, tt.want)
 		}
-	}
-}
-
-func TestChartWritePNG(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.png")
-	c := Chart{Title: "t", XLabel: "x", YLabel: "y", WidthPx: 320, HeightPx: 200, Lines: []Line{
-		{Label: "one point", X: []float64{1}, Y: []float64{2}},
-		{Label: "with NaN", X: []float64{1, 2, 3}, Y: []float64{1, nan(), 3}, Style: StyleDashed},
-	}}
-	if err := c.WritePNG(path); err != nil {
-		t.Fatal(err)
-	}
-	checkPNG(t, path, 320, 200)
-	empty := Chart{Lines: []Line{{X: []float64{1}, Y: []float64{nan()}}}}
-	if err := empty.WritePNG(path); err == nil || !strings.Contains(err.Error(), "no data") {
-		t.Errorf("WritePNG(no finite points) error = %v, want no data", err)
 	}
 }
 

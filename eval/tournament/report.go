@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/parleyhq/parley/eval/figure"
 	"github.com/parleyhq/parley/eval/report"
 	"github.com/parleyhq/parley/eval/stats/roundrobin"
 	"github.com/parleyhq/parley/internal/fsutil"
@@ -246,7 +247,7 @@ func (w *writer) matrix() {
 	}
 	vals[len(rows)-1] = last
 	size := 200 + 44*len(cols)
-	w.figure(FigShareMatrix, "share matrix", report.Heatmap{Title: "Mean share of the endowment transferred (%)", XLabel: "requester (sorted by yield)",
+	w.figure(FigShareMatrix, "share matrix", figure.Heatmap{Title: "Mean share of the endowment transferred (%)", XLabel: "requester (sorted by yield)",
 		YLabel: "holder (sorted by robustness)", Rows: rows, Cols: cols, Values: vals, Min: 0, Max: 1, Scale: 100, Format: "%.0f",
 		WidthPx: max(size, 560), HeightPx: max(size-40, 480)}.WritePNG)
 	w.printf("Rows are holders (least given first), columns requesters (most extracted first); the last row and column average over the cells. Grey cells are self-pairings, which do not occur (or pairings whose games all failed).\n\n")
@@ -300,19 +301,19 @@ func (w *writer) budget() {
 		w.printf("The budget could not be estimated: %s.\n\n", b.Err)
 		return
 	}
-	var segs []report.Segment
-	var rows []report.IntervalRow
+	var segs []figure.Segment
+	var rows []figure.IntervalRow
 	for _, c := range roundrobin.Components {
-		segs = append(segs, report.Segment{Label: compLabels[c], Value: b.MoM.Value(c)})
+		segs = append(segs, figure.Segment{Label: compLabels[c], Value: b.MoM.Value(c)})
 		iv := b.Shares[c]
-		row := report.IntervalRow{Label: compLabels[c], Point: 100 * iv.Point}
+		row := figure.IntervalRow{Label: compLabels[c], Point: 100 * iv.Point}
 		if c != roundrobin.CompMatchup { // that bootstrap resamples the unit the term is defined over
-			row.Intervals = []report.IntervalBar{{Lo: 100 * iv.Lo, Hi: 100 * iv.Hi, Width: 2}}
+			row.Intervals = []figure.IntervalBar{{Lo: 100 * iv.Lo, Hi: 100 * iv.Hi, Width: 2}}
 		}
 		rows = append(rows, row)
 	}
-	w.figure(FigBudget, "variance budget", report.StackedBar{Title: "Sources of variance (method of moments)", Segments: segs, WidthPx: 900}.WritePNG)
-	w.figure(FigBudgetCI, "variance shares with intervals", report.IntervalChart{Title: "Share of variance with 95% bootstrap intervals (ordered pairings resampled)",
+	w.figure(FigBudget, "variance budget", figure.StackedBar{Title: "Sources of variance (method of moments)", Segments: segs, WidthPx: 900}.WritePNG)
+	w.figure(FigBudgetCI, "variance shares with intervals", figure.IntervalChart{Title: "Share of variance with 95% bootstrap intervals (ordered pairings resampled)",
 		XLabel: "share of variance (%)", Rows: rows, WidthPx: 900}.WritePNG)
 	var trows [][]string
 	for _, c := range roundrobin.Components {
@@ -353,7 +354,7 @@ func (w *writer) cohorts() {
 		w.printf("The tournament file names no cohorts (`cohorts:`): only the full cohort.\n\n")
 	}
 	var rows [][]string
-	var irows []report.IntervalRow
+	var irows []figure.IntervalRow
 	for _, c := range w.a.Cohorts {
 		if c.Err != "" {
 			rows = append(rows, []string{c.Name, fmt.Sprint(c.Games), "—", "—", "—", "— (" + c.Err + ")"})
@@ -364,12 +365,12 @@ func (w *writer) cohorts() {
 			pct(h.Point) + " " + ci(Interval{Lo: 100 * h.Lo, Hi: 100 * h.Hi}, f1), pct(r.Point) + " " + ci(Interval{Lo: 100 * r.Lo, Hi: 100 * r.Hi}, f1),
 			ratio(c.Ratio.Point) + " " + ratioCI(c.Ratio)})
 		irows = append(irows,
-			report.IntervalRow{Label: c.Name + ": holder", Point: 100 * h.Point, Intervals: []report.IntervalBar{{Lo: 100 * h.Lo, Hi: 100 * h.Hi, Width: 2}}},
-			report.IntervalRow{Label: c.Name + ": requester", Point: 100 * r.Point, Intervals: []report.IntervalBar{{Lo: 100 * r.Lo, Hi: 100 * r.Hi, Width: 2}}})
+			figure.IntervalRow{Label: c.Name + ": holder", Point: 100 * h.Point, Intervals: []figure.IntervalBar{{Lo: 100 * h.Lo, Hi: 100 * h.Hi, Width: 2}}},
+			figure.IntervalRow{Label: c.Name + ": requester", Point: 100 * r.Point, Intervals: []figure.IntervalBar{{Lo: 100 * r.Lo, Hi: 100 * r.Hi, Width: 2}}})
 	}
 	w.table([]string{"cohort", "games", "holders / requesters", "holder %", "requester %", "ratio"}, rows)
 	if len(irows) > 0 {
-		w.figure(FigCohorts, "cohort budgets", report.IntervalChart{Title: "Holder and requester shares of variance by cohort (95% intervals)",
+		w.figure(FigCohorts, "cohort budgets", figure.IntervalChart{Title: "Holder and requester shares of variance by cohort (95% intervals)",
 			XLabel: "share of variance (%)", Rows: irows, WidthPx: 900}.WritePNG)
 	}
 	w.printf("Shares are the method-of-moments budget, which needs no optimiser and so stays stable on small subsets; intervals from %d bootstrap resamples of the remaining ordered pairings.\n\n", w.s.Analysis.Bootstrap)
@@ -378,12 +379,12 @@ func (w *writer) cohorts() {
 func (w *writer) refusal() {
 	r := w.a.Refusal
 	w.printf("## Turn-1 refusal against total losses (figure 6)\n\n")
-	var pts []report.LabelledPoint
+	var pts []figure.LabelledPoint
 	for i, h := range r.Holders {
-		pts = append(pts, report.LabelledPoint{X: r.Rate[i], Y: r.Gave[i], Label: h})
+		pts = append(pts, figure.LabelledPoint{X: r.Rate[i], Y: r.Gave[i], Label: h})
 	}
 	if len(pts) > 0 {
-		w.figure(FigRefusal, "turn-1 refusal", report.Scatter{Title: fmt.Sprintf("Turn-1 refusal and share given away (Spearman ρ = %s, held-out %s)", f2(r.Rho), f2(r.HeldOut)),
+		w.figure(FigRefusal, "turn-1 refusal", figure.Scatter{Title: fmt.Sprintf("Turn-1 refusal and share given away (Spearman ρ = %s, held-out %s)", f2(r.Rho), f2(r.HeldOut)),
 			XLabel: "turn-1 refusal rate", YLabel: "mean share of the endowment given", Points: pts}.WritePNG)
 	}
 	w.printf("Spearman's ρ across %d holders: **%s**", len(r.Holders), f3(r.Rho))
@@ -422,9 +423,9 @@ func (w *writer) framing() {
 	}
 	w.table([]string{"bound (d)", "bound (share points)", "p lower", "p upper", "TOST p", "equivalent at 5%"}, trows)
 	zero := 0.0
-	w.figure(FigFraming, "framing effect", report.IntervalChart{Title: fmt.Sprintf("Standardised framing effect (90%% thick, 95%% thin; band d = ±%g)", band),
+	w.figure(FigFraming, "framing effect", figure.IntervalChart{Title: fmt.Sprintf("Standardised framing effect (90%% thick, 95%% thin; band d = ±%g)", band),
 		XLabel: "Cohen's d (singular − group)", Band: &[2]float64{-band, band}, Ref: &zero, WidthPx: 800,
-		Rows: []report.IntervalRow{{Label: "all games", Point: f.D.D, Intervals: []report.IntervalBar{{Lo: f.CI95[0], Hi: f.CI95[1], Width: 1.5}, {Lo: f.CI90[0], Hi: f.CI90[1], Width: 5}}}}}.WritePNG)
+		Rows: []figure.IntervalRow{{Label: "all games", Point: f.D.D, Intervals: []figure.IntervalBar{{Lo: f.CI95[0], Hi: f.CI95[1], Width: 1.5}, {Lo: f.CI90[0], Hi: f.CI90[1], Width: 5}}}}}.WritePNG)
 }
 
 func (w *writer) audit() {
@@ -439,7 +440,7 @@ func (w *writer) audit() {
 		x, y, lo, hi = append(x, float64(p.K)), append(y, p.Mean), append(lo, p.Lo), append(hi, p.Hi)
 		rows = append(rows, []string{fmt.Sprint(p.K), f3(p.Mean), fmt.Sprintf("[%s, %s]", f3(p.Lo), f3(p.Hi)), fmt.Sprint(p.Draws)})
 	}
-	w.figure(FigAudit, "audit curve", report.BandChart{Title: "Turn-1 refusal from k probes against the loss on the other games", XLabel: "probes per agent (k)",
+	w.figure(FigAudit, "audit curve", figure.BandChart{Title: "Turn-1 refusal from k probes against the loss on the other games", XLabel: "probes per agent (k)",
 		YLabel: "Spearman ρ", X: x, Y: y, Lo: lo, Hi: hi, Label: "mean over draws", BandLabel: "central 95%"}.WritePNG)
 	w.table([]string{"k", "mean ρ", "central 95%", "draws"}, rows)
 	w.printf("For each k, every holder's turn-1 refusal is estimated from k of its games drawn at random and set against its mean share given on its remaining games, %d draws per k (draws whose ranks are all tied are skipped).\n\n", w.s.Analysis.AuditDraws)
@@ -448,7 +449,7 @@ func (w *writer) audit() {
 func (w *writer) cumulative() {
 	a := w.a
 	w.printf("## Cumulative concession by turn (figure 7)\n\n")
-	var lines []report.Line
+	var lines []figure.Line
 	x := make([]float64, a.MaxTurns)
 	for t := range x {
 		x[t] = float64(t + 1)
@@ -458,11 +459,11 @@ func (w *writer) cumulative() {
 		if math.IsNaN(a.Cumulative[i][0]) {
 			continue
 		}
-		style := report.StyleSolid
-		if k >= len(report.Palette) { // the palette repeats: tell the lines apart by dashes
-			style = report.StyleDashed
+		style := figure.StyleSolid
+		if k >= figure.PaletteSize { // the palette repeats: tell the lines apart by dashes
+			style = figure.StyleDashed
 		}
-		lines = append(lines, report.Line{Label: w.s.Agents[i].Name, X: x, Y: a.Cumulative[i], Color: report.PaletteColor(k), Style: style})
+		lines = append(lines, figure.Line{Label: w.s.Agents[i].Name, X: x, Y: a.Cumulative[i], Color: figure.Palette(k), Style: style})
 		row := []string{w.s.Agents[i].Name}
 		for _, v := range a.Cumulative[i] {
 			row = append(row, f2(v))
@@ -474,7 +475,7 @@ func (w *writer) cumulative() {
 		all = append(all, f2(v))
 	}
 	rows = append(rows, all)
-	w.figure(FigCumulative, "cumulative concession", report.Chart{Title: "Cumulative amount conceded by turn (mean $ per game)", XLabel: "holder turn", YLabel: "dollars given", Lines: lines, WidthPx: 900, HeightPx: 560, IntegerX: true}.WritePNG)
+	w.figure(FigCumulative, "cumulative concession", figure.Chart{Title: "Cumulative amount conceded by turn (mean $ per game)", XLabel: "holder turn", YLabel: "dollars given", Lines: lines, WidthPx: 900, HeightPx: 560, IntegerX: true}.WritePNG)
 	header := []string{"holder"}
 	for t := 1; t <= a.MaxTurns; t++ {
 		header = append(header, fmt.Sprintf("by turn %d ($)", t))

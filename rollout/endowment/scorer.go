@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/dataset"
-	"github.com/parleyhq/parley/eval/report"
+	"github.com/parleyhq/parley/eval/figure"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
 )
@@ -159,9 +159,9 @@ func Report(in rollout.ReportInput) (string, error) {
 		t1 = append(t1, a.t1/a.n)
 	}
 	const file = "endowment_share_by_step.png"
-	chart := report.Chart{Title: "Endowment game: share transferred and turn-1 refusal by step", XLabel: "step", YLabel: "rate",
-		Lines: []report.Line{{Label: "mean share transferred", X: xs, Y: share, Color: report.PaletteColor(3)},
-			{Label: "holder turn-1 refusal rate", X: xs, Y: t1, Style: report.StyleDashed, Color: report.PaletteColor(0)}}}
+	chart := figure.Chart{Title: "Endowment game: share transferred and turn-1 refusal by step", XLabel: "step", YLabel: "rate",
+		Lines: []figure.Line{{Label: "mean share transferred", X: xs, Y: share, Color: figure.Palette(3)},
+			{Label: "holder turn-1 refusal rate", X: xs, Y: t1, Style: figure.StyleDashed, Color: figure.Palette(0)}}}
 	if err := chart.WritePNG(filepath.Join(in.Dir, file)); err != nil {
 		return "", fmt.Errorf("endowment.Report: %w", err)
 	}

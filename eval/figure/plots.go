@@ -1,11 +1,9 @@
-package report
+package figure
 
 import (
 	"fmt"
 	"image"
 	"image/color"
-	"image/png"
-	"io"
 	"math"
 
 	"gonum.org/v1/plot"
@@ -15,8 +13,6 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
-
-	"github.com/parleyhq/parley/internal/fsutil"
 )
 
 // The figures of a tournament report (seed 001): a heatmap of a matrix,
@@ -27,19 +23,10 @@ var (
 	colorGrey  = color.RGBA{R: 0xc8, G: 0xc8, B: 0xc8, A: 0xff}
 	colorBand  = color.NRGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0x40}
 	colorShade = color.NRGBA{R: 0x99, G: 0x99, B: 0x99, A: 0x50}
-	// Palette is a qualitative palette for series and segments.
-	Palette = []color.Color{
-		color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
-		color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
-		color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
-		color.RGBA{R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}, color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff},
-		color.RGBA{R: 0xbc, G: 0xbd, B: 0x22, A: 0xff}, color.RGBA{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff},
-	}
 )
 
-// PaletteColor returns the i-th palette color (cycling).
-func PaletteColor(i int) color.Color { return Palette[i%len(Palette)] }
-
+// savePlot draws p on a w × h pixel canvas (the default size when either
+// is not positive) and writes it as a PNG at path.
 func savePlot(p *plot.Plot, path string, w, h int) error {
 	if w <= 0 || h <= 0 {
 		w, h = DefaultWidthPx, DefaultHeightPx
@@ -48,10 +35,7 @@ func savePlot(p *plot.Plot, path string, w, h int) error {
 	canvas := vgimg.NewWith(vgimg.UseImage(img), vgimg.UseDPI(dpi))
 	margin := vg.Points(8)
 	p.Draw(draw.Crop(draw.New(canvas), margin, -2*margin, margin/2, -margin))
-	if err := fsutil.WriteWith(path, 0o644, func(w io.Writer) error { return png.Encode(w, canvas.Image()) }); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	return nil
+	return writeImage(path, canvas)
 }
 
 func newPlot(title, xlab, ylab string) *plot.Plot {
@@ -238,7 +222,7 @@ func (ic IntervalChart) WritePNG(path string) error {
 				return err
 			}
 			l.LineStyle.Width = vg.Points(math.Max(iv.Width, 1))
-			l.LineStyle.Color = colorOne
+			l.LineStyle.Color = Palette(0)
 			p.Add(l)
 		}
 		if !math.IsNaN(r.Point) {
@@ -302,7 +286,7 @@ func (sb StackedBar) WritePNG(path string) error {
 	x := 0.0
 	for i, s := range sb.Segments {
 		w := 100 * math.Max(0, s.Value) / total
-		r, err := rect(x, 0, x+w, 1, PaletteColor(i))
+		r, err := rect(x, 0, x+w, 1, Palette(i))
 		if err != nil {
 			return err
 		}
@@ -356,7 +340,7 @@ func (s Scatter) WritePNG(path string) error {
 		return err
 	}
 	sc.GlyphStyle.Radius = vg.Points(4)
-	sc.GlyphStyle.Color = colorOne
+	sc.GlyphStyle.Color = Palette(0)
 	sc.GlyphStyle.Shape = draw.CircleGlyph{}
 	p.Add(sc)
 	l, err := labels(xys, strs, vg.Points(8), text.XLeft, color.Gray{Y: 0x30})
@@ -417,13 +401,13 @@ func (bc BandChart) WritePNG(path string) error {
 		return err
 	}
 	l.LineStyle.Width = vg.Points(1.8)
-	l.LineStyle.Color = colorOne
+	l.LineStyle.Color = Palette(0)
 	p.Add(l)
 	sc, err := plotter.NewScatter(line)
 	if err != nil {
 		return err
 	}
-	sc.GlyphStyle.Color = colorOne
+	sc.GlyphStyle.Color = Palette(0)
 	sc.GlyphStyle.Radius = vg.Points(2.5)
 	p.Add(sc)
 	if bc.Label != "" {

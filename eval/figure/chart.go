@@ -1,22 +1,14 @@
-package report
+package figure
 
 import (
 	"fmt"
-	"image"
 	"image/color"
-	"image/png"
-	"io"
 	"math"
 	"path/filepath"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-
-	"github.com/parleyhq/parley/eval/stats"
-	"github.com/parleyhq/parley/internal/fsutil"
 )
 
 // Line styles of the paper's figure 2: min dashed, mean solid, max
@@ -63,18 +55,10 @@ type Chart struct {
 const (
 	DefaultWidthPx  = 768
 	DefaultHeightPx = 480
-	dpi             = 96
-	sparsePoints    = 30 // series this short get a marker on every point
 )
 
-var (
-	colorMin    = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff} // blue
-	colorMean   = color.RGBA{R: 0x20, G: 0x20, B: 0x20, A: 0xff} // near black
-	colorMax    = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff} // red
-	colorOne    = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
-	colorRef    = color.RGBA{R: 0x80, G: 0x80, B: 0x80, A: 0xff}  // reference lines
-	colorSpread = color.NRGBA{R: 0x80, G: 0x80, B: 0x80, A: 0x38} // min–max bands
-)
+// colorSpread shades min–max bands.
+var colorSpread = color.NRGBA{R: 0x80, G: 0x80, B: 0x80, A: 0x38}
 
 // WritePNG draws the chart and writes it to path.
 func (c Chart) WritePNG(path string) error {
@@ -85,9 +69,9 @@ func (c Chart) WritePNG(path string) error {
 	p := c.newPlot()
 	legend := 0
 	for _, b := range c.Bands {
-		added, err := addBand(p, b)
+		added, err := addChartBand(p, b)
 		if err != nil {
-			return fmt.Errorf("report.Chart.WritePNG: %s: %w", b.Label, err)
+			return fmt.Errorf("figure.Chart.WritePNG: %s: %w", b.Label, err)
 		}
 		legend += added
 	}
@@ -95,23 +79,16 @@ func (c Chart) WritePNG(path string) error {
 	for _, l := range c.Lines {
 		drawn, labelled, err := addLine(p, l)
 		if err != nil {
-			return fmt.Errorf("report.Chart.WritePNG: %s: %w", l.Label, err)
+			return fmt.Errorf("figure.Chart.WritePNG: %s: %w", l.Label, err)
 		}
 		n += drawn
 		legend += labelled
 	}
 	if n == 0 {
-		return fmt.Errorf("report.Chart.WritePNG: %s: no data", filepath.Base(path))
+		return fmt.Errorf("figure.Chart.WritePNG: %s: no data", filepath.Base(path))
 	}
 	c.fitAxes(p, legend)
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	canvas := vgimg.NewWith(vgimg.UseImage(img), vgimg.UseDPI(dpi))
-	margin := vg.Points(8)
-	p.Draw(draw.Crop(draw.New(canvas), margin, -2*margin, margin/2, -margin))
-	if err := fsutil.WriteWith(path, 0o644, func(w io.Writer) error { return png.Encode(w, canvas.Image()) }); err != nil {
-		return fmt.Errorf("report.Chart.WritePNG: %w", err)
-	}
-	return nil
+	return savePlot(p, path, w, h)
 }
 
 // newPlot is the chart's empty plot: title, axis labels, grid, legend.
@@ -157,7 +134,7 @@ func addLine(p *plot.Plot, l Line) (drawn, labelled int, err error) {
 	line.LineStyle.Width = vg.Points(1.6)
 	line.LineStyle.Color = l.Color
 	if line.LineStyle.Color == nil {
-		line.LineStyle.Color = colorOne
+		line.LineStyle.Color = Palette(0)
 	}
 	switch l.Style {
 	case StyleDashed:
@@ -183,7 +160,7 @@ func addLine(p *plot.Plot, l Line) (drawn, labelled int, err error) {
 }
 
 // addBand shades b; it returns whether it added a legend entry.
-func addBand(p *plot.Plot, b Band) (int, error) {
+func addChartBand(p *plot.Plot, b Band) (int, error) {
 	lo, hi := finite(b.X, b.Lo), finite(b.X, b.Hi)
 	if len(lo) < 2 || len(lo) != len(hi) {
 		return 0, nil
@@ -231,31 +208,4 @@ func (c Chart) fitAxes(p *plot.Plot, legend int) {
 	} else if p.X.Min > 0 {
 		p.X.Min = 0 // steps count from 0: round ticks
 	}
-}
-
-// smoothed returns a key's series as a trailing running average over window
-// steps (stats.RunningAverageBy), and whether the key has data.
-func smoothed(m *Metrics, key string, window int) (x, y []float64, ok bool) {
-	x, raw := m.Series(key)
-	if len(x) == 0 {
-		return nil, nil, false
-	}
-	y, err := stats.RunningAverageBy(x, raw, float64(window))
-	if err != nil { // steps are sorted by construction
-		return nil, nil, false
-	}
-	return x, y, true
-}
-
-func lineColor(style string, single bool) color.Color {
-	if single {
-		return colorOne
-	}
-	switch style {
-	case StyleDashed:
-		return colorMin
-	case StyleDashDotted:
-		return colorMax
-	}
-	return colorMean
 }

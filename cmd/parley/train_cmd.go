@@ -12,6 +12,7 @@ import (
 	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
+	"github.com/parleyhq/parley/internal/progress"
 	"github.com/parleyhq/parley/internal/summary"
 	"github.com/parleyhq/parley/internal/telemetry"
 	"github.com/parleyhq/parley/llm"
@@ -140,15 +141,9 @@ func trainerArgs(cfg config.Config, runDir string) []string {
 
 // runTrain wires the config into train.Run.
 func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.RunDir, log *zap.Logger) error {
-	if cfg.Rollout.GroupSize < 2 && cfg.GRPO.Advantage != grpo.ModeRoleBaseline {
-		return fmt.Errorf("train: config key rollout.group_size: a group of %d has no group-relative advantage in %s mode: use 2 or more", cfg.Rollout.GroupSize, cfg.GRPO.Advantage)
-	}
-	prompts, err := loadCurriculum(cfg)
+	prompts, err := trainPrompts(cfg)
 	if err != nil {
 		return err
-	}
-	if err := dataset.CheckTrainRows(cfg.Curriculum.Path, prompts); err != nil {
-		return fmt.Errorf("train: config key curriculum.split is %q: %w; set curriculum.split: train (the default) to train on the train rows only", cfg.Curriculum.Split, err)
 	}
 	if err := preflightJudge(ctx, cfg, log); err != nil {
 		return fmt.Errorf("train: %w", err)
@@ -182,39 +177,55 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.Run
 		return err
 	}
 	defer closeEval()
+	bars := a.bars()
+	defer bars.Wait()
+	rep := &stepReporter{bar: bars.Add("steps", int64(cfg.Train.Steps)), tm: tm, log: log, start: time.Now()}
+	opts := supervision(cfg, runDir, frozen, policy, log)
+	opts.Loop = train.LoopOptions{
+		Dir: runDir, RunID: cfg.Run.Name, Seed: cfg.Run.Seed, Steps: cfg.Train.Steps, MaxStaleness: cfg.Train.MaxStaleness,
+		Prompts: prompts, Mix: cfg.Curriculum.Mix, PromptsPerStep: cfg.Rollout.PromptsPerStep,
+		Series:  seriesOptions(cfg, prompts),
+		Rollout: ro, Judge: judge, JudgeConcurrency: cfg.Judge.Concurrency,
+		Advantage: advantageOptions(cfg.GRPO), Mask: cfg.GRPO.Mask, AdapterPrefix: cfg.Train.AdapterPrefix,
+		TrainerTimeout: cfg.Train.TrainerTimeout, MaxFailedFraction: cfg.Train.MaxFailedFraction, Logger: log,
+		Eval: evalOpts, OnStart: rep.onStart, Progress: bars.Start, OnStep: rep.onStep,
+	}
+	st, err := train.Run(ctx, opts)
+	if err != nil {
+		return err
+	}
+	bars.Wait()
+	a.summarize(trainSummary(st.Step, rep.first, rep.last, time.Since(rep.start)).
+		Add("run", runDir.Root()).Add("adapter", st.Adapter))
+	return nil
+}
+
+// trainPrompts loads the curriculum's training rows, refusing a group
+// with no group-relative advantage and a selection holding eval rows.
+func trainPrompts(cfg config.Config) ([]dataset.Prompt, error) {
+	if cfg.Rollout.GroupSize < 2 && cfg.GRPO.Advantage != grpo.ModeRoleBaseline {
+		return nil, fmt.Errorf("train: config key rollout.group_size: a group of %d has no group-relative advantage in %s mode: use 2 or more", cfg.Rollout.GroupSize, cfg.GRPO.Advantage)
+	}
+	prompts, err := loadCurriculum(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := dataset.CheckTrainRows(cfg.Curriculum.Path, prompts); err != nil {
+		return nil, fmt.Errorf("train: config key curriculum.split is %q: %w; set curriculum.split: train (the default) to train on the train rows only", cfg.Curriculum.Split, err)
+	}
+	return prompts, nil
+}
+
+// supervision is train.Run's options but the loop's: the inference
+// server and the trainer it starts or waits for, the handshake, and what
+// each child process may see of the environment.
+func supervision(cfg config.Config, runDir dataset.RunDir, frozen []byte, policy *llm.Client, log *zap.Logger) train.RunOptions {
 	args := trainerArgs(cfg, runDir.Root())
 	var command []string
 	if len(cfg.Train.TrainerCommand) > 0 {
 		command = append(slices.Clone(cfg.Train.TrainerCommand), args...)
 	}
-	bars := a.bars()
-	defer bars.Wait()
-	bar := bars.Add("steps", int64(cfg.Train.Steps))
-	var first, last map[string]any
-	start := time.Now()
-	st, err := train.Run(ctx, train.RunOptions{
-		Loop: train.LoopOptions{
-			Dir: runDir, RunID: cfg.Run.Name, Seed: cfg.Run.Seed, Steps: cfg.Train.Steps, MaxStaleness: cfg.Train.MaxStaleness,
-			Prompts: prompts, Mix: cfg.Curriculum.Mix, PromptsPerStep: cfg.Rollout.PromptsPerStep,
-			Series:  seriesOptions(cfg, prompts),
-			Rollout: ro, Judge: judge, JudgeConcurrency: cfg.Judge.Concurrency,
-			Advantage: advantageOptions(cfg.GRPO), Mask: cfg.GRPO.Mask, AdapterPrefix: cfg.Train.AdapterPrefix,
-			TrainerTimeout: cfg.Train.TrainerTimeout, MaxFailedFraction: cfg.Train.MaxFailedFraction, Logger: log,
-			Eval:     evalOpts,
-			OnStart:  func(done int) { bar.SetCurrent(int64(done)) },
-			Progress: bars.Start,
-			OnStep: func(m map[string]any) {
-				bar.Increment()
-				tm.Step(m)
-				if first == nil {
-					first = m
-				}
-				last = m
-				log.Info("step done", zap.Any("step", m["step"]), zap.Any("reward_mean", m["reward_mean"]),
-					zap.Any("score_max", m["score_max"]), zap.Any("agreement_rate", m["agreement_rate"]),
-					zap.Any("loss", m["trainer/loss"]), zap.Any("sampled_tokens", m["sampled_tokens"]))
-			},
-		},
+	return train.RunOptions{
 		FrozenConfig: frozen, Server: policy, Model: cfg.Policy.Model,
 		ServerCommand: cfg.Train.ServerCommand, ServerStartTimeout: cfg.Train.ServerStartTimeout,
 		TrainerCommand: command, TrainerHint: append([]string{"python", "-m", "parley_trainer"}, args...),
@@ -224,14 +235,32 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.Run
 		ServerEnv:  []string{cfg.Policy.APIKeyEnv},
 		TrainerEnv: trainerEnv(cfg),
 		Logger:     log,
-	})
-	if err != nil {
-		return err
 	}
-	bars.Wait()
-	a.summarize(trainSummary(st.Step, first, last, time.Since(start)).
-		Add("run", runDir.Root()).Add("adapter", st.Adapter))
-	return nil
+}
+
+// stepReporter shows each finished step: the steps bar, the Prometheus
+// gauges, a log line, and the first and last steps' metrics for the
+// closing summary.
+type stepReporter struct {
+	bar         *progress.Bar
+	tm          *telemetry.Metrics
+	log         *zap.Logger
+	start       time.Time
+	first, last map[string]any
+}
+
+func (r *stepReporter) onStart(done int) { r.bar.SetCurrent(int64(done)) }
+
+func (r *stepReporter) onStep(m map[string]any) {
+	r.bar.Increment()
+	r.tm.Step(m)
+	if r.first == nil {
+		r.first = m
+	}
+	r.last = m
+	r.log.Info("step done", zap.Any("step", m["step"]), zap.Any("reward_mean", m["reward_mean"]),
+		zap.Any("score_max", m["score_max"]), zap.Any("agreement_rate", m["agreement_rate"]),
+		zap.Any("loss", m["trainer/loss"]), zap.Any("sampled_tokens", m["sampled_tokens"]))
 }
 
 // trainSummary is parley train's closing table: steps done and how the

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"path/filepath"
 	"strings"
 
@@ -145,20 +146,27 @@ func (c panel) keys() []string {
 	return out
 }
 
-// flatZero reports whether every recorded value of every key of c is 0
-// (and there is at least one), with the number of points.
-func flatZero(m *Metrics, c panel) (bool, int) {
-	n := 0
+// zeroTol is how close to 0 a metric must stay at every point for its
+// chart to be left out: below it a KL or a loss is floating-point noise
+// (an on-policy step's approx. KL is ~1e-9), not something to read.
+const zeroTol = 1e-6
+
+// flatZero reports whether every recorded value of every key of c is
+// within zeroTol of 0 (and there is at least one), with the number of
+// points and whether they are all exactly 0.
+func flatZero(m *Metrics, c panel) (zero bool, n int, exact bool) {
+	exact = true
 	for _, k := range c.keys() {
 		_, ys := m.Series(k)
 		for _, y := range ys {
-			if y != 0 {
-				return false, 0
+			if math.Abs(y) > zeroTol || math.IsNaN(y) {
+				return false, 0, false
 			}
+			exact = exact && y == 0
 		}
 		n += len(ys)
 	}
-	return n > 0, n
+	return n > 0, n, exact
 }
 
 // series is a key's values as c draws them: as recorded, or as running
@@ -182,13 +190,17 @@ func (c panel) chartTitle(w int) string {
 // chart draws panel c of m as c.file and links it, or says in a note why
 // it is left out: no data, or zero at every step.
 func (g *generator) chart(m *Metrics, c panel, w int) error {
-	if zero, n := flatZero(m, c); zero {
+	if zero, n, exact := flatZero(m, c); zero {
 		why := ""
 		if c.zeroWhy != "" {
 			why = " (" + c.zeroWhy + ")"
 		}
 		keys, verb := quoteKeys(c.keys(), m)
-		g.note("%s %s 0 at all %d points%s: chart %s omitted", keys, verb, n, why, c.file)
+		if exact {
+			g.note("%s %s 0 at all %d points%s: chart %s omitted", keys, verb, n, why, c.file)
+		} else {
+			g.note("%s %s within ±%g of 0 at all %d points (floating-point noise)%s: chart %s omitted", keys, verb, zeroTol, n, why, c.file)
+		}
 		return nil
 	}
 	lines, missing := g.panelLines(m, c, w)

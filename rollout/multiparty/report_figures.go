@@ -61,11 +61,12 @@ func figures(b *strings.Builder, gs []game, typ, dir string) error {
 			title, ylabel string
 			scale         float64
 			ymin, ymax    float64
+			lower, upper  float64 // the measure's range: its band is clipped to it
 			f             func(game) float64
 		}{
-			{"Adversary detection", "Detection (%)", 100, 0, 125, func(g game) float64 { return g.Detection }},
-			{"Misidentification", "Misidentification (%)", 100, 0, 125, func(g game) float64 { return g.Misidentification }},
-			{"Trust separation", "Honest − adversary trust", 1, -0.25, 1, func(g game) float64 { return g.Separation }},
+			{"Adversary detection", "Detection (%)", 100, 0, 125, 0, 100, func(g game) float64 { return g.Detection }},
+			{"Misidentification", "Misidentification (%)", 100, 0, 125, 0, 100, func(g game) float64 { return g.Misidentification }},
+			{"Trust separation", "Honest − adversary trust", 1, -0.25, 1, -1, 1, func(g game) float64 { return g.Separation }},
 		}
 		var panels []figure.Panel
 		for _, method := range trust.Methods {
@@ -82,6 +83,7 @@ func figures(b *strings.Builder, gs []game, typ, dir string) error {
 				pn := figure.Panel{Title: fmt.Sprintf("%s, %s (%s)", m.title, methodLabel(method), tl), XLabel: "Game", YLabel: m.ylabel, YMin: m.ymin, YMax: m.ymax}
 				for _, c := range mc {
 					x, y, lo, hi := byGame(sel(gs, typ, c.Label()), m.scale, m.f)
+					clampBand(lo, hi, m.lower, m.upper)
 					pn.Lines = append(pn.Lines, figure.BandLine{Label: c.Label(), X: x, Y: y, Lo: lo, Hi: hi, Color: figure.Palette(conditionOrder(c) % 3)})
 				}
 				panels = append(panels, pn)
@@ -310,6 +312,7 @@ func trainingCurve(b *strings.Builder, gs []game, dir string) error {
 	x, y, _, _ := curve(1, func(g game) float64 { return g.HonestSurplus })
 	xt, yt, lot, hit := curve(1, func(g game) float64 { return g.TrainedSurplus })
 	xa, ya, loa, hia := curve(100, func(g game) float64 { return g.Agree })
+	clampBand(loa, hia, 0, 100)
 	panels := []figure.Panel{
 		{Title: "Honest parties' mean utility above BATNA", XLabel: "Training step", YLabel: "Utility − BATNA (0 without a deal)",
 			Lines: []figure.BandLine{
@@ -325,4 +328,15 @@ func trainingCurve(b *strings.Builder, gs []game, dir string) error {
 	}
 	fmt.Fprintf(b, "![Training](%s)\n\n*Training: the trained honest parties' mean utility above BATNA (each party's surplus with a deal, 0 without; the dashed line is every honest party's, scripted ones included) and the agreement rate, per step; shading is the 95%% interval over the step's games.*\n\n", name)
 	return nil
+}
+
+// clampBand clips a 95% band to the range its measure can take (a rate
+// lies in 0–100 %): a t interval over few games reaches past it.
+func clampBand(lo, hi []float64, lower, upper float64) {
+	for i := range lo {
+		lo[i] = min(max(lo[i], lower), upper)
+	}
+	for i := range hi {
+		hi[i] = min(max(hi[i], lower), upper)
+	}
 }

@@ -57,8 +57,12 @@ const (
 	DefaultHeightPx = 480
 )
 
-// colorSpread shades min–max bands.
-var colorSpread = color.NRGBA{R: 0x80, G: 0x80, B: 0x80, A: 0x38}
+var (
+	// colorSpread shades min–max bands (a Band's default).
+	colorSpread = color.NRGBA{R: 0x80, G: 0x80, B: 0x80, A: 0x38}
+	// ColorBand shades an interval band in the first palette colour.
+	ColorBand = color.NRGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0x40}
+)
 
 // WritePNG draws the chart and writes it to path.
 func (c Chart) WritePNG(path string) error {
@@ -93,12 +97,7 @@ func (c Chart) WritePNG(path string) error {
 
 // newPlot is the chart's empty plot: title, axis labels, grid, legend.
 func (c Chart) newPlot() *plot.Plot {
-	p := plot.New()
-	p.Title.Text = c.Title
-	p.Title.TextStyle.Font.Size = vg.Points(13)
-	p.Title.Padding = vg.Points(8)
-	p.X.Label.Text = c.XLabel
-	p.Y.Label.Text = c.YLabel
+	p := newPlot(c.Title, c.XLabel, c.YLabel)
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
 	p.Legend.Left = true
@@ -162,22 +161,17 @@ func addLine(p *plot.Plot, l Line) (drawn, labelled int, err error) {
 // addBand shades b; it returns whether it added a legend entry.
 func addChartBand(p *plot.Plot, b Band) (int, error) {
 	lo, hi := finite(b.X, b.Lo), finite(b.X, b.Hi)
-	if len(lo) < 2 || len(lo) != len(hi) {
+	if len(lo) != len(hi) {
 		return 0, nil
 	}
-	ring := append(plotter.XYs{}, lo...)
-	for i := len(hi) - 1; i >= 0; i-- {
-		ring = append(ring, hi[i])
+	col := b.Color
+	if col == nil {
+		col = colorSpread
 	}
-	poly, err := plotter.NewPolygon(ring)
-	if err != nil {
+	poly, err := bandPolygon(lo, hi, col)
+	if poly == nil || err != nil {
 		return 0, err
 	}
-	poly.Color = b.Color
-	if poly.Color == nil {
-		poly.Color = colorSpread
-	}
-	poly.LineStyle.Width = 0
 	p.Add(poly)
 	if b.Label == "" {
 		return 0, nil

@@ -205,22 +205,32 @@ func (pn Panel) addLine(p *plot.Plot, i int, l BandLine) (xmin, xmax float64, er
 // addBand shades the polygon between the lower points and the upper
 // ones (at least two) in a light tint of col.
 func addBand(p *plot.Plot, lower, upper plotter.XYs, col color.Color) error {
-	if len(lower) < 2 {
-		return nil
-	}
-	poly := append(plotter.XYs(nil), lower...)
-	for k := len(upper) - 1; k >= 0; k-- {
-		poly = append(poly, upper[k])
-	}
-	pg, err := plotter.NewPolygon(poly)
-	if err != nil {
-		return err
-	}
 	r, g, b, _ := col.RGBA()
-	pg.Color = color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 0x38}
+	pg, err := bandPolygon(lower, upper, color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 0x38})
+	if pg != nil {
+		p.Add(pg)
+	}
+	return err
+}
+
+// bandPolygon is the shaded area between lower and upper (points at the
+// same x, in order), filled with col; nil when there are fewer than two
+// points.
+func bandPolygon(lower, upper plotter.XYs, col color.Color) (*plotter.Polygon, error) {
+	if len(lower) < 2 {
+		return nil, nil
+	}
+	ring := append(plotter.XYs(nil), lower...)
+	for k := len(upper) - 1; k >= 0; k-- {
+		ring = append(ring, upper[k])
+	}
+	pg, err := plotter.NewPolygon(ring)
+	if err != nil {
+		return nil, err
+	}
+	pg.Color = col
 	pg.LineStyle.Width = 0
-	p.Add(pg)
-	return nil
+	return pg, nil
 }
 
 func finiteF(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

@@ -16,12 +16,11 @@ import (
 )
 
 // The figures of a tournament report (seed 001): a heatmap of a matrix,
-// estimates with intervals, a stacked bar, a labelled scatter and a line
-// with a band. Each writes a PNG atomically.
+// estimates with intervals, a stacked bar and a labelled scatter (a line
+// with a band is a Chart). Each writes a PNG atomically.
 
 var (
 	colorGrey  = color.RGBA{R: 0xc8, G: 0xc8, B: 0xc8, A: 0xff}
-	colorBand  = color.NRGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0x40}
 	colorShade = color.NRGBA{R: 0x99, G: 0x99, B: 0x99, A: 0x50}
 )
 
@@ -92,7 +91,7 @@ func (hm Heatmap) WritePNG(path string) error {
 	p := newPlot(hm.Title, hm.XLabel, hm.YLabel)
 	nr, nc := len(hm.Rows), len(hm.Cols)
 	if nr == 0 || nc == 0 {
-		return fmt.Errorf("report.Heatmap: %s: no cells", path)
+		return fmt.Errorf("figure.Heatmap: %s: no cells", path)
 	}
 	scale := hm.Scale
 	if scale == 0 {
@@ -181,7 +180,7 @@ func (ic IntervalChart) WritePNG(path string) error {
 	p := newPlot(ic.Title, ic.XLabel, "")
 	n := len(ic.Rows)
 	if n == 0 {
-		return fmt.Errorf("report.IntervalChart: %s: no rows", path)
+		return fmt.Errorf("figure.IntervalChart: %s: no rows", path)
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, r := range ic.Rows {
@@ -281,7 +280,7 @@ func (sb StackedBar) WritePNG(path string) error {
 		total += math.Max(0, s.Value)
 	}
 	if total <= 0 {
-		return fmt.Errorf("report.StackedBar: %s: nothing to draw", path)
+		return fmt.Errorf("figure.StackedBar: %s: nothing to draw", path)
 	}
 	x := 0.0
 	for i, s := range sb.Segments {
@@ -333,7 +332,7 @@ func (s Scatter) WritePNG(path string) error {
 		strs = append(strs, " "+pt.Label)
 	}
 	if len(xys) == 0 {
-		return fmt.Errorf("report.Scatter: %s: no points", path)
+		return fmt.Errorf("figure.Scatter: %s: no points", path)
 	}
 	sc, err := plotter.NewScatter(xys)
 	if err != nil {
@@ -352,73 +351,6 @@ func (s Scatter) WritePNG(path string) error {
 	p.X.Min, p.X.Max = math.Min(p.X.Min, 0)-0.02, math.Max(p.X.Max, 1)+0.15
 	p.Y.Min, p.Y.Max = math.Min(p.Y.Min, 0)-0.02, math.Max(p.Y.Max, 0)*1.05+0.02
 	return savePlot(p, path, s.WidthPx, s.HeightPx)
-}
-
-// BandChart draws a line with a shaded band (an interval per point).
-type BandChart struct {
-	Title, XLabel, YLabel string
-	X, Y, Lo, Hi          []float64
-	Label, BandLabel      string
-	WidthPx, HeightPx     int
-}
-
-// WritePNG draws the chart.
-func (bc BandChart) WritePNG(path string) error {
-	p := newPlot(bc.Title, bc.XLabel, bc.YLabel)
-	p.Add(plotter.NewGrid())
-	var line, upper, lower plotter.XYs
-	for i := range bc.X {
-		if math.IsNaN(bc.Y[i]) {
-			continue
-		}
-		line = append(line, plotter.XY{X: bc.X[i], Y: bc.Y[i]})
-		if !math.IsNaN(bc.Lo[i]) && !math.IsNaN(bc.Hi[i]) {
-			lower = append(lower, plotter.XY{X: bc.X[i], Y: bc.Lo[i]})
-			upper = append(upper, plotter.XY{X: bc.X[i], Y: bc.Hi[i]})
-		}
-	}
-	if len(line) == 0 {
-		return fmt.Errorf("report.BandChart: %s: no data", path)
-	}
-	if len(lower) > 1 {
-		ring := append(plotter.XYs{}, lower...)
-		for i := len(upper) - 1; i >= 0; i-- {
-			ring = append(ring, upper[i])
-		}
-		band, err := plotter.NewPolygon(ring)
-		if err != nil {
-			return err
-		}
-		band.Color = colorBand
-		band.LineStyle.Width = 0
-		p.Add(band)
-		if bc.BandLabel != "" {
-			p.Legend.Add(bc.BandLabel, band)
-		}
-	}
-	l, err := plotter.NewLine(line)
-	if err != nil {
-		return err
-	}
-	l.LineStyle.Width = vg.Points(1.8)
-	l.LineStyle.Color = Palette(0)
-	p.Add(l)
-	sc, err := plotter.NewScatter(line)
-	if err != nil {
-		return err
-	}
-	sc.GlyphStyle.Color = Palette(0)
-	sc.GlyphStyle.Radius = vg.Points(2.5)
-	p.Add(sc)
-	if bc.Label != "" {
-		p.Legend.Add(bc.Label, l)
-	}
-	p.Legend.Top = true
-	p.Legend.Left = false
-	integerTicks(p, bc.X)
-	span := p.Y.Max - p.Y.Min
-	p.Y.Max += 0.18 * math.Max(span, 0.1)
-	return savePlot(p, path, bc.WidthPx, bc.HeightPx)
 }
 
 // integerTicks marks the x axis at the integers of xs (at most 12 labels).

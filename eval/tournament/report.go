@@ -440,8 +440,9 @@ func (w *writer) audit() {
 		x, y, lo, hi = append(x, float64(p.K)), append(y, p.Mean), append(lo, p.Lo), append(hi, p.Hi)
 		rows = append(rows, []string{fmt.Sprint(p.K), f3(p.Mean), fmt.Sprintf("[%s, %s]", f3(p.Lo), f3(p.Hi)), fmt.Sprint(p.Draws)})
 	}
-	w.figure(FigAudit, "audit curve", figure.BandChart{Title: "Turn-1 refusal from k probes against the loss on the other games", XLabel: "probes per agent (k)",
-		YLabel: "Spearman ρ", X: x, Y: y, Lo: lo, Hi: hi, Label: "mean over draws", BandLabel: "central 95%"}.WritePNG)
+	w.figure(FigAudit, "audit curve", figure.Chart{Title: "Turn-1 refusal from k probes against the loss on the other games", XLabel: "probes per agent (k)",
+		YLabel: "Spearman ρ", IntegerX: true, Lines: []figure.Line{{Label: "mean over draws", X: x, Y: y}},
+		Bands: []figure.Band{{Label: "central 95%", X: x, Lo: lo, Hi: hi, Color: figure.ColorBand}}}.WritePNG)
 	w.table([]string{"k", "mean ρ", "central 95%", "draws"}, rows)
 	w.printf("For each k, every holder's turn-1 refusal is estimated from k of its games drawn at random and set against its mean share given on its remaining games, %d draws per k (draws whose ranks are all tied are skipped).\n\n", w.s.Analysis.AuditDraws)
 }

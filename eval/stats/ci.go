@@ -74,17 +74,9 @@ func TQuantile(p float64, df int) float64 {
 	if p < 0.5 {
 		return -TQuantile(1-p, df)
 	}
-	lo, hi := 0.0, 1.0
+	hi := 1.0
 	for StudentTCDF(hi, float64(df)) < p {
 		hi *= 2
 	}
-	for i := 0; i < 200 && hi-lo > 1e-13*hi; i++ {
-		mid := (lo + hi) / 2
-		if StudentTCDF(mid, float64(df)) < p {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return (lo + hi) / 2
+	return bisect(func(t float64) float64 { return StudentTCDF(t, float64(df)) - p }, 0, hi)
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/parleyhq/parley/dataset"
 )
 
 // evalFile is what the report reads of a run's evals/step-N.json (the
@@ -24,7 +26,7 @@ type evalFile struct {
 // there is none or it cannot be read.
 func firstEvalFile(runDir string) (evalFile, bool) {
 	var e evalFile
-	paths, err := filepath.Glob(filepath.Join(runDir, "evals", "step-*.json"))
+	paths, err := filepath.Glob(filepath.Join(dataset.RunDir(runDir).EvalsDir(), "step-*.json"))
 	if err != nil || len(paths) == 0 {
 		return e, false
 	}

@@ -8,13 +8,13 @@ import (
 	"math/rand/v2"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/internal/killtest"
 	"github.com/parleyhq/parley/internal/toygame"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/rollout"
@@ -92,31 +92,9 @@ func TestSeriesResumesAfterKill(t *testing.T) {
 	}
 	got := t.TempDir()
 	rng := rand.New(rand.NewPCG(7, 7))
-	kills := 0
-	for attempt := 0; ; attempt++ {
-		if attempt > 60 {
-			t.Fatal("the series never finished")
-		}
-		cmd := exec.Command(os.Args[0], "-test.run=^TestSeriesChild$")
-		cmd.Env = append(os.Environ(), "PARLEY_TEST_SERIES_DIR="+got)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("child: %v", err)
-			}
-		case <-time.After(time.Duration(100+rng.IntN(400)) * time.Millisecond):
-			cmd.Process.Kill()
-			<-done
-			kills++
-			continue
-		}
-		break
-	}
+	kills := killtest.Until(t, "TestSeriesChild", []string{"PARLEY_TEST_SERIES_DIR=" + got}, func() time.Duration {
+		return time.Duration(100+rng.IntN(400)) * time.Millisecond
+	})
 	if kills < 2 {
 		t.Fatalf("%d kills landed before the child finished; the test needs a slower child", kills)
 	}

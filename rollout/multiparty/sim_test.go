@@ -6,12 +6,12 @@ import (
 	"math/rand/v2"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/internal/killtest"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/rollout"
 	"github.com/parleyhq/parley/rollout/multiparty"
@@ -171,39 +171,20 @@ func TestRepeatedResumesAfterKill(t *testing.T) {
 	}
 	got := t.TempDir()
 	rng := rand.New(rand.NewPCG(11, 11))
-	kills := 0
 	// A kill lands 0.6 to 1.6 s into a run, scaled up each time a run is
 	// killed before it records a game (a busy machine starts slowly).
-	scale, recorded := 1.0, 0
-	for attempt := 0; ; attempt++ {
-		if attempt > 60 {
-			t.Fatal("the series never finished")
-		}
-		cmd := exec.Command(os.Args[0], "-test.run=^TestRepeatedChild$")
-		cmd.Env = append(os.Environ(), "PARLEY_TEST_MULTIPARTY_DIR="+got)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("child: %v", err)
-			}
-		case <-time.After(time.Duration(scale*float64(600+rng.IntN(1000))) * time.Millisecond):
-			_ = cmd.Process.Kill()
-			<-done
-			kills++
+	scale, recorded, started := 1.0, 0, false
+	kills := killtest.Until(t, "TestRepeatedChild", []string{"PARLEY_TEST_MULTIPARTY_DIR=" + got}, func() time.Duration {
+		if started { // the run before was killed
 			if n := countRecords(got); n == recorded {
 				scale *= 1.5
 			} else {
 				recorded = n
 			}
-			continue
 		}
-		break
-	}
+		started = true
+		return time.Duration(scale*float64(600+rng.IntN(1000))) * time.Millisecond
+	})
 	if kills < 2 {
 		t.Fatalf("%d kills landed before the child finished; the test needs a slower child", kills)
 	}

@@ -265,11 +265,8 @@ func TestScoreIFEval(t *testing.T) {
 }
 
 func TestGenerate(t *testing.T) {
-	_, client := newSim(t)
+	client := newSimWithAdapter(t)
 	ctx := context.Background()
-	if err := client.LoadLoRA(ctx, "ca", "/adapters/ca"); err != nil {
-		t.Fatal(err)
-	}
 	s, err := LoadSuite(bench.AIME2025, "testdata/aime_synthetic.jsonl", 0)
 	if err != nil {
 		t.Fatal(err)

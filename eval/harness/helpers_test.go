@@ -69,3 +69,13 @@ func (s *spyPolicy) Complete(ctx context.Context, req llm.CompletionRequest) ([]
 	s.mu.Unlock()
 	return s.Policy.Complete(ctx, req)
 }
+
+// newSimWithAdapter is newSim with the adapter "ca" loaded.
+func newSimWithAdapter(t *testing.T) *llm.Client {
+	t.Helper()
+	_, client := newSim(t)
+	if err := client.LoadLoRA(context.Background(), "ca", "/adapters/ca"); err != nil {
+		t.Fatal(err)
+	}
+	return client
+}

@@ -42,11 +42,8 @@ func (j *scriptedJudge) Compare(_ context.Context, task, personaA, _, left, righ
 }
 
 func TestRunPairwise(t *testing.T) {
-	_, client := newSim(t)
+	client := newSimWithAdapter(t)
 	ctx := context.Background()
-	if err := client.LoadLoRA(ctx, "ca", "/adapters/ca"); err != nil {
-		t.Fatal(err)
-	}
 	all, err := dataset.SampleCurriculum(dataset.SampleDilemmas)
 	if err != nil {
 		t.Fatal(err)
@@ -259,11 +256,8 @@ func TestScoreComparer(t *testing.T) {
 // scored by it (Scorer): the win rate agrees with the two sides' scores,
 // and each side has its agreement, rounds and mean score.
 func TestRunPairwiseScorer(t *testing.T) {
-	_, client := newSim(t)
+	client := newSimWithAdapter(t)
 	ctx := context.Background()
-	if err := client.LoadLoRA(ctx, "ca", "/adapters/ca"); err != nil {
-		t.Fatal(err)
-	}
 	all, err := dataset.SampleCurriculum(dataset.SampleDilemmas)
 	if err != nil {
 		t.Fatal(err)

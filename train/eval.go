@@ -87,19 +87,15 @@ const (
 
 // EvalResult is one step's evaluation, as RUN/evals/step-N.json holds it.
 type EvalResult struct {
-	Step int `json:"step"`
+	// EvalSetup is how the evaluation was made (its fields are the file's
+	// top-level keys: step, base, set, prompts, decoding, comparison,
+	// judge).
+	report.EvalSetup
 	// Adapter is the name the step's adapter was served under for the
-	// evaluation; AdapterPath its folder; Base the base model.
-	Adapter     string `json:"adapter"`
-	AdapterPath string `json:"adapter_path"`
-	Base        string `json:"base"`
-	Set         string `json:"set"`
-	Prompts     int    `json:"prompts"`
-	Decoding    string `json:"decoding"`
-	// Comparison says how the finals were compared; Judge names the judge.
-	Comparison string             `json:"comparison"`
-	Judge      string             `json:"judge"`
-	Scale      dataset.ScoreScale `json:"scale"`
+	// evaluation; AdapterPath its folder.
+	Adapter     string             `json:"adapter"`
+	AdapterPath string             `json:"adapter_path"`
+	Scale       dataset.ScoreScale `json:"scale"`
 	// Result is the win rate of the trained side (left) against the base
 	// (right); Comparisons the prompts compared, each with its verdicts.
 	Result      report.PairwiseResult `json:"result"`
@@ -344,9 +340,10 @@ func (ev *evaluator) run(ctx context.Context, job evalJob) error {
 	}
 	crashpoint.Hit("eval-judged") // compared, nothing written
 	r := EvalResult{
-		Step: job.step, Adapter: job.name, AdapterPath: job.path, Base: base, Set: o.Set, Prompts: len(o.Prompts),
-		Decoding: o.Decoding.Name, Comparison: comparisonDoc(o.Aspect.Judge), Scale: o.Scale,
-		Result: rep.Cells[0].PairwiseResult, Judge: rep.Cells[0].Judge,
+		EvalSetup: report.EvalSetup{Step: job.step, Base: base, Set: o.Set, Prompts: len(o.Prompts),
+			Decoding: o.Decoding.Name, Comparison: comparisonDoc(o.Aspect.Judge), Judge: rep.Cells[0].Judge},
+		Adapter: job.name, AdapterPath: job.path, Scale: o.Scale,
+		Result:      rep.Cells[0].PairwiseResult,
 		Excluded:    rep.Cells[0].RolloutFailed + rep.Cells[0].JudgeFailed,
 		Comparisons: rep.Comparisons, Seconds: time.Since(t0).Seconds(),
 	}

@@ -10,9 +10,11 @@ import (
 	"github.com/parleyhq/parley/dataset"
 )
 
-// evalFile is what the report reads of a run's evals/step-N.json (the
-// training loop's train.EvalResult): how the evaluation was made.
-type evalFile struct {
+// EvalSetup is how an evaluation during training was made, the head of
+// each RUN/evals/step-N.json the training loop writes (train.EvalResult
+// embeds it): the step, the base model, the held-out set and its size, the
+// decoding, how the finals were compared and by which judge.
+type EvalSetup struct {
 	Step       int    `json:"step"`
 	Base       string `json:"base"`
 	Set        string `json:"set"`
@@ -24,8 +26,8 @@ type evalFile struct {
 
 // firstEvalFile reads the run's first evals/step-N.json; ok is false when
 // there is none or it cannot be read.
-func firstEvalFile(runDir string) (evalFile, bool) {
-	var e evalFile
+func firstEvalFile(runDir string) (EvalSetup, bool) {
+	var e EvalSetup
 	paths, err := filepath.Glob(filepath.Join(dataset.RunDir(runDir).EvalsDir(), "step-*.json"))
 	if err != nil || len(paths) == 0 {
 		return e, false

@@ -188,7 +188,10 @@ type Rollout struct {
 	PersonaPairID string    `json:"persona_pair_id" parquet:"persona_pair_id"`
 	Personas      []Persona `json:"personas" parquet:"personas,list"`
 	// Scenario is the row's game scenario (JSON), "" for text rows.
-	Scenario    string  `json:"scenario" parquet:"scenario"`
+	Scenario string `json:"scenario" parquet:"scenario"`
+	// Seed seeds the rollout's sampling and the game's own draws. The
+	// continuations of a series training group share it (they face the
+	// same draws) and sample with rollout.SampleSeed(Seed, Index).
 	Seed        int64   `json:"seed" parquet:"seed"`
 	Temperature float32 `json:"temperature" parquet:"temperature"`
 	// Series and GameIndex place the rollout in a series of games whose

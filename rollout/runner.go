@@ -269,9 +269,17 @@ type StateJob struct {
 	State  []byte
 }
 
+// SampleSeed is the sampling seed of continuation index of a series
+// training group whose game seed is seed (RunFromStates).
+func SampleSeed(seed int64, index int) int64 { return DeriveSeed(seed, "sample", int64(index)) }
+
 // RunFromStates plays GroupSize continuations of every job's game from
-// its state (the game must be a SeriesGame): job i is group i, and each
-// continuation has its own seed. sink receives each finished rollout (a
+// its state (the game must be a SeriesGame): job i is group i. The
+// continuations of a group share the record's Seed, which seeds the game's
+// own draws (turn order, scripted parties), so they differ only in what the
+// policy samples, and the group's advantages measure the policy's choices,
+// not the luck of the draw; each samples with its own seed,
+// SampleSeed(Seed, Index). sink receives each finished rollout (a
 // failed one included) with the state after it (nil when it failed), as
 // Run's sink does.
 func (r *Runner) RunFromStates(ctx context.Context, jobs []StateJob, sink func(rec *dataset.Rollout, next []byte) error) (Summary, error) {
@@ -415,6 +423,11 @@ func (r *Runner) playOne(ctx context.Context, g groupJob, group, index int) play
 	p := g.p
 	groupID := GroupID(r.opts.Step, group)
 	seed := DeriveSeed(r.opts.Seed, groupID, int64(index))
+	sampleSeed := seed
+	if g.st != nil {
+		seed = DeriveSeed(r.opts.Seed, groupID, -1)
+		sampleSeed = SampleSeed(seed, index)
+	}
 	rec := &dataset.Rollout{
 		RunID:         r.opts.RunID,
 		Step:          int32(r.opts.Step),
@@ -436,7 +449,7 @@ func (r *Runner) playOne(ctx context.Context, g groupJob, group, index int) play
 	}
 	agents := NewRecorder(RecorderOptions{
 		Policy: r.opts.Policy, Model: r.opts.Model, Players: GroupPlayers(r.opts.Players, r.opts.Pools, r.opts.Seed, groupID), Sampling: r.opts.Sampling,
-		ChatTemplateKwargs: r.opts.ChatTemplateKwargs, Seed: seed,
+		ChatTemplateKwargs: r.opts.ChatTemplateKwargs, Seed: sampleSeed,
 		History: r.opts.History, Bridge: r.bridge,
 	})
 	rec.Roles = RoleOutcomes(r.opts.Game.Roles(p), agents)

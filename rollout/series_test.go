@@ -175,3 +175,69 @@ func TestSeriesErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestContinuationsShareDraws plays two groups of series continuations:
+// the continuations of a group share the record's Seed (the game's own
+// draws) and sample with distinct seeds, so their replies differ; the
+// groups' seeds differ.
+func TestContinuationsShareDraws(t *testing.T) {
+	s, err := sim.New(sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	client, err := llm.New(llm.Options{Endpoints: []string{srv.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	g, err := rollout.NewGame(toygame.Name, nil, rollout.Shared{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rollout.NewRunner(rollout.RunnerOptions{Game: g, Policy: client, Model: sim.DefaultModel, GroupSize: 4, Concurrency: 4, Seed: 9, Step: 3,
+		Sampling: llm.Sampling{MaxTokens: 16, Temperature: 1, TopP: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	games := seriesFixture()
+	jobs := []rollout.StateJob{
+		{Series: games[0].ID, Index: 2, Prompt: games[0].Games[2], State: []byte(`{"total":5,"games":2}`)},
+		{Series: games[1].ID, Index: 0, Prompt: games[1].Games[0]},
+	}
+	seeds := map[string]map[int64]bool{}
+	texts := map[string]map[string]bool{}
+	if _, err := r.RunFromStates(context.Background(), jobs, func(rec *dataset.Rollout, _ []byte) error {
+		if rec.Error != "" {
+			return errors.New(rec.Error)
+		}
+		if seeds[rec.GroupID] == nil {
+			seeds[rec.GroupID], texts[rec.GroupID] = map[int64]bool{}, map[string]bool{}
+		}
+		seeds[rec.GroupID][rec.Seed] = true
+		texts[rec.GroupID][rec.Turns[0].Text] = true
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seeds) != 2 {
+		t.Fatalf("groups = %d, want 2", len(seeds))
+	}
+	all := map[int64]bool{}
+	for id, ss := range seeds {
+		if len(ss) != 1 {
+			t.Errorf("group %s: %d distinct seeds among its continuations, want 1", id, len(ss))
+		}
+		if len(texts[id]) < 2 {
+			t.Errorf("group %s: every continuation replied alike (%v): sampling seeds are shared", id, texts[id])
+		}
+		for k := range ss {
+			all[k] = true
+		}
+	}
+	if len(all) != 2 {
+		t.Errorf("the two groups share a seed: %v", all)
+	}
+}

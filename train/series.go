@@ -16,8 +16,10 @@ import (
 //
 //   - Slots series are in flight. A step plays the next game of each: its
 //     group is GroupSize continuations of that game from the series'
-//     carried state, each with its own seed, so advantages compare
-//     continuations of the same game from the same state.
+//     carried state, which share the game's own draws (turn order,
+//     scripted parties) and sample with their own seeds, so advantages
+//     compare what the policy did in the same game from the same state
+//     (rollout.Runner.RunFromStates).
 //   - After the step the series goes on from one continuation: the one of
 //     lowest index that did not fail (index 0 unless it failed), an
 //     unbiased sample of the policy's play, not the best of the group. If

@@ -107,8 +107,16 @@ func ParseVote(text string) (bool, error) {
 	return false, fmt.Errorf("the %s line %q is neither YES nor NO", VoteMarker, rest)
 }
 
-// CooperativeWords are the words ParseVoteLenient reads as a YES.
-var CooperativeWords = []string{"yes", "agree", "accept", "deal", "fair", "we", "both", "share", "together", "thanks"}
+// CooperativeWords are the words ParseVoteLenient reads as a YES: words of
+// assent, approval and joint benefit. The list is wide on purpose: a
+// random-weight model writes one of them in about a quarter of its
+// 64-token replies (the tiny model of configs/multiparty-tiny.yaml), so a
+// group of continuations holds both votes and GRPO can learn which pays.
+var CooperativeWords = []string{
+	"yes", "ok", "okay", "sure", "agree", "accept", "support", "approve", "deal", "fair", "good", "great",
+	"we", "us", "our", "both", "share", "shared", "sharing", "together", "partner", "partners", "partnership",
+	"join", "help", "benefits", "thank", "thanks",
+}
 
 var wordRE = regexp.MustCompile(`[A-Za-z]+`)
 

@@ -180,6 +180,8 @@ func TestParseVoteLenient(t *testing.T) {
 		{"we can live with it", true},
 		{"Thanks!", true},
 		{"weird offer, no", false}, // "weird" is not "we"
+		{"sounds good to us", true},
+		{"ourselves first; reject", false}, // "ourselves" is not "our"
 		{"", false},
 		{"nope", false},
 	}

@@ -165,6 +165,7 @@ var fieldDocs = map[string]string{
 	"github.com/parleyhq/parley/rollout/multiparty.Config.InvalidPenalty":           "InvalidPenalty is subtracted from the reward of an honest party that voted for a deal below its BATNA (an invalid agreement).",
 	"github.com/parleyhq/parley/rollout/multiparty.Config.LenientVotes":             "LenientVotes reads a reply without a VOTE line as YES when it holds a cooperative word (protocol.CooperativeWords) and NO otherwise, so it is never malformed: for tiny models that cannot write the format (configs/multiparty-tiny.yaml); off by default.",
 	"github.com/parleyhq/parley/rollout/multiparty.Config.MaxRounds":                "MaxRounds bounds a game: a round is one proposal and its votes.",
+	"github.com/parleyhq/parley/rollout/multiparty.Config.Reward":                   "Reward is what an honest party is paid: own (its utility above BATNA, seed 002's incentive) or honest_mean (the honest parties' mean utility above BATNA, a shared reward); either less its invalid penalty.",
 	"github.com/parleyhq/parley/rollout/multiparty.Config.Scripted":                 "Scripted lists roles (hb1, hb2, g1, g2, g3, adversary) played by the game's own scripted parties instead of a model.",
 	"github.com/parleyhq/parley/rollout/multiparty.Config.SeriesLength":             "SeriesLength is the number of games in a series.",
 	"github.com/parleyhq/parley/rollout/multiparty.Config.Trust":                    "Trust are the trust settings of a game (and of every series, unless Conditions lists several).",

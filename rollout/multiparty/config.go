@@ -31,6 +31,10 @@ type Config struct {
 	// InvalidPenalty is subtracted from the reward of an honest party that
 	// voted for a deal below its BATNA (an invalid agreement).
 	InvalidPenalty float64 `yaml:"invalid_penalty"`
+	// Reward is what an honest party is paid: own (its utility above BATNA,
+	// seed 002's incentive) or honest_mean (the honest parties' mean utility
+	// above BATNA, a shared reward); either less its invalid penalty.
+	Reward string `yaml:"reward"`
 	// AssessTokens bounds an assessment reply (0: sampling.max_tokens).
 	AssessTokens int `yaml:"assess_tokens"`
 	// VoteHints tells a party, when it votes, its total for the package
@@ -47,7 +51,7 @@ type Config struct {
 // DefaultConfig is the section's defaults: ten rounds, four votes of five,
 // BRS trust under S+P, series of ten games.
 func DefaultConfig() *Config {
-	return &Config{MaxRounds: 10, VotesNeeded: 4, Trust: trust.DefaultSettings(), SeriesLength: 10, InvalidPenalty: 10}
+	return &Config{MaxRounds: 10, VotesNeeded: 4, Trust: trust.DefaultSettings(), SeriesLength: 10, InvalidPenalty: 10, Reward: RewardOwn}
 }
 
 // scriptableRoles are the roles the game can play itself.
@@ -80,6 +84,9 @@ func (c *Config) Validate() error {
 	}
 	if c.InvalidPenalty < 0 {
 		errs = append(errs, fmt.Errorf("key invalid_penalty: must be zero or more, got %g", c.InvalidPenalty))
+	}
+	if c.Reward != RewardOwn && c.Reward != RewardHonestMean {
+		errs = append(errs, fmt.Errorf("key reward: must be %s or %s, got %q", RewardOwn, RewardHonestMean, c.Reward))
 	}
 	if c.AssessTokens < 0 {
 		errs = append(errs, fmt.Errorf("key assess_tokens: must be zero or more, got %d", c.AssessTokens))

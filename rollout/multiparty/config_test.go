@@ -32,6 +32,7 @@ func TestConfigSection(t *testing.T) {
 		{"conditions: [brs/maybe]", "key game.multiparty.conditions"},
 		{"scripted: [chair]", "key game.multiparty.scripted"},
 		{"invalid_penalty: -1", "key game.multiparty.invalid_penalty"},
+		{"reward: team", "key game.multiparty.reward: must be own or honest_mean"},
 		{"rounds: 3", `unknown key "game.multiparty.rounds"`},
 	}
 	for _, tt := range tests {

@@ -54,7 +54,8 @@ func init() {
 		Metrics:    StepMetrics,
 		Report:     Report,
 		Scorer: func(section any) (reward.Judge, error) {
-			return NewScorer(section.(*Config).InvalidPenalty), nil
+			c := section.(*Config)
+			return NewScorer(c.InvalidPenalty, c.Reward), nil
 		},
 		Series: func(section any, prompts []dataset.Prompt, n int, seed int64) ([]rollout.Series, error) {
 			return Plan(*section.(*Config), prompts, n, seed)

@@ -412,7 +412,7 @@ func TestAdversaryNeverTrained(t *testing.T) {
 			}
 		}
 	}
-	res, err := multiparty.NewScorer(10).Judge(context.Background(), rec)
+	res, err := multiparty.NewScorer(10, multiparty.RewardOwn).Judge(context.Background(), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -611,12 +611,20 @@ func TestFixtureEpisode(t *testing.T) {
 		t.Errorf("episode %+v", e)
 	}
 	// Rewards: surplus, less the penalty of 10 for g1's invalid vote.
-	res, err := multiparty.NewScorer(10).Judge(context.Background(), &r)
+	res, err := multiparty.NewScorer(10, multiparty.RewardOwn).Judge(context.Background(), &r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(res.Roles) != fmt.Sprint(map[string]float64{"hb1": 5, "hb2": 1, "g1": -12, "g2": 5}) || res.Score != -0.25 {
 		t.Errorf("scorer: %+v", res)
+	}
+	// Shared reward: the honest mean surplus (5+1−2+5)/4, less g1's penalty.
+	res, err = multiparty.NewScorer(10, multiparty.RewardHonestMean).Judge(context.Background(), &r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(res.Roles) != fmt.Sprint(map[string]float64{"hb1": 2.25, "hb2": 2.25, "g1": -7.75, "g2": 2.25}) || res.Score != -0.25 {
+		t.Errorf("scorer, honest_mean: %+v", res)
 	}
 	m := multiparty.StepMetrics([]dataset.Rollout{r})
 	if m["multiparty/agreement_rate"] != 1 || m["multiparty/detection"] != 0.5 || m["multiparty/surplus"] != 9 {

@@ -67,7 +67,7 @@ func TestVotePolicyValues(t *testing.T) {
 						t.Fatal(err)
 					}
 					state = next
-					res, err := multiparty.NewScorer(0).Judge(context.Background(), rec)
+					res, err := multiparty.NewScorer(0, multiparty.RewardOwn).Judge(context.Background(), rec)
 					if err != nil {
 						t.Fatal(err)
 					}

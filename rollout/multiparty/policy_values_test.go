@@ -41,15 +41,19 @@ func (v *votePolicy) Turn(_ context.Context, _ string, msgs []llm.Message, _ rol
 // TestVotePolicyValues plays the committed 2HB+2G set as
 // configs/multiparty-tiny.yaml does (g1 against the scripted parties, six
 // rounds, series of five, BRS S+P, hints, no penalty) with fixed vote
-// policies, and checks the premise that config's learning run rests on:
+// policies, and checks the premises that config's learning run rests on:
 // voting yes more often raises g1's mean surplus and the honest parties'
-// mean, and reading the hint does better still for g1.
+// mean, reading the hint does better still for g1; and a deal g1's yes
+// passes is good for g1 itself only some of the time (its own reward is a
+// weak signal to a model that cannot read the hint) but never bad for the
+// honest parties as a whole (the shared reward, honest_mean, is a clear one).
 func TestVotePolicyValues(t *testing.T) {
 	cfg := multiparty.DefaultConfig()
 	cfg.MaxRounds, cfg.SeriesLength, cfg.VoteHints, cfg.InvalidPenalty = 6, 5, true, 0
 	cfg.Trust = trust.Settings{Method: trust.MethodBRS, Condition: trust.CondSP, Lambda: 0.7, Gamma: 0.9, Prior: 0.5}
 	cfg.Scripted = []string{"hb1", "hb2", "g2", "adversary"}
 	set := fixedSet(t, "2hb2g")
+	var deals, ownGood, sharedGood int
 	value := func(pol votePolicy) (self, honest float64) {
 		n := 0
 		for _, p := range set {
@@ -72,6 +76,15 @@ func TestVotePolicyValues(t *testing.T) {
 						t.Fatal(err)
 					}
 					self, honest, n = self+res.Roles["g1"], honest+res.Score, n+1
+					if rec.Agreed && pol.p == 1 {
+						deals++
+						if res.Roles["g1"] >= 0 {
+							ownGood++
+						}
+						if res.Score >= 0 {
+							sharedGood++
+						}
+					}
 				}
 			}
 		}
@@ -103,5 +116,9 @@ func TestVotePolicyValues(t *testing.T) {
 	}
 	if self[3] <= self[2] {
 		t.Errorf("voting by the hint gives g1 %.2f, always voting yes %.2f: want more", self[3], self[2])
+	}
+	t.Logf("always voting yes: %d deals, good for g1 in %d, for the honest mean in %d", deals, ownGood, sharedGood)
+	if deals == 0 || sharedGood != deals || ownGood == deals || float64(ownGood) > 0.75*float64(deals) {
+		t.Errorf("always voting yes: %d deals, good for g1 in %d, for the honest mean in %d: want every deal good for the honest mean and at most 3/4 good for g1", deals, ownGood, sharedGood)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/parleyhq/parley/internal/fsutil"
 )
@@ -21,6 +22,9 @@ const (
 	CheckpointsDirName = "checkpoints"
 	MetricsFile        = "metrics.jsonl"
 	EvalsDirName       = "evals"
+	// LockFile holds the PID of the parley process training the run, which
+	// holds an exclusive flock on it (RunDir.Lock).
+	LockFile = "lock"
 	// DoneFile is the marker the trainer writes, last, inside a step's
 	// checkpoint directory.
 	DoneFile = "DONE"
@@ -33,6 +37,7 @@ const (
 // nowhere else (the trainer's side is the handshake contract of DESIGN.md):
 //
 //	config.yaml                       the resolved config, frozen at start
+//	lock                              the PID of the parley training it (RunDir.Lock)
 //	state.json                        see State
 //	batches/step-000042.parquet       the batch of step 42
 //	batches/step-000042.ready         its dataset.Ready marker
@@ -155,6 +160,41 @@ func (d RunDir) Files() ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// ErrLocked is returned by RunDir.Lock when another process holds the run.
+var ErrLocked = errors.New("the run directory is in use")
+
+// Lock takes the run directory for this process: an exclusive flock on its
+// lock file, which then holds this process's PID. It fails at once with
+// ErrLocked, naming the holder's PID, when another process holds it; the
+// kernel drops the lock when the holder exits, however it dies, so a
+// crashed run never leaves it locked. unlock releases it.
+func (d RunDir) Lock() (unlock func(), err error) {
+	if err := os.MkdirAll(string(d), 0o755); err != nil {
+		return nil, fmt.Errorf("dataset.RunDir.Lock: %w", err)
+	}
+	path := filepath.Join(string(d), LockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("dataset.RunDir.Lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		b, _ := os.ReadFile(path)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			who := "another process"
+			if pid := strings.TrimSpace(string(b)); pid != "" {
+				who += " (pid " + pid + ")"
+			}
+			return nil, fmt.Errorf("dataset.RunDir.Lock: %s: %w by %s: wait for it to finish or stop it", d, ErrLocked, who)
+		}
+		return nil, fmt.Errorf("dataset.RunDir.Lock: %s: %w", path, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return func() { f.Close() }, nil
 }
 
 // Create makes the run directory and its batches/, rollouts/,

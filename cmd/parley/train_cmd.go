@@ -34,6 +34,11 @@ func newTrainCmd(a *app) *cobra.Command {
 				return err
 			}
 			runDir := dataset.RunDir(cfg.RunDir())
+			unlock, err := runDir.Lock()
+			if err != nil {
+				return fmt.Errorf("train: %w", err)
+			}
+			defer unlock()
 			if cfg, err = resumeConfig(cmd, cfg, runDir, path, resume, log); err != nil {
 				return err
 			}

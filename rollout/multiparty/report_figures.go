@@ -64,8 +64,8 @@ func figures(b *strings.Builder, gs []game, typ, dir string) error {
 			lower, upper  float64 // the measure's range: its band is clipped to it
 			f             func(game) float64
 		}{
-			{"Adversary detection", "Detection (%)", 100, 0, 125, 0, 100, func(g game) float64 { return g.Detection }},
-			{"Misidentification", "Misidentification (%)", 100, 0, 125, 0, 100, func(g game) float64 { return g.Misidentification }},
+			{"Adversary detection", "Detection (%)", 100, 0, 110, 0, 100, func(g game) float64 { return g.Detection }},
+			{"Misidentification", "Misidentification (%)", 100, 0, 110, 0, 100, func(g game) float64 { return g.Misidentification }},
 			{"Trust separation", "Honest − adversary trust", 1, -0.25, 1, -1, 1, func(g game) float64 { return g.Separation }},
 		}
 		var panels []figure.Panel

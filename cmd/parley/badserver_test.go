@@ -194,7 +194,7 @@ train: {steps: 1, trainer_timeout: 30s}
 							files = append(files, e.Name())
 						}
 					}
-					allowed := []string{dataset.ConfigFile, dataset.StateFile, "server.json", dataset.MetricsFile}
+					allowed := []string{dataset.ConfigFile, dataset.StateFile, "server.json", dataset.MetricsFile, dataset.LockFile}
 					for _, f := range files {
 						if !slices.Contains(allowed, f) {
 							t.Errorf("the run directory holds %s after the failure; want only %v", f, allowed)

@@ -38,26 +38,39 @@ func seriesFixture() []rollout.Series {
 // runToySeries plays the fixture against an in-process serve-sim whose
 // replies take latency, recording under dir.
 func runToySeries(ctx context.Context, dir string, latency time.Duration) (rollout.SeriesSummary, error) {
+	opts, done, err := toyOptions(latency)
+	if err != nil {
+		return rollout.SeriesSummary{}, err
+	}
+	defer done()
+	opts.Concurrency = 2
+	return rollout.RunSeries(ctx, opts, dir, seriesFixture())
+}
+
+// toyOptions are runner options for the toy game against an in-process
+// serve-sim whose replies take latency; done stops the server.
+func toyOptions(latency time.Duration) (opts rollout.RunnerOptions, done func(), err error) {
 	s, err := sim.New(sim.Options{LatencyMedian: latency})
 	if err != nil {
-		return rollout.SeriesSummary{}, err
+		return opts, nil, err
 	}
-	defer s.Close()
 	srv := httptest.NewServer(s.Handler())
-	defer srv.Close()
 	client, err := llm.New(llm.Options{Endpoints: []string{srv.URL}})
 	if err != nil {
-		return rollout.SeriesSummary{}, err
+		srv.Close()
+		s.Close()
+		return opts, nil, err
 	}
-	defer client.Close()
+	done = func() { client.Close(); srv.Close(); s.Close() }
 	g, err := rollout.NewGame(toygame.Name, nil, rollout.Shared{})
 	if err != nil {
-		return rollout.SeriesSummary{}, err
+		done()
+		return opts, nil, err
 	}
-	return rollout.RunSeries(ctx, rollout.RunnerOptions{
-		Game: g, Policy: client, Model: sim.DefaultModel, Concurrency: 2, Seed: 9,
+	return rollout.RunnerOptions{
+		Game: g, Policy: client, Model: sim.DefaultModel, Seed: 9,
 		Sampling: llm.Sampling{MaxTokens: 16, Temperature: 1, TopP: 1},
-	}, dir, seriesFixture())
+	}, done, nil
 }
 
 // TestSeriesChild is the child process of TestSeriesResumesAfterKill.
@@ -181,24 +194,13 @@ func TestSeriesErrors(t *testing.T) {
 // draws) and sample with distinct seeds, so their replies differ; the
 // groups' seeds differ.
 func TestContinuationsShareDraws(t *testing.T) {
-	s, err := sim.New(sim.Options{})
+	opts, done, err := toyOptions(0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	srv := httptest.NewServer(s.Handler())
-	defer srv.Close()
-	client, err := llm.New(llm.Options{Endpoints: []string{srv.URL}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	g, err := rollout.NewGame(toygame.Name, nil, rollout.Shared{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := rollout.NewRunner(rollout.RunnerOptions{Game: g, Policy: client, Model: sim.DefaultModel, GroupSize: 4, Concurrency: 4, Seed: 9, Step: 3,
-		Sampling: llm.Sampling{MaxTokens: 16, Temperature: 1, TopP: 1}})
+	defer done()
+	opts.GroupSize, opts.Concurrency, opts.Step = 4, 4, 3
+	r, err := rollout.NewRunner(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

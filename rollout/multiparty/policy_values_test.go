@@ -61,16 +61,8 @@ func TestVotePolicyValues(t *testing.T) {
 				var state []byte
 				for g := range int64(5) {
 					pol.rng = rand.New(rand.NewPCG(uint64(seed), uint64(g)))
-					gm := multiparty.New(*cfg, 64)
-					rec := &dataset.Rollout{RolloutID: "r", Seed: 100*seed + g, Env: multiparty.Name}
-					for _, r := range gm.Roles(p) {
-						rec.Roles = append(rec.Roles, dataset.RoleOutcome{Role: r, Policy: dataset.PolicyTrained, Trained: true})
-					}
-					next, err := gm.PlayState(context.Background(), p, &pol, rec, state)
-					if err != nil {
-						t.Fatal(err)
-					}
-					state = next
+					var rec *dataset.Rollout
+					rec, _, state = playSeed(t, cfg, p, &pol, state, 100*seed+g)
 					res, err := multiparty.NewScorer(0, multiparty.RewardOwn).Judge(context.Background(), rec)
 					if err != nil {
 						t.Fatal(err)

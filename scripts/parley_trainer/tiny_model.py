@@ -36,6 +36,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -178,6 +179,26 @@ def train_tokenizer(texts: list[str], vocab_size: int):  # -> tokenizers.Tokeniz
     return tok
 
 
+def write_model_folder(out: Path, fill: Callable[[Path], None]) -> Path:
+    """Build a model folder with fill in a temporary sibling directory and
+    rename it into place (replacing out), so that a reader never sees a
+    half-written model; return out."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=out.name + ".tmp-", dir=out.parent))
+    try:
+        fill(tmp)
+        os.chmod(tmp, 0o755)
+        for f in tmp.iterdir():
+            os.chmod(f, 0o644)
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
 def make_tiny_model(
     out: str | os.PathLike[str],
     seed: int = 0,
@@ -253,9 +274,7 @@ def make_tiny_model(
         **QWEN3_SAMPLING,
     )
 
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=out_path.name + ".tmp-", dir=out_path.parent))
-    try:
+    def fill(tmp: Path) -> None:
         model.save_pretrained(tmp, safe_serialization=True)
         gen.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
@@ -269,15 +288,8 @@ def make_tiny_model(
         # (as bundled with some vLLM releases) know only this one.
         tcfg["tokenizer_class"] = "PreTrainedTokenizerFast"
         cfg_path.write_text(json.dumps(tcfg, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.chmod(tmp, 0o755)
-        for f in tmp.iterdir():
-            os.chmod(f, 0o644)
-        if out_path.exists():
-            shutil.rmtree(out_path)
-        os.replace(tmp, out_path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+
+    write_model_folder(out_path, fill)
     return out_path
 
 

@@ -6,7 +6,7 @@
 # with the command's status. `make test` runs the Go tests this way
 # (internal/vllmtest reads the variables).
 #
-#   scripts/with_vllm.sh [--python PY] [--model DIR] -- CMD ARGS...
+#   scripts/with_vllm.sh [--python PY] [--model DIR] [--max-model-len L] -- CMD ARGS...
 #
 # The server's log goes to $PARLEY_VLLM_LOG (default: a temp file, printed
 # when the server fails). PARLEY_VLLM_START_TIMEOUT bounds the start (s, 600).
@@ -15,12 +15,14 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="$ROOT/.venv/bin/python"
 MODEL="$ROOT/models/tiny"
+MAX_MODEL_LEN=4096
 while [ $# -gt 0 ]; do
   case "$1" in
     --python) PY="$2"; shift 2 ;;
     --model) MODEL="$2"; shift 2 ;;
+    --max-model-len) MAX_MODEL_LEN="$2"; shift 2 ;;
     --) shift; break ;;
-    *) echo "with_vllm: unknown argument $1 (usage: with_vllm.sh [--python PY] [--model DIR] -- CMD...)" >&2; exit 2 ;;
+    *) echo "with_vllm: unknown argument $1 (usage: with_vllm.sh [--python PY] [--model DIR] [--max-model-len L] -- CMD...)" >&2; exit 2 ;;
   esac
 done
 [ $# -gt 0 ] || { echo "with_vllm: no command given" >&2; exit 2; }
@@ -34,7 +36,7 @@ URL="http://127.0.0.1:$PORT"
 start=$(date +%s)
 # Its own process group (set -m), so that stopping it stops vLLM's engine processes too.
 set -m
-"$PY" -m parley_trainer.serve_vllm --model "$MODEL" --served-model-name tiny --port "$PORT" >"$LOG" 2>&1 &
+"$PY" -m parley_trainer.serve_vllm --model "$MODEL" --served-model-name tiny --port "$PORT" --max-model-len "$MAX_MODEL_LEN" >"$LOG" 2>&1 &
 SERVER=$!
 set +m
 stop() {

@@ -7,7 +7,7 @@ TINY := models/tiny
 export PARLEY_PYTHON := $(abspath $(PY))
 export PARLEY_TINY_MODEL := $(abspath $(TINY))
 
-.PHONY: build venv test test-go test-py bench quickstart tiny-model clean
+.PHONY: build venv test test-go test-py bench quickstart tiny-model multiparty-model clean
 
 build:
 	$(GO) build -buildvcs=auto -o bin/parley ./cmd/parley
@@ -43,6 +43,28 @@ tiny-model: venv $(TINY)/model.safetensors
 
 $(TINY)/model.safetensors: scripts/parley_trainer/tiny_model.py scripts/requirements.txt
 	$(PY) -m parley_trainer.tiny_model --out $(TINY) --seed 0
+
+# The model configs/multiparty-tiny.yaml trains: a tiny random-weight model
+# with a tokenizer that knows the scenarios, taught the five-party game's move
+# format (votes at even odds, random packages) by a cold-start fine-tune on
+# the prompts the game gives it (python -m parley_trainer.cold_start). The
+# prompts come from series the random model plays against the scripted
+# parties; its replies are replaced by the moves, so four tokens do.
+MP := models/tiny-mp
+MP_PROMPTS := runs/multiparty-prompts/rollouts/step-000000.parquet
+multiparty-model: build venv $(MP)-cold/model.safetensors
+
+$(MP)/model.safetensors: scripts/parley_trainer/tiny_model.py scripts/requirements.txt
+	$(PY) -m parley_trainer.tiny_model --out $(MP) --max-position-embeddings 8192 \
+		--corpus dataset/curricula/*.jsonl dataset/personas/library.jsonl dataset/scenarios/both.jsonl
+
+$(MP_PROMPTS): $(MP)/model.safetensors
+	bash scripts/with_vllm.sh --python $(PY) --model $(MP) --max-model-len 8192 -- sh -c './bin/parley series \
+		--config configs/multiparty-tiny.yaml --out runs/multiparty-prompts --game.multiparty.lenient_votes=true --series 40 \
+		--policy.endpoints="$$PARLEY_VLLM_URL" --policy.model="$$PARLEY_VLLM_MODEL" --sampling.max_tokens=4'
+
+$(MP)-cold/model.safetensors: $(MP_PROMPTS) scripts/parley_trainer/cold_start.py
+	$(PY) -m parley_trainer.cold_start --model $(MP) --out $(MP)-cold --rollouts $(MP_PROMPTS) --role g1
 
 # The main job: a short real training run on CPU, everything local.
 quickstart: build venv tiny-model

@@ -43,8 +43,9 @@ type Config struct {
 	VoteHints bool `yaml:"vote_hints"`
 	// LenientVotes reads a reply without a VOTE line as YES when it holds
 	// a cooperative word (protocol.CooperativeWords) and NO otherwise, so
-	// it is never malformed: for tiny models that cannot write the format
-	// (configs/multiparty-tiny.yaml); off by default.
+	// it is never malformed: for random-weight models that cannot write the
+	// format (the prompts make multiparty-model collects for the tiny
+	// model's cold start); off by default.
 	LenientVotes bool `yaml:"lenient_votes"`
 }
 

@@ -110,8 +110,7 @@ func ParseVote(text string) (bool, error) {
 // CooperativeWords are the words ParseVoteLenient reads as a YES: words of
 // assent, approval and joint benefit. The list is wide on purpose: a
 // random-weight model writes one of them in about a quarter of its
-// 64-token replies (the tiny model of configs/multiparty-tiny.yaml), so a
-// group of continuations holds both votes and GRPO can learn which pays.
+// 64-token replies, so that a group of its continuations holds both votes.
 var CooperativeWords = []string{
 	"yes", "ok", "okay", "sure", "agree", "accept", "support", "approve", "deal", "fair", "good", "great",
 	"we", "us", "our", "both", "share", "shared", "sharing", "together", "partner", "partners", "partnership",

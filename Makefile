@@ -49,7 +49,8 @@ $(TINY)/model.safetensors: scripts/parley_trainer/tiny_model.py scripts/requirem
 # format (votes at even odds, random packages) by a cold-start fine-tune on
 # the prompts the game gives it (python -m parley_trainer.cold_start). The
 # prompts come from series the random model plays against the scripted
-# parties; its replies are replaced by the moves, so four tokens do.
+# parties (its votes read leniently); its replies are replaced by the
+# moves, so four tokens do.
 MP := models/tiny-mp
 MP_PROMPTS := runs/multiparty-prompts/rollouts/step-000000.parquet
 multiparty-model: build venv $(MP)-cold/model.safetensors
@@ -59,6 +60,7 @@ $(MP)/model.safetensors: scripts/parley_trainer/tiny_model.py scripts/requiremen
 		--corpus dataset/curricula/*.jsonl dataset/personas/library.jsonl dataset/scenarios/both.jsonl
 
 $(MP_PROMPTS): $(MP)/model.safetensors
+	rm -rf runs/multiparty-prompts
 	bash scripts/with_vllm.sh --python $(PY) --model $(MP) --max-model-len 8192 -- sh -c './bin/parley series \
 		--config configs/multiparty-tiny.yaml --out runs/multiparty-prompts --game.multiparty.lenient_votes=true --series 40 \
 		--policy.endpoints="$$PARLEY_VLLM_URL" --policy.model="$$PARLEY_VLLM_MODEL" --sampling.max_tokens=4'

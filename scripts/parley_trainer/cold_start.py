@@ -165,10 +165,10 @@ def fine_tune(model, examples: list[Example], epochs: int, lr: float, seed: int)
     return losses
 
 
-def yes_rate(model, tokenizer, examples: list[Example], eos_id: int) -> tuple[float, int]:  # noqa: ANN001
-    """Greedy-free check of what was learned: the model's probability of
-    " YES" against " NO" after "VOTE:" at each vote of the examples, averaged,
-    and the number of votes."""
+def yes_rate(model, tokenizer, examples: list[Example]) -> tuple[float, int]:  # noqa: ANN001
+    """What the model prefers at a vote: its probability of YES against NO
+    after "VOTE:" at each vote of the examples, averaged, and the number of
+    votes."""
     import torch
 
     yes = tokenizer.encode("VOTE: YES", add_special_tokens=False)
@@ -248,9 +248,9 @@ def main(argv: list[str] | None = None) -> int:
     if a.max_sequences > 0:
         train = train[: a.max_sequences]
     model = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32)
-    before, votes = yes_rate(model, tokenizer, held, eos_id)
+    before, votes = yes_rate(model, tokenizer, held)
     losses = fine_tune(model, train, a.epochs, a.lr, a.seed)
-    after, _ = yes_rate(model, tokenizer, held, eos_id)
+    after, _ = yes_rate(model, tokenizer, held)
     save(model, src, Path(a.out))
     print(json.dumps({
         "model": str(Path(a.out).resolve()),

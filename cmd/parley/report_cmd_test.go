@@ -9,7 +9,7 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/eval/report"
-	"github.com/parleyhq/parley/eval/stats"
+	"github.com/parleyhq/parley/stats"
 	"go.uber.org/zap"
 )
 

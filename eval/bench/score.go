@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/parleyhq/parley/eval/stats"
 	"github.com/parleyhq/parley/internal/fsutil"
 	"github.com/parleyhq/parley/internal/textfile"
+	"github.com/parleyhq/parley/stats"
 )
 
 // ItemScore is the verdict on one item in one run.

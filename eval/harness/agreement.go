@@ -10,9 +10,9 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/eval/report"
-	"github.com/parleyhq/parley/eval/stats"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
+	"github.com/parleyhq/parley/stats"
 	"go.uber.org/zap"
 )
 

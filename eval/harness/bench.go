@@ -10,7 +10,7 @@ import (
 	"github.com/parleyhq/parley/eval/bench"
 	"github.com/parleyhq/parley/eval/ifeval"
 	"github.com/parleyhq/parley/eval/report"
-	"github.com/parleyhq/parley/eval/stats"
+	"github.com/parleyhq/parley/stats"
 )
 
 // IFEval result names. The benchmark's headline number, under IFEval, is

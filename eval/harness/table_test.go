@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/eval/report"
-	"github.com/parleyhq/parley/eval/stats"
+	"github.com/parleyhq/parley/stats"
 )
 
 func TestTables(t *testing.T) {

@@ -3,8 +3,8 @@ package report
 import (
 	"image/color"
 
-	"github.com/parleyhq/parley/eval/figure"
-	"github.com/parleyhq/parley/eval/stats"
+	"github.com/parleyhq/parley/figure"
+	"github.com/parleyhq/parley/stats"
 )
 
 // The colours of the report's lines: a group's min, mean and max (the

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/parleyhq/parley/eval/figure"
+	"github.com/parleyhq/parley/figure"
 )
 
 // Keys of the evaluation lines the training loop writes every

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/dataset"
-	"github.com/parleyhq/parley/eval/figure"
+	"github.com/parleyhq/parley/figure"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/parleyhq/parley/eval/stats"
 	"github.com/parleyhq/parley/internal/fsutil"
 	"github.com/parleyhq/parley/internal/textfile"
+	"github.com/parleyhq/parley/stats"
 )
 
 // Result kinds, the optional "kind" field of an evaluation result. Without

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/parleyhq/parley/eval/stats"
+	"github.com/parleyhq/parley/stats"
 )
 
 func nan() float64 { return math.NaN() }

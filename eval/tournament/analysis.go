@@ -7,9 +7,9 @@ import (
 	"math/rand/v2"
 	"sort"
 
-	"github.com/parleyhq/parley/eval/stats"
-	"github.com/parleyhq/parley/eval/stats/roundrobin"
 	"github.com/parleyhq/parley/rollout/endowment"
+	"github.com/parleyhq/parley/stats"
+	"github.com/parleyhq/parley/stats/roundrobin"
 )
 
 // game is the analysis view of one played game.

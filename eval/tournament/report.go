@@ -9,10 +9,10 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/parleyhq/parley/eval/figure"
 	"github.com/parleyhq/parley/eval/report"
-	"github.com/parleyhq/parley/eval/stats/roundrobin"
+	"github.com/parleyhq/parley/figure"
 	"github.com/parleyhq/parley/internal/fsutil"
+	"github.com/parleyhq/parley/stats/roundrobin"
 )
 
 // Figure files of a tournament report.

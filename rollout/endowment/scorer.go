@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/dataset"
-	"github.com/parleyhq/parley/eval/figure"
+	"github.com/parleyhq/parley/figure"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
 )

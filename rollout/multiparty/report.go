@@ -10,10 +10,10 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/dataset"
-	"github.com/parleyhq/parley/eval/stats"
 	"github.com/parleyhq/parley/rollout"
 	"github.com/parleyhq/parley/rollout/multiparty/scenario"
 	"github.com/parleyhq/parley/rollout/multiparty/trust"
+	"github.com/parleyhq/parley/stats"
 )
 
 // Figure sizes.

@@ -7,10 +7,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/parleyhq/parley/eval/figure"
-	"github.com/parleyhq/parley/eval/stats"
+	"github.com/parleyhq/parley/figure"
 	"github.com/parleyhq/parley/rollout/multiparty/scenario"
 	"github.com/parleyhq/parley/rollout/multiparty/trust"
+	"github.com/parleyhq/parley/stats"
 )
 
 // byGame returns, for the games gs, x = game number (from 1) and the

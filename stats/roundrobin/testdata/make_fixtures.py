@@ -2,7 +2,7 @@
 
 Run once (numpy, pandas, statsmodels; the values are kept in this folder):
 
-    python eval/stats/roundrobin/testdata/make_fixtures.py
+    python stats/roundrobin/testdata/make_fixtures.py
 
 wks.json:   a complete, balanced round robin (6 agents, 3 games per ordered
             pairing and framing) and the Warner-Kenny-Stoto (1979)

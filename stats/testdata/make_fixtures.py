@@ -1,7 +1,7 @@
-"""Fixtures for eval/stats' tournament statistics, computed once with
+"""Fixtures for stats' tournament statistics, computed once with
 scipy and statsmodels (independently of the Go code) and kept here:
 
-    python eval/stats/testdata/make_fixtures.py
+    python stats/testdata/make_fixtures.py
 
 spearman.json: pairs with ties and scipy.stats.spearmanr.
 effect.json:   two samples; Cohen's d with the pooled SD; its exact 90% and

@@ -120,7 +120,7 @@ type Curriculum struct {
 type RoleModel struct {
 	// Policy is trained, base, adapter, endpoint, external, scripted (the
 	// game plays the role itself) or pool.
-	Policy string `yaml:"policy"`
+	Policy dataset.PolicyKind `yaml:"policy"`
 	// Model is the adapter (adapter), the served model (endpoint) or the
 	// external model name (external).
 	Model string `yaml:"model"`
@@ -139,10 +139,6 @@ type RoleModel struct {
 	// like.
 	Pool []RoleModel `yaml:"pool"`
 }
-
-// PolicyPool is roles.<role>.policy for a pool of frozen opponents drawn
-// per group (RoleModel.Pool).
-const PolicyPool = "pool"
 
 // Rollout sizes the sampling of groups.
 type Rollout struct {
@@ -166,8 +162,9 @@ type Rollout struct {
 
 // Judge is the reward model.
 type Judge struct {
-	// Kind is ca (the Collective Agency rubric judge, an LLM) or rule.
-	Kind string `yaml:"kind"`
+	// Kind is ca (the Collective Agency rubric judge, an LLM), rule (a
+	// rule scorer) or game (the game's own scorer).
+	Kind reward.JudgeKind `yaml:"kind"`
 	// BaseURL is the OpenAI-compatible API of the judge.
 	BaseURL string `yaml:"base_url"`
 	// Model is the judge model.
@@ -408,7 +405,7 @@ func Default() Config {
 		},
 		Rollout: Rollout{GroupSize: 8, PromptsPerStep: 16, Concurrency: 256, History: "tokens"},
 		Judge: Judge{
-			Kind: "ca", BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini",
+			Kind: reward.JudgeCA, BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini",
 			APIKeyEnv: "OPENAI_API_KEY", Concurrency: 32, MaxRetries: 6,
 			Timeout: 60 * time.Second, StructuredOutput: true,
 		},
@@ -435,9 +432,9 @@ func Default() Config {
 // charts label scores with it.
 func (c Config) ScoreScale() dataset.ScoreScale {
 	switch c.Judge.Kind {
-	case "rule":
+	case reward.JudgeRule:
 		return reward.RuleScale(c.Judge.Rule.Kind, 0, 0)
-	case "game":
+	case reward.JudgeGame:
 		spec, _ := rollout.Lookup(c.Game.Env)
 		if spec.ScoreScale.IsZero() {
 			return dataset.ScoreScale{Name: c.Game.Env + " score"}

@@ -21,10 +21,6 @@ import (
 // own them: rollout's games, grpo's advantage and mask modes, reward's
 // rules, dataset's categories).
 var (
-	// JudgeKinds are judge.kind's values: the Collective Agency LLM judge,
-	// or a rule scorer.
-	// The game's own scorer (rollout.Spec.Scorer) is "game".
-	JudgeKinds = []string{"ca", "rule", "game"}
 	// HandshakeKinds are train.handshake's values.
 	HandshakeKinds = []string{"file", "http"}
 	// Aggregations are trainer.aggregation's values (the trainer's loss
@@ -51,9 +47,14 @@ func (c *checker) bad(key, format string, args ...any) {
 	c.errs = append(c.errs, fmt.Errorf("key %s: %s", key, fmt.Sprintf(format, args...)))
 }
 
-func (c *checker) oneOf(key, v string, allowed []string) {
+// oneOf checks that key's value v is one of allowed.
+func oneOf[T ~string](c *checker, key string, v T, allowed []T) {
 	if !slices.Contains(allowed, v) {
-		c.bad(key, "%q is not one of %s", v, strings.Join(allowed, ", "))
+		names := make([]string, len(allowed))
+		for i, a := range allowed {
+			names[i] = string(a)
+		}
+		c.bad(key, "%q is not one of %s", v, strings.Join(names, ", "))
 	}
 }
 
@@ -90,7 +91,7 @@ func (c *checker) reportTo(key string, v []string) {
 		return
 	}
 	for i, t := range v {
-		c.oneOf(key, t, ReportTargets)
+		oneOf(c, key, t, ReportTargets)
 		if slices.Contains(v[:i], t) {
 			c.bad(key, "names %q twice", t)
 		}
@@ -158,8 +159,8 @@ func (c Config) Validate() error {
 	c.validateGRPO(&k)
 	c.validateTrain(&k)
 	c.validateTrainer(&k)
-	k.oneOf("log.level", c.Log.Level, LogLevels)
-	k.oneOf("log.format", c.Log.Format, LogFormats)
+	oneOf(&k, "log.level", c.Log.Level, LogLevels)
+	oneOf(&k, "log.format", c.Log.Format, LogFormats)
 	return errors.Join(k.errs...)
 }
 
@@ -238,28 +239,28 @@ func (c Config) validateCurriculum(k *checker) {
 	}
 	k.mix("curriculum.mix", c.Curriculum.Mix, cats)
 	if c.Curriculum.Split != "" {
-		k.oneOf("curriculum.split", c.Curriculum.Split, []string{"train", "eval"})
+		oneOf(k, "curriculum.split", c.Curriculum.Split, []string{"train", "eval"})
 	}
 	k.positive("rollout.group_size", c.Rollout.GroupSize)
 	k.positive("rollout.prompts_per_step", c.Rollout.PromptsPerStep)
 	k.positive("rollout.concurrency", c.Rollout.Concurrency)
-	k.oneOf("rollout.history", c.Rollout.History, rollout.HistoryModes)
+	oneOf(k, "rollout.history", c.Rollout.History, rollout.HistoryModes)
 }
 
 // RolePolicies are roles.<role>.policy's values.
-var RolePolicies = []string{dataset.PolicyTrained, dataset.PolicyBase, dataset.PolicyAdapter, dataset.PolicyEndpoint, dataset.PolicyExternal,
-	dataset.PolicyScripted, PolicyPool}
+var RolePolicies = []dataset.PolicyKind{dataset.PolicyTrained, dataset.PolicyBase, dataset.PolicyAdapter, dataset.PolicyEndpoint, dataset.PolicyExternal,
+	dataset.PolicyScripted, dataset.PolicyPool}
 
 func (c Config) validateRoles(k *checker) {
 	for role, r := range c.Roles {
 		key := "roles." + role
-		if r.Policy == PolicyPool {
+		if r.Policy == dataset.PolicyPool {
 			if len(r.Pool) == 0 {
 				k.bad(key+".pool", "must list the opponents a group draws from")
 			}
 			for i, m := range r.Pool {
 				pkey := fmt.Sprintf("%s.pool[%d]", key, i)
-				if m.Policy == dataset.PolicyTrained || m.Policy == PolicyPool || len(m.Pool) > 0 {
+				if m.Policy == dataset.PolicyTrained || m.Policy == dataset.PolicyPool || len(m.Pool) > 0 {
 					k.bad(pkey+".policy", "a pool holds frozen opponents: base, adapter, endpoint, external or scripted, got %q", m.Policy)
 					continue
 				}
@@ -268,7 +269,7 @@ func (c Config) validateRoles(k *checker) {
 			continue
 		}
 		if len(r.Pool) > 0 {
-			k.bad(key+".pool", "is for policy %s", PolicyPool)
+			k.bad(key+".pool", "is for policy %s", dataset.PolicyPool)
 		}
 		validateRole(k, key, r)
 	}
@@ -276,7 +277,7 @@ func (c Config) validateRoles(k *checker) {
 
 // validateRole checks one role's player (key is its config path).
 func validateRole(k *checker, key string, r RoleModel) {
-	k.oneOf(key+".policy", r.Policy, RolePolicies)
+	oneOf(k, key+".policy", r.Policy, RolePolicies)
 	switch r.Policy {
 	case dataset.PolicyAdapter:
 		if r.Model == "" {
@@ -302,12 +303,12 @@ func validateRole(k *checker, key string, r RoleModel) {
 }
 
 func (c Config) validateJudge(k *checker) {
-	k.oneOf("judge.kind", c.Judge.Kind, JudgeKinds)
+	oneOf(k, "judge.kind", c.Judge.Kind, reward.JudgeKinds)
 	spec, _ := rollout.Lookup(c.Game.Env)
-	if c.Judge.Kind == "game" && spec.Scorer == nil && spec.Name != "" {
+	if c.Judge.Kind == reward.JudgeGame && spec.Scorer == nil && spec.Name != "" {
 		k.bad("judge.kind", "the %s game has no scorer of its own: use ca or rule", c.Game.Env)
 	}
-	if c.Judge.Kind == "ca" || spec.UsesJudge {
+	if c.Judge.Kind == reward.JudgeCA || spec.UsesJudge {
 		k.httpURL("judge.base_url", c.Judge.BaseURL, "judge.api_key_env")
 		if c.Judge.Model == "" {
 			k.bad("judge.model", "must not be empty")
@@ -321,9 +322,9 @@ func (c Config) validateJudge(k *checker) {
 	k.nonNegative("judge.requests_per_minute", c.Judge.RequestsPerMinute)
 	k.nonNegative("judge.tokens_per_minute", c.Judge.TokensPerMinute)
 	k.nonNegative("judge.max_retries", c.Judge.MaxRetries)
-	if c.Judge.Kind == "rule" {
+	if c.Judge.Kind == reward.JudgeRule {
 		r := c.Judge.Rule
-		k.oneOf("judge.rule.kind", r.Kind, reward.RuleKinds)
+		oneOf(k, "judge.rule.kind", r.Kind, reward.RuleKinds)
 		if (r.Kind == reward.RuleKeywords || r.Kind == reward.RuleKeywordShare) && len(r.Keywords) == 0 {
 			k.bad("judge.rule.keywords", "must list at least one keyword for the %s rule", r.Kind)
 		}
@@ -365,10 +366,10 @@ func (c Config) validateGenerator(k *checker) {
 }
 
 func (c Config) validateGRPO(k *checker) {
-	k.oneOf("grpo.advantage", c.GRPO.Advantage, grpo.AdvantageModes)
+	oneOf(k, "grpo.advantage", c.GRPO.Advantage, grpo.AdvantageModes)
 	k.inRange("grpo.epsilon", c.GRPO.Epsilon, 0, 1, true, false)
 	k.inRange("grpo.baseline_momentum", c.GRPO.BaselineMomentum, 0, 1, false, true)
-	k.oneOf("grpo.mask", c.GRPO.Mask, grpo.MaskModes)
+	oneOf(k, "grpo.mask", c.GRPO.Mask, grpo.MaskModes)
 	if spec, ok := rollout.Lookup(c.Game.Env); ok && len(spec.Kinds) > 0 {
 		m, err := grpo.ParseMaskMode(c.GRPO.Mask)
 		if err == nil && !slices.ContainsFunc(spec.Kinds, m.Trains) {
@@ -383,7 +384,7 @@ func (c Config) validateTrain(k *checker) {
 	if t.MaxStaleness != 0 && t.MaxStaleness != 1 {
 		k.bad("train.max_staleness", "must be 0 or 1, got %d", t.MaxStaleness)
 	}
-	k.oneOf("train.handshake", t.Handshake, HandshakeKinds)
+	oneOf(k, "train.handshake", t.Handshake, HandshakeKinds)
 	if _, _, err := net.SplitHostPort(t.HTTPAddr); err != nil {
 		k.bad("train.http_addr", "%q is not host:port", t.HTTPAddr)
 	}
@@ -432,7 +433,7 @@ func (c Config) validateTrainer(k *checker) {
 	if t.TISCap < 0 || math.IsNaN(t.TISCap) || math.IsInf(t.TISCap, 0) {
 		k.bad("trainer.tis_cap", "must be zero (off) or a positive cap, got %g", t.TISCap)
 	}
-	k.oneOf("trainer.aggregation", t.Aggregation, Aggregations)
+	oneOf(k, "trainer.aggregation", t.Aggregation, Aggregations)
 	if !t.FullFinetune {
 		k.positive("trainer.lora_r", t.LoRAR)
 		k.positive("trainer.lora_alpha", t.LoRAAlpha)

@@ -126,23 +126,32 @@ type Sequence struct {
 	Logprobs []float32 `json:"logprobs" parquet:"logprobs,list"`
 }
 
+// PolicyKind is what plays a role (config roles.<role>.policy, a
+// tournament agent's kind, a rollout role's policy).
+type PolicyKind string
+
 // Policy kinds of a role: what plays it.
 const (
 	// PolicyTrained is the policy being trained (the base model before the
-	// first adapter, then the newest adapter).
-	PolicyTrained = "trained"
+	// first adapter, then the newest adapter); in a tournament, a parley
+	// run's trained policy (its newest checkpoint).
+	PolicyTrained PolicyKind = "trained"
 	// PolicyBase is the frozen base model on the policy endpoints.
-	PolicyBase = "base"
+	PolicyBase PolicyKind = "base"
 	// PolicyAdapter is a fixed LoRA adapter on the policy endpoints.
-	PolicyAdapter = "adapter"
+	PolicyAdapter PolicyKind = "adapter"
 	// PolicyEndpoint is another vLLM server (token level, not trained).
-	PolicyEndpoint = "endpoint"
+	PolicyEndpoint PolicyKind = "endpoint"
 	// PolicyExternal is an external OpenAI-compatible chat model (text
 	// level: no token sequences are recorded).
-	PolicyExternal = "external"
+	PolicyExternal PolicyKind = "external"
 	// PolicyScripted is a scripted agent of the game itself (a simulator's
 	// party, a fixed opponent): no model at all.
-	PolicyScripted = "scripted"
+	PolicyScripted PolicyKind = "scripted"
+	// dataset.PolicyPool is a pool of frozen opponents (any of the kinds above but
+	// trained), one drawn per group so that a group holds one opponent and
+	// its advantages compare like with like.
+	PolicyPool PolicyKind = "pool"
 )
 
 // RoleOutcome is what one role of a rollout did and earned.
@@ -150,7 +159,7 @@ type RoleOutcome struct {
 	// Role is the game role (A, B, final, holder, requester, a party).
 	Role string `json:"role" parquet:"role"`
 	// Policy is what played the role (PolicyTrained, PolicyBase, …).
-	Policy string `json:"policy" parquet:"policy"`
+	Policy PolicyKind `json:"policy" parquet:"policy"`
 	// Model is the served model, adapter or external model name.
 	Model string `json:"model" parquet:"model"`
 	// Endpoint is the base URL when it is not the policy's endpoints.

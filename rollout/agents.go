@@ -68,7 +68,7 @@ type Chatter interface {
 type Player struct {
 	// Kind is dataset.PolicyTrained, PolicyBase, PolicyAdapter,
 	// PolicyEndpoint or PolicyExternal.
-	Kind string
+	Kind dataset.PolicyKind
 	// Model is the served model or adapter name asked. For the trained
 	// policy it is set by the runner (the newest adapter).
 	Model string

@@ -62,6 +62,17 @@ type Spec struct {
 	// UsesJudge is set by games that consult the judge (judge.base_url,
 	// judge.model) during play: they get its client in Shared.Judge.
 	UsesJudge bool
+	// Negotiates is set by games whose rollouts negotiate to an agreement
+	// (the deliberation game): their Rounds count rounds of negotiation and
+	// Agreed tells whether one was reached, so evaluations report rounds
+	// to agreement for them.
+	Negotiates bool
+	// EvalSet, if set, is the game's held-out evaluation set: `parley eval
+	// pairwise --set <EvalSet.Name>` plays the game on it by default.
+	EvalSet *EvalSet
+	// Tournament, if set, makes the game playable as a round robin among
+	// agents (`parley tournament`, see Tournament).
+	Tournament *Tournament
 	// Series, if set, lays out series of the game (a SeriesGame): n series
 	// per condition the section configures, drawn from prompts and seeded,
 	// each with its state before the first game (Series.Init). `parley
@@ -85,6 +96,20 @@ type Curriculum struct {
 	// (seed 002's scenario types); curriculum loading and curriculum.mix
 	// accept them.
 	Categories []string
+}
+
+// EvalSet is a game's held-out evaluation set for pairwise win rates
+// (seed 000's tables 2–3).
+type EvalSet struct {
+	// Name is the set's name on the command line (--set conflict).
+	Name string
+	// Label names the set in results ("conflict resolution questions").
+	Label string
+	// Curriculum is the set's prompts when neither --data nor a config
+	// playing this game names them (builtin:dilemmas).
+	Curriculum string
+	// Aspects are the aspects judged by default (reward.Aspect*).
+	Aspects []string
 }
 
 // Shared are the settings every game is built with, from the config's

@@ -70,7 +70,7 @@ func benchDefaults(o *harness.BenchOptions, cfg config.Config, seedGiven bool) {
 	}
 }
 
-func newBenchCmd(a *app) *cobra.Command {
+func newBenchCmd(a *cli) *cobra.Command {
 	var path string
 	var force bool
 	var o harness.BenchOptions

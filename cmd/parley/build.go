@@ -120,7 +120,7 @@ func loadSplit(cfg config.Config, split string) ([]dataset.Prompt, error) {
 // newJudge builds the configured reward judge; cacheDir holds the judge
 // cache ("" for none). The returned func releases it.
 func newJudge(cfg config.Config, cacheDir string, observe func(time.Duration, error), log *zap.Logger) (reward.Judge, func(), error) {
-	if cfg.Judge.Kind == "game" {
+	if cfg.Judge.Kind == reward.JudgeGame {
 		spec, _ := rollout.Lookup(cfg.Game.Env)
 		j, err := spec.Scorer(cfg.Game.Active())
 		if err != nil {
@@ -128,7 +128,7 @@ func newJudge(cfg config.Config, cacheDir string, observe func(time.Duration, er
 		}
 		return j, func() {}, nil
 	}
-	if cfg.Judge.Kind == "rule" {
+	if cfg.Judge.Kind == reward.JudgeRule {
 		j, err := reward.NewRuleJudge(reward.RuleOptions{
 			Kind:         cfg.Judge.Rule.Kind,
 			Keywords:     cfg.Judge.Rule.Keywords,
@@ -219,7 +219,7 @@ func newPlayers(cfg config.Config, policy *llm.Client, log *zap.Logger) (map[str
 			continue
 		}
 		members, mkeys := []config.RoleModel{r}, []string{key}
-		if r.Policy == config.PolicyPool {
+		if r.Policy == dataset.PolicyPool {
 			members, mkeys = r.Pool, nil
 			for i := range r.Pool {
 				mkeys = append(mkeys, fmt.Sprintf("%s.pool[%d]", key, i))
@@ -234,7 +234,7 @@ func newPlayers(cfg config.Config, policy *llm.Client, log *zap.Logger) (map[str
 			if closer != nil {
 				closers = append(closers, closer)
 			}
-			if r.Policy == config.PolicyPool {
+			if r.Policy == dataset.PolicyPool {
 				pools[role] = append(pools[role], pl)
 			} else {
 				players[role] = pl

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newConfigCmd(a *app) *cobra.Command {
+func newConfigCmd(a *cli) *cobra.Command {
 	cmd := &cobra.Command{Use: "config", Short: "Inspect configuration"}
 	var path string
 	show := &cobra.Command{

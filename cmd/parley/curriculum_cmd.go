@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap"
 )
 
-func newCurriculumCmd(a *app) *cobra.Command {
+func newCurriculumCmd(a *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "curriculum",
 		Short: "Make curricula: dilemmas with persona pairs, open-ended questions",
@@ -45,7 +45,7 @@ type generateFlags struct {
 	generatePersonas     bool
 }
 
-func newCurriculumGenerateCmd(a *app) *cobra.Command {
+func newCurriculumGenerateCmd(a *cli) *cobra.Command {
 	var fl generateFlags
 	cmd := &cobra.Command{
 		Use:   "generate --n N --out F",
@@ -125,7 +125,7 @@ func (fl generateFlags) options(cmd *cobra.Command, cfg config.Config, log *zap.
 }
 
 // runGenerate generates into --out, resuming it, and reports.
-func runGenerate(cmd *cobra.Command, a *app, cfg config.Config, fl generateFlags, opts generate.Options, log *zap.Logger) error {
+func runGenerate(cmd *cobra.Command, a *cli, cfg config.Config, fl generateFlags, opts generate.Options, log *zap.Logger) error {
 	client, err := chat.New(generatorClient(cfg, log))
 	if err != nil {
 		return err

@@ -31,7 +31,7 @@ func curriculumSim(t *testing.T) string {
 // (the API key variable left unset) and returns what it printed.
 func runCurriculum(t *testing.T, ctx context.Context, url string, args ...string) (string, error) {
 	t.Helper()
-	cmd := newCurriculumCmd(&app{logLevel: "error"})
+	cmd := newCurriculumCmd(&cli{logLevel: "error"})
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(io.Discard)

@@ -60,7 +60,7 @@ grpo: {mask: dialogue}
 			t.Fatalf("%s failed: %s", r.RolloutID, r.Error)
 		}
 		q := r.Role(endowment.RoleRequester)
-		opp := q.Policy + ":" + q.Model
+		opp := string(q.Policy) + ":" + q.Model
 		if prev, ok := byGroup[r.GroupID]; ok && prev != opp {
 			t.Errorf("group %s holds two opponents: %s and %s", r.GroupID, prev, opp)
 		}

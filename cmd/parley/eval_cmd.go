@@ -22,7 +22,7 @@ import (
 )
 
 // newEvalCmd is `parley eval`: pairwise comparisons and judge agreement.
-func newEvalCmd(a *app) *cobra.Command {
+func newEvalCmd(a *cli) *cobra.Command {
 	cmd := &cobra.Command{Use: "eval", Short: "Evaluate models: pairwise win rates (seed 000 tables 2-3) and judge agreement (table 7)"}
 	cmd.AddCommand(newEvalPairwiseCmd(a), newEvalAgreementCmd(a))
 	return cmd
@@ -65,7 +65,7 @@ type pairwiseFlags struct {
 	force                                                       bool
 }
 
-func newEvalPairwiseCmd(a *app) *cobra.Command {
+func newEvalPairwiseCmd(a *cli) *cobra.Command {
 	var fl pairwiseFlags
 	cmd := &cobra.Command{
 		Use:   "pairwise --config F --left SIDE --right SIDE --set conflict|open-ended",
@@ -137,13 +137,13 @@ func (fl *pairwiseFlags) defaults() (string, error) {
 
 // runPairwise builds the sides and judges the config and flags describe
 // and runs harness.RunPairwise.
-func runPairwise(cmd *cobra.Command, a *app, cfg config.Config, fl pairwiseFlags, log *zap.Logger) error {
+func runPairwise(cmd *cobra.Command, a *cli, cfg config.Config, fl pairwiseFlags, log *zap.Logger) error {
 	ctx := cmd.Context()
 	setLabel, err := fl.defaults()
 	if err != nil {
 		return err
 	}
-	if cfg.Judge.Kind != "ca" {
+	if cfg.Judge.Kind != reward.JudgeCA {
 		return fmt.Errorf("eval pairwise: judge.kind is %q: pairwise comparison needs an LLM judge (judge.kind ca)", cfg.Judge.Kind)
 	}
 	for _, p := range []string{fl.out, fl.details} {
@@ -370,7 +370,7 @@ type agreementFlags struct {
 	seed                                               int64
 }
 
-func newEvalAgreementCmd(a *app) *cobra.Command {
+func newEvalAgreementCmd(a *cli) *cobra.Command {
 	var fl agreementFlags
 	cmd := &cobra.Command{
 		Use:   "judge-agreement --config F --rollouts R.parquet [--judge-b-config G | --judge-b-model M ...]",

@@ -67,7 +67,7 @@ func run(t *testing.T, cmd *cobra.Command, args ...string) (string, error) {
 	return out.String(), err
 }
 
-func quietApp() *app { return &app{logLevel: "error"} }
+func quietApp() *cli { return &cli{logLevel: "error"} }
 
 func readJSONL[T any](t *testing.T, path string) []T {
 	t.Helper()

@@ -38,7 +38,7 @@ func main() {
 }
 
 func newRoot() *cobra.Command {
-	a := &app{}
+	a := &cli{}
 	root := &cobra.Command{
 		Use:           "parley",
 		Short:         "Self-play alignment training with RLAIF and GRPO",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/parleyhq/parley/reward"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -74,7 +75,7 @@ func preflightPolicy(ctx context.Context, c *llm.Client, model string) error {
 // preflightJudge checks that an LLM judge's key variable is set and that
 // its API answers and accepts the key (one cheap call).
 func preflightJudge(ctx context.Context, cfg config.Config, log *zap.Logger) error {
-	if cfg.Judge.Kind != "ca" {
+	if cfg.Judge.Kind != reward.JudgeCA {
 		return nil
 	}
 	if cfg.Judge.APIKeyEnv != "" && os.Getenv(cfg.Judge.APIKeyEnv) == "" {
@@ -107,7 +108,7 @@ func warnDefaults(cfg config.Config, path string, log *zap.Logger) {
 	}
 	check("policy.endpoints", cfg.Policy.Endpoints)
 	check("policy.model", cfg.Policy.Model)
-	if cfg.Judge.Kind == "ca" {
+	if cfg.Judge.Kind == reward.JudgeCA {
 		check("judge.base_url", cfg.Judge.BaseURL)
 		check("judge.model", cfg.Judge.Model)
 	}

@@ -167,7 +167,7 @@ func TestForceRule(t *testing.T) {
 	pairwise := []string{"pairwise", "--left", "base", "--right", "adapter:x", "--prompts", "1", "--runs", "1"}
 	tests := []struct {
 		name    string
-		cmd     func(*app) *cobra.Command
+		cmd     func(*cli) *cobra.Command
 		url     string
 		args    []string
 		wantErr string

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/parleyhq/parley/app"
 	"os"
 	"path/filepath"
 
@@ -12,7 +13,7 @@ import (
 )
 
 // newReportCmd is `parley report`: the markdown report with PNG charts.
-func newReportCmd(a *app) *cobra.Command {
+func newReportCmd(a *cli) *cobra.Command {
 	var fl reportFlags
 	cmd := &cobra.Command{
 		Use:   "report [RUN_DIR] [--eval FILE]... [--out DIR]",
@@ -85,7 +86,7 @@ func runReport(fl reportFlags, log *zap.Logger) (string, error) {
 		}
 	}
 	if fl.runDir != "" && tournament.IsDir(fl.runDir) {
-		return tournament.WriteReport(fl.runDir, out)
+		return app.TournamentReport(fl.runDir, out)
 	}
 	scale, err := runScale(fl.runDir)
 	if err != nil {

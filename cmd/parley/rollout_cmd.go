@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap"
 )
 
-func newRolloutCmd(a *app) *cobra.Command {
+func newRolloutCmd(a *cli) *cobra.Command {
 	var path, out string
 	var prompts, group int
 	var force bool
@@ -78,7 +78,7 @@ func newRolloutCmd(a *app) *cobra.Command {
 
 // reportRollouts prints the rollout summary and writes OUT/summary.json;
 // an interrupted run, or one past the failure threshold, is an error.
-func reportRollouts(a *app, sum rollout.Summary, st llm.Stats, out string, maxFailed float64) error {
+func reportRollouts(a *cli, sum rollout.Summary, st llm.Stats, out string, maxFailed float64) error {
 	log := a.log
 	a.summarize(summary.New("rollout").
 		Add("rollouts", sum.Rollouts).AddIf(sum.Failed > 0, "failed", sum.Failed).AddIf(sum.Interrupted > 0, "interrupted", sum.Interrupted).
@@ -118,7 +118,7 @@ type rolloutJob struct {
 
 // runRollouts plays the rollouts and streams them to job.path, closing the
 // file (valid, holding what finished) even when interrupted.
-func runRollouts(ctx context.Context, a *app, job rolloutJob) (rollout.Summary, error) {
+func runRollouts(ctx context.Context, a *cli, job rolloutJob) (rollout.Summary, error) {
 	runner, err := rollout.NewRunner(job.opts)
 	if err != nil {
 		return rollout.Summary{}, err

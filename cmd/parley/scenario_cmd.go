@@ -8,7 +8,7 @@ import (
 )
 
 // newScenarioCmd is `parley scenario`: seed 002's negotiation scenarios.
-func newScenarioCmd(_ *app) *cobra.Command {
+func newScenarioCmd(_ *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "scenario",
 		Short: "Generate and inspect the five-party negotiation scenarios of seed 002",

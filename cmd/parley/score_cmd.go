@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newScoreCmd(a *app) *cobra.Command {
+func newScoreCmd(a *cli) *cobra.Command {
 	var path, in, out string
 	var step, policyVersion int
 	var force bool
@@ -79,7 +79,7 @@ one by one instead. Scores are labelled by the scale their judge gave them on
 (CA 1–5, rule <kind> 0–1), as recorded in the rollouts files or, for older
 files, by the run directory's config.yaml.`
 
-func newExportCmd(a *app) *cobra.Command {
+func newExportCmd(a *cli) *cobra.Command {
 	var o dataset.ExportOptions
 	var minReward float64
 	var where []string

@@ -16,7 +16,7 @@ import (
 )
 
 // newSeriesCmd is `parley series`: repeated games whose state carries over.
-func newSeriesCmd(a *app) *cobra.Command {
+func newSeriesCmd(a *cli) *cobra.Command {
 	var (
 		path, out string
 		n         int
@@ -58,7 +58,7 @@ DIR/rollouts/step-000000.parquet and the config to DIR/config.yaml, so
 }
 
 // runSeries wires the config into rollout.RunSeriesTo.
-func runSeries(cmd *cobra.Command, a *app, cfg config.Config, out string, n int, log *zap.Logger) (rollout.SeriesSummary, error) {
+func runSeries(cmd *cobra.Command, a *cli, cfg config.Config, out string, n int, log *zap.Logger) (rollout.SeriesSummary, error) {
 	spec, _ := rollout.Lookup(cfg.Game.Env)
 	if spec.Series == nil {
 		return rollout.SeriesSummary{}, fmt.Errorf("series: the %s game lays out no series", cfg.Game.Env)

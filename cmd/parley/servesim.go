@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 )
 
-func newServeSimCmd(a *app) *cobra.Command {
+func newServeSimCmd(a *cli) *cobra.Command {
 	var o sim.Options
 	var addr, apiKeyEnv string
 	cmd := &cobra.Command{

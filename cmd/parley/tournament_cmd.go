@@ -5,25 +5,26 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/parleyhq/parley/eval/tournament"
+	"github.com/parleyhq/parley/app"
+	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/internal/progress"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 )
 
 // newTournamentCmd is `parley tournament`: seed 001's round robin.
-func newTournamentCmd(a *app) *cobra.Command {
+func newTournamentCmd(a *cli) *cobra.Command {
 	var (
 		agents, dir string
 		retryFailed bool
 	)
 	cmd := &cobra.Command{
 		Use:   "tournament --agents FILE --dir DIR",
-		Short: "Play seed 001's round-robin endowment tournament among the agents of FILE into DIR (resumable); `parley report DIR` analyses it",
+		Short: "Play a round-robin tournament (seed 001's, by default) among the agents of FILE into DIR (resumable); `parley report DIR` analyses it",
 		Long: `FILE lists the agents (vLLM endpoints with optional adapters, a parley
 run's trained policy, external OpenAI-compatible models), the ledger judge,
 the rounds per framing and the analysis settings; see
-configs/tournament-agents.yaml. Every unordered pair of agents meets in
+configs/tournaments/seed001-agents.yaml. Every unordered pair of agents meets in
 each round and framing (seed 001's schedule; "schedule: both" plays both
 role assignments each round). Games run concurrently within each agent's
 max_concurrent; a failed game is retried, then recorded as failed. DIR
@@ -36,12 +37,12 @@ frozen in DIR at the first start.`,
 			if err != nil {
 				return err
 			}
-			spec, err := tournament.LoadSpec(agents)
+			spec, err := config.LoadTournament(agents)
 			if err != nil {
 				return err
 			}
 			prog, end := a.tournamentProgress()
-			sum, err := tournament.Run(cmd.Context(), tournament.Options{Dir: dir, Spec: spec, RetryFailed: retryFailed, Progress: prog, Logger: log})
+			sum, err := app.Tournament(cmd.Context(), spec, app.TournamentOptions{Dir: dir, RetryFailed: retryFailed, Progress: prog, Logger: log})
 			end()
 			if err != nil {
 				return err
@@ -63,7 +64,7 @@ frozen in DIR at the first start.`,
 
 // tournamentProgress is a progress bar (with an ETA) over the games left,
 // made at the first report; end stops it.
-func (a *app) tournamentProgress() (func(done, failed, total int), func()) {
+func (a *cli) tournamentProgress() (func(done, failed, total int), func()) {
 	var (
 		mu    sync.Mutex
 		bars  *progress.Bars

@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/app"
+	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/eval/tournament"
+	"github.com/parleyhq/parley/rollout/endowment"
 	"github.com/parleyhq/parley/sim"
 )
 
@@ -82,9 +85,9 @@ func TestTournamentSIGKILL(t *testing.T) {
 	if err != nil || len(recs) != 24 {
 		t.Fatalf("%d records, %v", len(recs), err)
 	}
-	spec, _ := tournament.LoadSpec(specPath)
+	spec, _ := config.LoadTournament(specPath)
 	ref := filepath.Join(t.TempDir(), "ref")
-	if _, err := tournament.Run(context.Background(), tournament.Options{Dir: ref, Spec: spec}); err != nil {
+	if _, err := app.Tournament(context.Background(), spec, app.TournamentOptions{Dir: ref}); err != nil {
 		t.Fatal(err)
 	}
 	want, _ := tournament.ReadRecords(ref)
@@ -97,7 +100,7 @@ func TestTournamentSIGKILL(t *testing.T) {
 	if err != nil {
 		t.Fatalf("report: %v\n%s", err, rep)
 	}
-	for _, f := range []string{"report.md", tournament.FigShareMatrix, tournament.FigAudit} {
+	for _, f := range []string{"report.md", endowment.FigShareMatrix, endowment.FigAudit} {
 		if _, err := os.Stat(filepath.Join(dir, "report", f)); err != nil {
 			t.Error(err)
 		}

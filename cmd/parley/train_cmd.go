@@ -22,7 +22,7 @@ import (
 	"go.uber.org/zap"
 )
 
-func newTrainCmd(a *app) *cobra.Command {
+func newTrainCmd(a *cli) *cobra.Command {
 	var path string
 	var resume bool
 	cmd := &cobra.Command{
@@ -145,7 +145,7 @@ func trainerArgs(cfg config.Config, runDir string) []string {
 }
 
 // runTrain wires the config into train.Run.
-func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.RunDir, log *zap.Logger) error {
+func runTrain(ctx context.Context, a *cli, cfg config.Config, runDir dataset.RunDir, log *zap.Logger) error {
 	prompts, err := trainPrompts(cfg)
 	if err != nil {
 		return err

@@ -56,7 +56,7 @@ func evalOptions(cfg config.Config, judge reward.Judge, cacheDir string, log *za
 // own client on the judge's API and cache), else the run's judge's scores
 // (harness.ScoreComparer).
 func evalAspect(cfg config.Config, judge reward.Judge, cacheDir string, log *zap.Logger) (harness.Aspect, func(), error) {
-	if cfg.Judge.Kind != "ca" {
+	if cfg.Judge.Kind != reward.JudgeCA {
 		return harness.Aspect{Name: "score", Judge: harness.ScoreComparer{Judge: judge}}, func() {}, nil
 	}
 	c, err := chat.New(judgeClient(cfg, cacheDir, log))

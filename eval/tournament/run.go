@@ -11,21 +11,48 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/internal/fsutil"
-	"github.com/parleyhq/parley/internal/retry"
 	"github.com/parleyhq/parley/llm"
-	"github.com/parleyhq/parley/llm/chat"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
-	"github.com/parleyhq/parley/rollout/endowment"
 	"go.uber.org/zap"
 )
 
-// Options configure Run.
+// Options configure Run: the tournament's directory, its schedule, and
+// everything that plays it, built by the caller.
 type Options struct {
 	// Dir is the tournament directory (created if missing).
 	Dir string
-	// Spec is the tournament; on a resume it must equal the frozen one.
-	Spec Spec
+	// Spec is the tournament file as the loader rewrites it (canonical):
+	// frozen as tournament.yaml at the first start; on a resume the frozen
+	// file, rewritten by Canonical, must equal it.
+	Spec      []byte
+	Canonical func(frozen []byte) ([]byte, error)
+	// Files are the game's files to freeze beside the spec.
+	Files Files
+	// Plan lays out the schedule over Scenarios, the curriculum's rows.
+	Plan      Plan
+	Scenarios []dataset.Prompt
+	// Seed seeds every game (with its id).
+	Seed int64
+	// Game plays each match, Seats names its two roles, and Scorer (the
+	// game's own) scores each game played.
+	Game   rollout.Game
+	Seats  [2]string
+	Scorer reward.Judge
+	// Players are the agents by name. Prepare, if set, is called once
+	// before the first game this run plays (health checks, adapter
+	// loads): its error stops the run before anything is played.
+	Players map[string]rollout.Player
+	Prepare func(ctx context.Context) error
+	// Sampling and ChatTemplateKwargs apply to every agent.
+	Sampling           llm.Sampling
+	ChatTemplateKwargs map[string]any
+	// Concurrency bounds the games in flight (each agent's client bounds
+	// its own requests); MaxAttempts is how many times a game is played
+	// before it is recorded as failed, RetryWait the wait before the next
+	// attempt (times the attempt number).
+	Concurrency, MaxAttempts int
+	RetryWait                time.Duration
 	// RetryFailed plays again the games recorded as failed.
 	RetryFailed bool
 	// Progress, if set, is called after every game recorded (and once at
@@ -68,28 +95,11 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 func run(ctx context.Context, opts Options) (Summary, error) {
 	start := time.Now()
 	var sum Summary
-	s := opts.Spec
 	log := opts.Logger
 	if log == nil {
 		log = zap.NewNop()
 	}
-	if err := s.Validate(); err != nil {
-		return sum, err
-	}
-	prompts, err := endowment.LoadPrompts(s.Game.PromptsDir)
-	if err != nil {
-		return sum, err
-	}
-	scen, err := dataset.LoadPrompts(s.Scenarios, dataset.LoadOptions{})
-	if err != nil {
-		return sum, fmt.Errorf("key scenarios: %w", err)
-	}
-	for _, p := range scen {
-		if _, err := endowment.ParseScenario(p.Scenario); err != nil {
-			return sum, fmt.Errorf("key scenarios: %s: row %s: %w", s.Scenarios, p.ID, err)
-		}
-	}
-	matches, err := Schedule(s, scen)
+	matches, err := Schedule(opts.Plan, opts.Scenarios)
 	if err != nil {
 		return sum, err
 	}
@@ -97,7 +107,7 @@ func run(ctx context.Context, opts Options) (Summary, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return sum, err
 	}
-	if err := freeze(opts.Dir, s, prompts); err != nil {
+	if err := freeze(opts.Dir, opts.Spec, opts.Canonical, opts.Files); err != nil {
 		return sum, err
 	}
 	if b, err := json.MarshalIndent(matches, "", " "); err == nil {
@@ -140,7 +150,7 @@ func run(ctx context.Context, opts Options) (Summary, error) {
 		opts.Progress(len(done), sum.Failed, sum.Total)
 	}
 	if len(pending) > 0 {
-		if err := playAll(ctx, opts, prompts, pending, &sum, len(done), log); err != nil {
+		if err := playAll(ctx, opts, pending, &sum, len(done), log); err != nil {
 			sum.Elapsed = time.Since(start)
 			return sum, err
 		}
@@ -160,39 +170,12 @@ func run(ctx context.Context, opts Options) (Summary, error) {
 }
 
 // playAll plays the pending games with a worker pool.
-func playAll(ctx context.Context, opts Options, prompts *endowment.Prompts, pending []Match, sum *Summary, already int, log *zap.Logger) error {
-	s := opts.Spec
-	pl, err := newPool(ctx, s, log)
-	if err != nil {
-		return err
+func playAll(ctx context.Context, opts Options, pending []Match, sum *Summary, already int, log *zap.Logger) error {
+	if opts.Prepare != nil {
+		if err := opts.Prepare(ctx); err != nil {
+			return fmt.Errorf("agents not ready (set preflight: false to play anyway and record their games as failed): %w", err)
+		}
 	}
-	defer pl.close()
-	if err := pl.prepare(ctx, s); err != nil {
-		return fmt.Errorf("agents not ready (set preflight: false to play anyway and record their games as failed): %w", err)
-	}
-	judgeKey, err := secret(s.Judge.APIKeyEnv, "judge.api_key_env")
-	if err != nil {
-		return err
-	}
-	judge, err := chat.New(chat.Options{Name: "ledger-judge", BaseURL: s.Judge.BaseURL, Model: s.Judge.Model, APIKey: judgeKey,
-		Concurrency: s.Judge.Concurrency, Timeout: s.Judge.Timeout, DisableStructuredOutput: !s.Judge.StructuredOutput,
-		Retry: retryPolicy(retry.Default, s.Judge.MaxRetries, s), Logger: log.Named("judge")})
-	if err != nil {
-		return fmt.Errorf("key judge: %w", err)
-	}
-	defer judge.Close()
-	game, err := endowment.New(s.Game, rollout.Shared{TurnTokens: s.Sampling.MaxTokens, Judge: judge})
-	if err != nil {
-		return err
-	}
-	_ = prompts // the game loaded the same files; freeze checked their hash
-	topK := s.Sampling.TopK
-	if topK == 0 {
-		topK = -1
-	}
-	sampling := llm.Sampling{MaxTokens: s.Sampling.MaxTokens, Temperature: s.Sampling.Temperature, TopP: s.Sampling.TopP, TopK: topK}
-	kwargs := map[string]any{"enable_thinking": s.Sampling.EnableThinking}
-
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan Match)
@@ -206,12 +189,12 @@ func playAll(ctx context.Context, opts Options, prompts *endowment.Prompts, pend
 	if every <= 0 {
 		every = 25
 	}
-	for w := 0; w < min(s.Concurrency, len(pending)); w++ {
+	for w := 0; w < min(max(opts.Concurrency, 1), len(pending)); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for m := range jobs {
-				rec, retries := playMatch(ctx, s, game, pl, sampling, kwargs, m)
+				rec, retries := opts.playMatch(ctx, m)
 				if rec == nil { // cancelled: not recorded
 					continue
 				}
@@ -264,18 +247,19 @@ feed:
 // playMatch plays one game, again after a failure, up to MaxAttempts; it
 // returns the record to write (nil when ctx was cancelled) and the
 // retries made.
-func playMatch(ctx context.Context, s Spec, game *endowment.Game, pl *pool, sp llm.Sampling, kwargs map[string]any, m Match) (*Record, int) {
-	seed := rollout.DeriveSeed(s.Seed, m.ID, 0)
+func (o *Options) playMatch(ctx context.Context, m Match) (*Record, int) {
+	seed := rollout.DeriveSeed(o.Seed, m.ID, 0)
+	attempts := max(o.MaxAttempts, 1)
 	rec := &Record{Match: m}
-	for attempt := 1; attempt <= s.MaxAttempts; attempt++ {
+	for attempt := 1; attempt <= attempts; attempt++ {
 		if attempt > 1 {
 			select {
-			case <-time.After(time.Duration(attempt-1) * s.RetryWait):
+			case <-time.After(time.Duration(attempt-1) * o.RetryWait):
 			case <-ctx.Done():
 				return nil, attempt - 1
 			}
 		}
-		r := playOnce(ctx, game, pl, sp, kwargs, m, seed)
+		r := o.playOnce(ctx, m, seed)
 		if ctx.Err() != nil {
 			return nil, attempt - 1
 		}
@@ -287,30 +271,30 @@ func playMatch(ctx context.Context, s Spec, game *endowment.Game, pl *pool, sp l
 		rec.Errors = append(rec.Errors, r.Error)
 		rec.Failed = true
 	}
-	return rec, s.MaxAttempts - 1
+	return rec, attempts - 1
 }
 
-func playOnce(ctx context.Context, game *endowment.Game, pl *pool, sp llm.Sampling, kwargs map[string]any, m Match, seed int64) *dataset.Rollout {
+func (o *Options) playOnce(ctx context.Context, m Match, seed int64) *dataset.Rollout {
 	p := m.Prompt
 	rec := &dataset.Rollout{
-		RunID: "tournament", Env: endowment.Name, PromptID: p.ID, GroupID: m.ID, RolloutID: m.ID,
-		Category: p.Category, Task: p.Task, Scenario: p.Scenario, Seed: seed, Temperature: float32(sp.Temperature),
-		Series: fmt.Sprintf("%s-r%02d", m.Framing, m.Round), StartedUnixMS: time.Now().UnixMilli(),
+		RunID: "tournament", Env: o.Game.Name(), PromptID: p.ID, GroupID: m.ID, RolloutID: m.ID,
+		Category: p.Category, Task: p.Task, Scenario: p.Scenario, Seed: seed, Temperature: float32(o.Sampling.Temperature),
+		Series: fmt.Sprintf("%s-r%02d", m.Condition, m.Round), StartedUnixMS: time.Now().UnixMilli(),
 	}
-	players := map[string]rollout.Player{endowment.RoleRequester: pl.players[m.Requester], endowment.RoleHolder: pl.players[m.Holder]}
-	agents := rollout.NewRecorder(rollout.RecorderOptions{Policy: players[endowment.RoleHolder].Tokens, Players: players,
-		Sampling: sp, ChatTemplateKwargs: kwargs, Seed: seed})
-	rec.Roles = rollout.RoleOutcomes(game.Roles(p), agents)
+	players := map[string]rollout.Player{o.Seats[0]: o.Players[m.Seats[0]], o.Seats[1]: o.Players[m.Seats[1]]}
+	agents := rollout.NewRecorder(rollout.RecorderOptions{Policy: players[o.Seats[0]].Tokens, Players: players,
+		Sampling: o.Sampling, ChatTemplateKwargs: o.ChatTemplateKwargs, Seed: seed})
+	rec.Roles = rollout.RoleOutcomes(o.Game.Roles(p), agents)
 	for i := range rec.Roles {
-		name := m.Holder
-		if rec.Roles[i].Role == endowment.RoleRequester {
-			name = m.Requester
+		name := m.Seats[0]
+		if rec.Roles[i].Role == o.Seats[1] {
+			name = m.Seats[1]
 		}
 		rec.Roles[i].Model = name
 		rec.Roles[i].Trained = false
 	}
 	t0 := time.Now()
-	err := game.Play(ctx, p, agents, rec)
+	err := o.Game.Play(ctx, p, agents, rec)
 	rec.RolloutMS = time.Since(t0).Milliseconds()
 	rec.PromptTokens, rec.SampledTokens, rec.Requests = int32(agents.PromptTokens), int32(agents.SampledTokens), int32(agents.Requests)
 	if err != nil {
@@ -318,7 +302,7 @@ func playOnce(ctx context.Context, game *endowment.Game, pl *pool, sp llm.Sampli
 		return rec
 	}
 	rs := []dataset.Rollout{*rec}
-	if st := reward.ScoreAll(ctx, endowment.Scorer{}, rs, 1); st.Judged != 1 {
+	if st := reward.ScoreAll(ctx, o.Scorer, rs, 1); st.Judged != 1 {
 		rec.Failed, rec.Error = true, "scoring the outcome failed: "+rs[0].JudgeError
 		return rec
 	}

@@ -1,70 +1,139 @@
+// Package tournament plays round robins among agents (`parley
+// tournament`, seed 001's tournament): every pair of agents meets with
+// each agent in each of a game's two seats, under each of the game's
+// conditions, for a number of rounds. It schedules the games, plays them
+// concurrently with retries, records each finished game atomically so that
+// a run killed at any point resumes where it stopped, freezes what the
+// games depend on, and hands the records to the game's own analysis for the
+// report (rollout.Tournament). It builds nothing from config: the players,
+// the game and its scorer are given.
 package tournament
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/parleyhq/parley/dataset"
-	"github.com/parleyhq/parley/rollout/endowment"
 )
+
+// Schedules.
+const (
+	// ScheduleAlternate: one game per unordered pair per round and
+	// condition, seats alternating with the round and swapped between the
+	// conditions, so every ordered pairing plays `rounds` games over two
+	// conditions (seed 001's table 9: 15 agents, 5 rounds, 1,050 games).
+	ScheduleAlternate = "alternate"
+	// ScheduleBoth: every unordered pair meets in both seat assignments
+	// every round and condition (twice the games: 2,100 at 15 agents and
+	// 5 rounds).
+	ScheduleBoth = "both"
+)
+
+// Schedules lists the schedules, the default first.
+var Schedules = []string{ScheduleAlternate, ScheduleBoth}
 
 // Match is one scheduled game.
 type Match struct {
-	// ID names the game and its record file: f<framing>-r<round>-<holder
-	// index>-<requester index>, indices zero-padded.
+	// ID names the game and its record file: f<condition index>-r<round>-
+	// <seat 0 agent index>-<seat 1 agent index>, indices zero-padded.
 	ID string `json:"id"`
-	// Framing is the requester's framing; Round counts from 1 within it.
-	Framing string `json:"framing"`
-	Round   int    `json:"round"`
-	// Holder and Requester are agent names.
-	Holder    string `json:"holder"`
-	Requester string `json:"requester"`
+	// Condition is the game's condition (seed 001: the requester's
+	// framing); Round counts from 1 within it.
+	Condition string `json:"condition"`
+	Round     int    `json:"round"`
+	// Seats are the agents' names by seat (rollout.Tournament.Seats).
+	Seats [2]string `json:"seats"`
 	// Scenario is the prompt row played (its id), Prompt the row itself.
 	Scenario string         `json:"scenario"`
 	Prompt   dataset.Prompt `json:"-"`
 }
 
-// Schedule lists a tournament's games in a fixed order: framings in the
-// spec's order, then rounds, then unordered pairs (i < j, by agent
-// order), then (ScheduleBoth) the two role assignments. Under
-// ScheduleAlternate agent i holds against j when round + framing index +
-// i + j is even: roles alternate by round and are swapped between the
-// framings, so over two framings each ordered pairing plays `rounds`
-// games. Each framing cycles through its own scenario rows, one per game.
-func Schedule(s Spec, scenarios []dataset.Prompt) ([]Match, error) {
-	byFraming := map[string][]dataset.Prompt{}
-	for _, p := range scenarios {
-		sc, err := endowment.ParseScenario(p.Scenario)
-		if err != nil {
-			return nil, fmt.Errorf("tournament.Schedule: scenario %s: %w", p.ID, err)
-		}
-		byFraming[sc.Framing] = append(byFraming[sc.Framing], p)
+// UnmarshalJSON reads a match, and the records of parley versions whose
+// tournaments were seed 001's alone: their "framing" is the condition and
+// "holder" and "requester" the agents of seats 0 and 1.
+func (m *Match) UnmarshalJSON(b []byte) error {
+	type plain Match
+	var v struct {
+		plain
+		Framing   *string `json:"framing"`
+		Holder    *string `json:"holder"`
+		Requester *string `json:"requester"`
 	}
-	n := len(s.Agents)
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*m = Match(v.plain)
+	if v.Framing != nil {
+		m.Condition = *v.Framing
+	}
+	if v.Holder != nil {
+		m.Seats[0] = *v.Holder
+	}
+	if v.Requester != nil {
+		m.Seats[1] = *v.Requester
+	}
+	return nil
+}
+
+// Plan is what a schedule is made from.
+type Plan struct {
+	// Agents are the agents' names, in order.
+	Agents []string
+	// Rounds per condition, and the schedule (ScheduleAlternate or
+	// ScheduleBoth).
+	Rounds   int
+	Schedule string
+	// Conditions are played in this order; Condition returns a row's (nil:
+	// the game has none, and Conditions is [""]).
+	Conditions []string
+	Condition  func(dataset.Prompt) (string, error)
+}
+
+// Schedule lists a tournament's games in a fixed order: conditions in the
+// plan's order, then rounds, then unordered pairs (i < j, by agent order),
+// then (ScheduleBoth) the two seat assignments. Under ScheduleAlternate
+// agent i takes seat 0 against j when round + condition index + i + j is
+// even: seats alternate by round and are swapped between the conditions,
+// so over two conditions each ordered pairing plays `rounds` games. Each
+// condition cycles through its own rows, one per game.
+func Schedule(p Plan, rows []dataset.Prompt) ([]Match, error) {
+	byCondition := map[string][]dataset.Prompt{}
+	for _, r := range rows {
+		c := ""
+		if p.Condition != nil {
+			var err error
+			if c, err = p.Condition(r); err != nil {
+				return nil, fmt.Errorf("tournament.Schedule: scenario %s: %w", r.ID, err)
+			}
+		}
+		byCondition[c] = append(byCondition[c], r)
+	}
+	n := len(p.Agents)
 	width := len(fmt.Sprint(n - 1))
 	var out []Match
-	for fi, f := range s.Framings {
-		rows := byFraming[f]
-		if len(rows) == 0 {
-			return nil, fmt.Errorf("tournament.Schedule: the scenarios hold no row with framing %q", f)
+	for ci, c := range p.Conditions {
+		cond := byCondition[c]
+		if len(cond) == 0 {
+			return nil, fmt.Errorf("tournament.Schedule: the scenarios hold no row with condition %q", c)
 		}
 		k := 0
-		add := func(round, h, r int) {
-			p := rows[k%len(rows)]
+		add := func(round, a, b int) {
+			row := cond[k%len(cond)]
 			k++
 			out = append(out, Match{
-				ID:      fmt.Sprintf("f%d-r%02d-%0*d-%0*d", fi, round, width, h, width, r),
-				Framing: f, Round: round, Holder: s.Agents[h].Name, Requester: s.Agents[r].Name,
-				Scenario: p.ID, Prompt: p,
+				ID:        fmt.Sprintf("f%d-r%02d-%0*d-%0*d", ci, round, width, a, width, b),
+				Condition: c, Round: round, Seats: [2]string{p.Agents[a], p.Agents[b]},
+				Scenario: row.ID, Prompt: row,
 			})
 		}
-		for round := 1; round <= s.Rounds; round++ {
+		for round := 1; round <= p.Rounds; round++ {
 			for i := 0; i < n; i++ {
 				for j := i + 1; j < n; j++ {
 					switch {
-					case s.Schedule == ScheduleBoth:
+					case p.Schedule == ScheduleBoth:
 						add(round, i, j)
 						add(round, j, i)
-					case (round+fi+i+j)%2 == 0:
+					case (round+ci+i+j)%2 == 0:
 						add(round, i, j)
 					default:
 						add(round, j, i)

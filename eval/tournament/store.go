@@ -1,6 +1,8 @@
 package tournament
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,13 +14,13 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/internal/fsutil"
-	"github.com/parleyhq/parley/rollout/endowment"
+	"github.com/parleyhq/parley/rollout"
 )
 
 // Files and folders of a tournament directory.
 const (
 	SpecFile     = "tournament.yaml" // the spec, frozen at the first start
-	PromptsDir   = "prompts"         // copies of the prompt files played
+	PromptsDir   = "prompts"         // copies of the game's files (rollout.Tournament.Files)
 	PromptsFile  = "prompts.json"    // their hashes
 	ScheduleFile = "schedule.json"   // every scheduled game
 	GamesDir     = "games"           // one record per finished game
@@ -48,12 +50,10 @@ type Record struct {
 	Rollout dataset.Rollout `json:"rollout"`
 }
 
-// Outcome parses the game's outcome; nil for a failed game.
-func (r *Record) Outcome() (*endowment.Outcome, error) {
-	if r.Failed {
-		return nil, nil
-	}
-	return endowment.RolloutOutcome(&r.Rollout)
+// Game is the record as a game's tournament report reads it.
+func (r *Record) Game() rollout.TournamentGame {
+	return rollout.TournamentGame{ID: r.Match.ID, Condition: r.Match.Condition, Round: r.Match.Round,
+		Seats: r.Match.Seats, Failed: r.Failed, Rollout: &r.Rollout}
 }
 
 func gamePath(dir, id string) string { return filepath.Join(dir, GamesDir, id+".json") }
@@ -103,9 +103,43 @@ func ReadRecords(dir string) ([]Record, error) {
 	return out, nil
 }
 
-// ReadSpec reads a tournament directory's frozen spec.
-func ReadSpec(dir string) (Spec, error) {
-	return LoadSpec(filepath.Join(dir, SpecFile))
+// ReadSpec reads a tournament directory's frozen spec file, as written at
+// its first start.
+func ReadSpec(dir string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(dir, SpecFile))
+	if err != nil {
+		return nil, fmt.Errorf("tournament.ReadSpec: %w", err)
+	}
+	return b, nil
+}
+
+// Files are the files a tournament's game reads besides its section and
+// the curriculum (rollout.Tournament.Files), frozen at the first start.
+type Files struct {
+	// List holds the files in the game's order; Where says where they
+	// came from.
+	List  []rollout.File
+	Where string
+}
+
+// hashes are the files' SHA-256 hashes by name and the hash of the set:
+// of one "name hash" line per file, in order ("" when there are none).
+func (f Files) hashes() (all string, each map[string]string) {
+	each = map[string]string{}
+	if len(f.List) == 0 {
+		return "", each
+	}
+	var lines strings.Builder
+	for _, file := range f.List {
+		each[file.Name] = sha256Hex(file.Data)
+		fmt.Fprintf(&lines, "%s %s\n", file.Name, each[file.Name])
+	}
+	return sha256Hex([]byte(lines.String())), each
+}
+
+func sha256Hex(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
 }
 
 // promptsRecord is prompts.json.
@@ -114,40 +148,43 @@ type promptsRecord struct {
 	Files  map[string]string `json:"files"`
 }
 
-// freeze writes the spec, the prompt files and their hashes at the first
-// start, and on a resume checks that neither changed.
-func freeze(dir string, s Spec, p *endowment.Prompts) error {
-	canon, err := s.Canonical()
-	if err != nil {
-		return err
-	}
+// freeze writes the spec (canonical, as the loader rewrites it), the
+// game's files and their hashes at the first start, and on a resume checks
+// that neither changed: canonical rewrites the frozen spec file as the
+// loader would now, for comparing.
+func freeze(dir string, spec []byte, canonical func([]byte) ([]byte, error), files Files) error {
 	specPath := filepath.Join(dir, SpecFile)
+	all, each := files.hashes()
 	old, err := os.ReadFile(specPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if err := os.MkdirAll(filepath.Join(dir, GamesDir), 0o755); err != nil {
 			return err
 		}
-		if err := p.WriteFiles(filepath.Join(dir, PromptsDir), func(path string, b []byte) error {
-			return fsutil.WriteFileAtomic(path, b, 0o644)
-		}); err != nil {
-			return err
+		if len(files.List) > 0 {
+			if err := os.MkdirAll(filepath.Join(dir, PromptsDir), 0o755); err != nil {
+				return err
+			}
 		}
-		b, _ := json.MarshalIndent(promptsRecord{SHA256: p.SHA256, Files: p.Hashes}, "", "  ")
+		for _, f := range files.List {
+			if err := fsutil.WriteFileAtomic(filepath.Join(dir, PromptsDir, f.Name), f.Data, 0o644); err != nil {
+				return err
+			}
+		}
+		b, _ := json.MarshalIndent(promptsRecord{SHA256: all, Files: each}, "", "  ")
 		if err := fsutil.WriteFileAtomic(filepath.Join(dir, PromptsFile), append(b, '\n'), 0o644); err != nil {
 			return err
 		}
 		// The spec last: a directory with tournament.yaml is complete.
-		return fsutil.WriteFileAtomic(specPath, canon, 0o644)
+		return fsutil.WriteFileAtomic(specPath, spec, 0o644)
 	case err != nil:
 		return err
 	}
-	frozen, err := ParseSpec(old)
+	frozen, err := canonical(old)
 	if err != nil {
 		return fmt.Errorf("%s: %w", specPath, err)
 	}
-	fc, _ := frozen.Canonical()
-	if string(fc) != string(canon) {
+	if string(frozen) != string(spec) {
 		return fmt.Errorf("the tournament spec differs from the one frozen in %s when this tournament started: restore it, or start a new directory", specPath)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, PromptsFile))
@@ -158,17 +195,20 @@ func freeze(dir string, s Spec, p *endowment.Prompts) error {
 	if err := json.Unmarshal(b, &pr); err != nil {
 		return fmt.Errorf("%s: %w", filepath.Join(dir, PromptsFile), err)
 	}
-	if pr.SHA256 != p.SHA256 {
-		return fmt.Errorf("the prompt files (%s) differ from the ones this tournament started with (%s, hashes in %s)", promptsWhere(p), filepath.Join(dir, PromptsDir), PromptsFile)
+	if pr.SHA256 != all {
+		return fmt.Errorf("the prompt files (%s) differ from the ones this tournament started with (%s, hashes in %s)", files.Where, filepath.Join(dir, PromptsDir), PromptsFile)
 	}
 	return nil
 }
 
-func promptsWhere(p *endowment.Prompts) string {
-	if p.Dir == "" {
-		return "the embedded prompts"
+// FilesHash is the hash of the game's files a tournament directory froze
+// ("" when it froze none or its prompts.json is unreadable).
+func FilesHash(dir string) string {
+	var pr promptsRecord
+	if b, err := os.ReadFile(filepath.Join(dir, PromptsFile)); err == nil {
+		_ = json.Unmarshal(b, &pr)
 	}
-	return p.Dir
+	return pr.SHA256
 }
 
 // writeRollouts writes every game's rollout, in game order, to

@@ -171,6 +171,7 @@ func init() {
 		Report:     Report,
 		Scorer:     func(any) (reward.Judge, error) { return Scorer{}, nil },
 		UsesJudge:  true,
+		Tournament: TournamentHook,
 	})
 }
 

@@ -127,7 +127,7 @@ func Report(in rollout.ReportInput) (string, error) {
 			other := r.Role(opp)
 			name := "?"
 			if other != nil {
-				name = other.Policy + ":" + other.Model
+				name = string(other.Policy) + ":" + other.Model
 			}
 			k := key{ro.Role, name}
 			b := byOpp[k]

@@ -178,7 +178,7 @@ func honestModel(r *dataset.Rollout, o *Outcome) string {
 		case ro.Policy == dataset.PolicyTrained && r.Step > 0:
 			m = "trained policy" // its adapter changes every step
 		case m == "":
-			m = ro.Policy
+			m = string(ro.Policy)
 		}
 		if !seen[m] {
 			seen[m] = true

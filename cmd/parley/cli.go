@@ -11,9 +11,9 @@ import (
 	"go.uber.org/zap"
 )
 
-// app holds what every command shares: the log settings and, once made,
+// cli holds what every command shares: the log settings and, once made,
 // the logger and its swappable writer.
-type app struct {
+type cli struct {
 	logFormat, logLevel string
 	logs                *logging.Writer
 	log                 *zap.Logger
@@ -23,7 +23,7 @@ type app struct {
 }
 
 // logger builds the logger from the flags, falling back to cfg's log section.
-func (a *app) logger(cfg *config.Config) (*zap.Logger, error) {
+func (a *cli) logger(cfg *config.Config) (*zap.Logger, error) {
 	if a.log != nil {
 		return a.log, nil
 	}
@@ -57,13 +57,13 @@ func logFormat(format string, stdoutTTY, stderrTTY bool) string {
 }
 
 // bars starts progress bars when stderr is a terminal.
-func (a *app) bars() *progress.Bars {
+func (a *cli) bars() *progress.Bars {
 	return progress.New(logging.IsTerminal(os.Stderr), a.logs)
 }
 
 // progress starts a progress bar of total items (on a terminal), returning
 // its tick and its end call; it fits harness's Progress options.
-func (a *app) progress(label string, total int) (tick func(), end func(failed bool)) {
+func (a *cli) progress(label string, total int) (tick func(), end func(failed bool)) {
 	bars := a.bars()
 	bar := bars.Add(label, int64(total))
 	return bar.Increment, func(failed bool) {
@@ -76,7 +76,7 @@ func (a *app) progress(label string, total int) (tick func(), end func(failed bo
 
 // summarize ends a command with its summary: a table on stdout when logs
 // are for people, else one structured log line. Bars must be done.
-func (a *app) summarize(t *summary.Table) {
+func (a *cli) summarize(t *summary.Table) {
 	if a.console {
 		if err := t.WriteText(os.Stdout); err == nil {
 			return
@@ -89,7 +89,7 @@ func (a *app) summarize(t *summary.Table) {
 
 // setup loads --config (with environment and --<key> overrides), builds the
 // logger from it, and says which server keys are at their defaults.
-func (a *app) setup(cmd *cobra.Command, path string) (config.Config, *zap.Logger, error) {
+func (a *cli) setup(cmd *cobra.Command, path string) (config.Config, *zap.Logger, error) {
 	cfg, err := a.loadConfig(cmd, path)
 	if err != nil {
 		return cfg, nil, err
@@ -103,7 +103,7 @@ func (a *app) setup(cmd *cobra.Command, path string) (config.Config, *zap.Logger
 }
 
 // loadConfig loads --config with environment and --<key> overrides.
-func (a *app) loadConfig(cmd *cobra.Command, path string) (config.Config, error) {
+func (a *cli) loadConfig(cmd *cobra.Command, path string) (config.Config, error) {
 	return config.Load(path, cmd.Flags())
 }
 

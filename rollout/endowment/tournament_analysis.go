@@ -1,4 +1,4 @@
-package tournament
+package endowment
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"sort"
 
-	"github.com/parleyhq/parley/rollout/endowment"
+	"github.com/parleyhq/parley/rollout"
 	"github.com/parleyhq/parley/stats"
 	"github.com/parleyhq/parley/stats/roundrobin"
 )
@@ -124,29 +124,37 @@ type Analysis struct {
 	CumulativeAll []float64
 }
 
-// Analyze computes the analysis of a tournament's records.
-func Analyze(s Spec, scheduled int, recs []Record) (*Analysis, error) {
-	a := &Analysis{Scheduled: scheduled, Recorded: len(recs), MaxTurns: s.Game.MaxTurns}
-	n := len(s.Agents)
+// AnalyzeTournament computes seed 001's analysis of a tournament's games.
+func AnalyzeTournament(in rollout.TournamentReport) (*Analysis, error) {
+	v, err := newTournamentView(in)
+	if err != nil {
+		return nil, err
+	}
+	return v.analyze()
+}
+
+func (v *tournamentView) analyze() (*Analysis, error) {
+	a := &Analysis{Scheduled: v.Scheduled, Recorded: len(v.Games), MaxTurns: v.cfg.MaxTurns}
+	n := len(v.Agents)
 	var games []game
-	for _, r := range recs {
+	for _, r := range v.Games {
 		if r.Failed {
 			a.Failed++
 			continue
 		}
-		o, err := r.Outcome()
+		o, err := RolloutOutcome(r.Rollout)
 		if err != nil {
-			return nil, fmt.Errorf("tournament.Analyze: game %s: %w", r.Match.ID, err)
+			return nil, fmt.Errorf("endowment.AnalyzeTournament: game %s: %w", r.ID, err)
 		}
-		h, q := s.Index(r.Match.Holder), s.Index(r.Match.Requester)
+		h, q := v.index(r.Seats[0]), v.index(r.Seats[1])
 		if h < 0 || q < 0 {
-			return nil, fmt.Errorf("tournament.Analyze: game %s: agents %s, %s are not in the spec", r.Match.ID, r.Match.Holder, r.Match.Requester)
+			return nil, fmt.Errorf("endowment.AnalyzeTournament: game %s: agents %s, %s are not in the spec", r.ID, r.Seats[0], r.Seats[1])
 		}
 		f := 0
-		if r.Match.Framing == endowment.FramingGroup {
+		if r.Condition == FramingGroup {
 			f = 1
 		}
-		g := game{id: r.Match.ID, h: h, r: q, framing: f, share: o.Share, turn1Refusal: o.Turn1Refusal}
+		g := game{id: r.ID, h: h, r: q, framing: f, share: o.Share, turn1Refusal: o.Turn1Refusal}
 		for t := 1; t <= a.MaxTurns; t++ {
 			g.cumulative = append(g.cumulative, o.CumulativeAt(t))
 		}
@@ -158,20 +166,20 @@ func Analyze(s Spec, scheduled int, recs []Record) (*Analysis, error) {
 	}
 	a.Played = len(games)
 	if len(games) == 0 {
-		return a, errors.New("tournament.Analyze: no game was played")
+		return a, errors.New("endowment.AnalyzeTournament: no game was played")
 	}
-	seed := uint64(s.Seed)
-	an := s.Analysis
+	seed := uint64(v.Seed)
+	an := v.settings.Analysis
 	a.matrix(games, n)
-	a.table5(s, games, n)
+	a.table5(v, games, n)
 	a.Budget = budget("all agents", games, an.Bootstrap, seed, true)
 	a.Cohorts = append(a.Cohorts, a.Budget)
-	for _, c := range s.Cohorts {
+	for _, c := range v.settings.Cohorts {
 		drop := func(l ...[]string) map[int]bool {
 			m := map[int]bool{}
 			for _, names := range l {
 				for _, nm := range names {
-					m[s.Index(nm)] = true
+					m[v.index(nm)] = true
 				}
 			}
 			return m
@@ -185,9 +193,9 @@ func Analyze(s Spec, scheduled int, recs []Record) (*Analysis, error) {
 		}
 		a.Cohorts = append(a.Cohorts, budget(c.Name, sub, an.Bootstrap, seed, false))
 	}
-	a.refusal(s, games, n, an.Splits, seed)
+	a.refusal(v, games, n, an.Splits, seed)
 	a.framing(games, an)
-	a.audit(s, games, n, an.AuditDraws, an.AuditMaxK, seed)
+	a.audit(games, n, an.AuditDraws, an.AuditMaxK, seed)
 	a.cumulative(games, n)
 	return a, nil
 }
@@ -240,11 +248,11 @@ func order(n int, sum []float64, cnt []int, desc bool) []int {
 	return idx
 }
 
-func (a *Analysis) table5(s Spec, games []game, n int) {
-	an := s.Analysis
+func (a *Analysis) table5(v *tournamentView, games []game, n int) {
+	an := v.settings.Analysis
 	var elo []stats.EloGame
 	rows := make([]AgentRow, n)
-	for i, ag := range s.Agents {
+	for i, ag := range v.Agents {
 		rows[i] = AgentRow{Name: ag.Name, Family: ag.Family, OpenWeights: ag.OpenWeights}
 	}
 	for _, g := range games {
@@ -261,9 +269,9 @@ func (a *Analysis) table5(s Spec, games []game, n int) {
 		rows[g.r].ReqGot += g.share
 		rows[g.h].HoldGames++
 		rows[g.h].HoldGave += g.share
-		elo = append(elo, stats.EloGame{Requester: s.Agents[g.r].Name, Holder: s.Agents[g.h].Name, Score: score})
+		elo = append(elo, stats.EloGame{Requester: v.Agents[g.r].Name, Holder: v.Agents[g.h].Name, Score: score})
 	}
-	ratings := stats.EloAverage(elo, stats.EloOptions{Start: an.EloStart, K: an.EloK, Permutations: an.EloPermutations, Seed: uint64(s.Seed)})
+	ratings := stats.EloAverage(elo, stats.EloOptions{Start: an.EloStart, K: an.EloK, Permutations: an.EloPermutations, Seed: uint64(v.Seed)})
 	for i := range rows {
 		r := &rows[i]
 		r.ReqElo, r.HoldElo = math.NaN(), math.NaN()
@@ -373,7 +381,7 @@ func rateGave(gs []game) (rate, gave float64) {
 	return rate / float64(len(gs)), gave / float64(len(gs))
 }
 
-func (a *Analysis) refusal(s Spec, games []game, n, splits int, seed uint64) {
+func (a *Analysis) refusal(v *tournamentView, games []game, n, splits int, seed uint64) {
 	res := RefusalResult{HeldOut: math.NaN(), HeldOutLo: math.NaN(), HeldOutHi: math.NaN(), Rho: math.NaN()}
 	by := perHolder(games, n)
 	var idx []int
@@ -382,7 +390,7 @@ func (a *Analysis) refusal(s Spec, games []game, n, splits int, seed uint64) {
 			continue
 		}
 		r, g := rateGave(gs)
-		res.Holders = append(res.Holders, s.Agents[i].Name)
+		res.Holders = append(res.Holders, v.Agents[i].Name)
 		res.Rate, res.Gave = append(res.Rate, r), append(res.Gave, g)
 		if len(gs) >= 2 {
 			idx = append(idx, i)
@@ -426,13 +434,13 @@ func (a *Analysis) refusal(s Spec, games []game, n, splits int, seed uint64) {
 	a.Refusal = res
 }
 
-func (a *Analysis) framing(games []game, an AnalysisSpec) {
+func (a *Analysis) framing(games []game, an TournamentAnalysis) {
 	var res FramingResult
 	var x [2][]float64
 	for _, g := range games {
 		x[g.framing] = append(x[g.framing], g.share)
 	}
-	for f, name := range []string{endowment.FramingSingular, endowment.FramingGroup} {
+	for f, name := range []string{FramingSingular, FramingGroup} {
 		row := FramingRow{Framing: name, Games: len(x[f]), Mean: math.NaN(), Median: math.NaN(), RequesterWin: math.NaN()}
 		if len(x[f]) > 0 {
 			m, wins := 0.0, 0.0
@@ -463,7 +471,7 @@ func (a *Analysis) framing(games []game, an AnalysisSpec) {
 	a.Framing = res
 }
 
-func (a *Analysis) audit(s Spec, games []game, n, draws, maxK int, seed uint64) {
+func (a *Analysis) audit(games []game, n, draws, maxK int, seed uint64) {
 	by := perHolder(games, n)
 	var idx []int
 	minGames := math.MaxInt

@@ -8,11 +8,11 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 )
 
-// observedApp is an app whose logger records the entries at level and
+// observedApp is a cli whose logger records the entries at level and
 // above, for tests of what a command logs.
-func observedApp(level zapcore.Level) (*app, *observer.ObservedLogs) {
+func observedApp(level zapcore.Level) (*cli, *observer.ObservedLogs) {
 	core, logs := observer.New(level)
-	return &app{log: zap.New(core)}, logs
+	return &cli{log: zap.New(core)}, logs
 }
 
 // TestLogFormat: auto logs for people only when both stdout and stderr are

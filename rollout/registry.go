@@ -186,6 +186,29 @@ func GameNames() []string {
 	return names
 }
 
+// EvalSetGame returns the game whose evaluation set is named set
+// (Spec.EvalSet.Name).
+func EvalSetGame(set string) (Spec, bool) {
+	for _, s := range Games() {
+		if s.EvalSet != nil && s.EvalSet.Name == set {
+			return s, true
+		}
+	}
+	return Spec{}, false
+}
+
+// EvalSetNames returns the registered games' evaluation set names, sorted.
+func EvalSetNames() []string {
+	var names []string
+	for _, s := range Games() {
+		if s.EvalSet != nil {
+			names = append(names, s.EvalSet.Name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
 // NewGame builds the registered game name from its section (nil: the
 // game's defaults) and the shared settings.
 func NewGame(name string, section any, shared Shared) (Game, error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/parleyhq/parley/config"
@@ -15,8 +16,6 @@ import (
 	"github.com/parleyhq/parley/llm/chat"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
-	"github.com/parleyhq/parley/rollout/deliberation"
-	"github.com/parleyhq/parley/rollout/single"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 )
@@ -27,12 +26,6 @@ func newEvalCmd(a *cli) *cobra.Command {
 	cmd.AddCommand(newEvalPairwiseCmd(a), newEvalAgreementCmd(a))
 	return cmd
 }
-
-// Eval sets on the command line.
-const (
-	setConflict  = "conflict"
-	setOpenEnded = "open-ended"
-)
 
 // pairwiseLong is eval pairwise's help.
 const pairwiseLong = `Both sides play the same prompts (GroupSize 1) under each decoding (greedy:
@@ -48,13 +41,14 @@ A SIDE is one of:
   http://host:8000       that endpoint, policy.model
   http://host:8000#NAME  that endpoint, model or adapter NAME
 
-Set conflict plays the dilemma curriculum (the config's when game.env is
-deliberation, else builtin:dilemmas; its eval split when it has one); set
-open-ended plays open-ended questions (the config's when game.env is single,
-else builtin:open-ended). --data replaces either. By default a side plays
-the deliberation game on the conflict set and the single-agent game on the
-open-ended set; --left-game/--right-game single lets a single agent answer
-the dilemmas directly (Multi-Agent vs. Single-Agent).`
+--set names a game's held-out evaluation set (default: the configured
+game's). Set conflict is the deliberation game's: the dilemma curriculum
+(the config's when game.env is deliberation, else builtin:dilemmas; its eval
+split when it has one); set open-ended is the single-agent game's: open-ended
+questions (the config's when game.env is single, else builtin:open-ended).
+--data replaces either. By default a side plays the set's game;
+--left-game/--right-game single lets a single agent answer the dilemmas
+directly (Multi-Agent vs. Single-Agent).`
 
 // pairwiseFlags are eval pairwise's flags.
 type pairwiseFlags struct {
@@ -87,7 +81,7 @@ func newEvalPairwiseCmd(a *cli) *cobra.Command {
 	f.StringVar(&fl.rightName, "right-name", "", "right side's name in results")
 	f.StringVar(&fl.leftGame, "left-game", "", "game the left side plays: deliberation or single (default: deliberation for --set conflict, single for open-ended)")
 	f.StringVar(&fl.rightGame, "right-game", "", "game the right side plays, as --left-game")
-	f.StringVar(&fl.set, "set", setConflict, "eval set: conflict or open-ended")
+	f.StringVar(&fl.set, "set", "", "eval set: a game's held-out set ("+strings.Join(rollout.EvalSetNames(), ", ")+"); default the configured game's")
 	f.StringVar(&fl.data, "data", "", "prompts file replacing the set's default curriculum")
 	f.IntVar(&fl.runs, "runs", 3, "seeded runs per decoding")
 	f.StringSliceVar(&fl.decodings, "decoding", []string{report.DecodingGreedy, report.DecodingSampling}, "decodings: greedy, sampling")
@@ -104,26 +98,24 @@ func newEvalPairwiseCmd(a *cli) *cobra.Command {
 
 // pairwiseDefaults checks the set and fills the games and aspects it
 // implies; it returns the set's label in results.
-func (fl *pairwiseFlags) defaults() (string, error) {
-	defaultGame, label := deliberation.Name, harness.SetConflict
-	switch fl.set {
-	case setConflict:
-	case setOpenEnded:
-		defaultGame, label = single.Name, harness.SetOpenEnded
-	default:
-		return "", fmt.Errorf("eval pairwise: --set %q: want %s or %s", fl.set, setConflict, setOpenEnded)
+func (fl *pairwiseFlags) defaults(cfg config.Config) (string, error) {
+	if fl.set == "" {
+		if spec, ok := rollout.Lookup(cfg.Game.Env); ok && spec.EvalSet != nil {
+			fl.set = spec.EvalSet.Name
+		}
+	}
+	spec, ok := rollout.EvalSetGame(fl.set)
+	if !ok {
+		return "", fmt.Errorf("eval pairwise: --set %q: want one of %s", fl.set, strings.Join(rollout.EvalSetNames(), ", "))
 	}
 	if fl.leftGame == "" {
-		fl.leftGame = defaultGame
+		fl.leftGame = spec.Name
 	}
 	if fl.rightGame == "" {
-		fl.rightGame = defaultGame
+		fl.rightGame = spec.Name
 	}
 	if len(fl.aspects) == 0 {
-		fl.aspects = []string{reward.AspectCollectiveAgency}
-		if fl.set == setConflict {
-			fl.aspects = append(fl.aspects, reward.AspectConflictResolution)
-		}
+		fl.aspects = slices.Clone(spec.EvalSet.Aspects)
 	}
 	for i, name := range fl.aspects {
 		fl.aspects[i] = normAspect(name)
@@ -132,14 +124,14 @@ func (fl *pairwiseFlags) defaults() (string, error) {
 				reward.AspectCollectiveAgency, report.AspectCA, reward.AspectConflictResolution)
 		}
 	}
-	return label, nil
+	return spec.EvalSet.Label, nil
 }
 
 // runPairwise builds the sides and judges the config and flags describe
 // and runs harness.RunPairwise.
 func runPairwise(cmd *cobra.Command, a *cli, cfg config.Config, fl pairwiseFlags, log *zap.Logger) error {
 	ctx := cmd.Context()
-	setLabel, err := fl.defaults()
+	setLabel, err := fl.defaults(cfg)
 	if err != nil {
 		return err
 	}
@@ -258,18 +250,15 @@ func normAspect(s string) string {
 // default curriculum; the eval split when there is one; n of them drawn
 // without repeats when n is positive and smaller than the set.
 func evalPrompts(cfg config.Config, set, data string, n int) ([]dataset.Prompt, error) {
+	spec, _ := rollout.EvalSetGame(set)
 	path := data
 	if path == "" {
-		switch {
-		case set == setConflict && cfg.Game.Env == "deliberation", set == setOpenEnded && cfg.Game.Env == "single":
+		path = spec.EvalSet.Curriculum
+		if cfg.Game.Env == spec.Name {
 			path = cfg.Curriculum.Path
-		case set == setConflict:
-			path = dataset.BuiltinPrefix + dataset.SampleDilemmas
-		default:
-			path = dataset.BuiltinPrefix + dataset.SampleOpenEnded
 		}
 	}
-	opts := dataset.LoadOptions{RequirePersonas: set == setConflict}
+	opts := dataset.LoadOptions{RequirePersonas: spec.Curriculum.RequirePersonas, Categories: spec.Curriculum.Categories}
 	if cfg.Curriculum.Personas != "" {
 		pairs, err := dataset.LoadPersonaPairs(cfg.Curriculum.Personas)
 		if err != nil {

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/parleyhq/parley/rollout/deliberation"
+	"github.com/parleyhq/parley/rollout/single"
 	"io"
 	"math"
 	"net/http"
@@ -141,7 +143,7 @@ func TestEvalPairwise(t *testing.T) {
 		n[k]++
 	}
 	for _, r := range evals.Pairwise {
-		if r.Left != "ca-lora" || r.Right != "base" || r.Set != harness.SetConflict || len(r.Runs) != 2 {
+		if r.Left != "ca-lora" || r.Right != "base" || r.Set != deliberation.SetLabel || len(r.Runs) != 2 {
 			t.Errorf("result %s %s: %s vs. %s on %q, %d runs", r.Aspect, r.Decoding, r.Left, r.Right, r.Set, len(r.Runs))
 			continue
 		}
@@ -221,7 +223,7 @@ func TestEvalPairwise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(evals.Pairwise) != 1 || evals.Pairwise[0].Aspect != report.AspectCA || evals.Pairwise[0].Set != harness.SetOpenEnded ||
+	if len(evals.Pairwise) != 1 || evals.Pairwise[0].Aspect != report.AspectCA || evals.Pairwise[0].Set != single.SetLabel ||
 		len(evals.Pairwise[0].Runs) != 2 || evals.Pairwise[0].Runs[0].RoundsLeft != nil {
 		t.Errorf("open-ended = %+v", evals.Pairwise)
 	}

@@ -15,13 +15,6 @@ import (
 	"go.uber.org/zap"
 )
 
-// Eval sets of pairwise comparisons, as written in results (the rows of
-// seed 000 table 2).
-const (
-	SetConflict  = "conflict resolution questions"
-	SetOpenEnded = "open-ended questions"
-)
-
 // Comparer compares a left and a right final completion for one task, in
 // both orders: reward.PairwiseJudge.
 type Comparer interface {
@@ -151,7 +144,7 @@ type PairwiseOptions struct {
 	Left, Right Side
 	// Prompts are played by both sides, in this order.
 	Prompts []dataset.Prompt
-	// Set names the eval set in results (SetConflict, SetOpenEnded, …).
+	// Set names the eval set in results (a game's rollout.EvalSet.Label).
 	Set string
 	// Aspects are judged for every pair of final completions.
 	Aspects []Aspect
@@ -498,7 +491,7 @@ func (o *PairwiseOptions) play(ctx context.Context, side Side, dec Decoding, see
 		return sideRun{}, fmt.Errorf("side %s: %d rollouts interrupted", side.Name, sum.Interrupted)
 	}
 	out.sum = sum
-	if side.Game.Name() == "deliberation" {
+	if spec, ok := rollout.Lookup(side.Game.Name()); ok && spec.Negotiates {
 		var total float64
 		n := 0
 		for _, r := range out.recs {

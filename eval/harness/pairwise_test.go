@@ -71,7 +71,7 @@ func TestRunPairwise(t *testing.T) {
 	rep, err := RunPairwise(ctx, PairwiseOptions{
 		Left:    Side{Name: "ca", Policy: spy, Model: "ca", Game: delib},
 		Right:   Side{Name: "single", Policy: spy, Model: "sim-policy", Game: single},
-		Prompts: prompts, Set: SetConflict,
+		Prompts: prompts, Set: deliberation.SetLabel,
 		Aspects:   []Aspect{{reward.AspectCollectiveAgency, ca}, {reward.AspectConflictResolution, cr}},
 		Decodings: decs, Runs: 2, Seed: 5,
 		ChatTemplateKwargs: map[string]any{"enable_thinking": false},
@@ -109,7 +109,7 @@ func TestRunPairwise(t *testing.T) {
 	}
 	for i, w := range wants {
 		c := rep.Cells[i]
-		if c.Aspect != w.aspect || c.Decoding != w.decoding || c.Left != "ca" || c.Right != "single" || c.Set != SetConflict {
+		if c.Aspect != w.aspect || c.Decoding != w.decoding || c.Left != "ca" || c.Right != "single" || c.Set != deliberation.SetLabel {
 			t.Errorf("cell %d = %s %s %s vs. %s on %s, want %s %s ca vs. single", i, c.Aspect, c.Decoding, c.Left, c.Right, c.Set, w.aspect, w.decoding)
 		}
 		if len(c.Runs) != 2 || math.Abs(c.Mean-w.rate) > 1e-9 || c.SD != 0 {
@@ -163,12 +163,12 @@ func TestRunPairwiseAllFail(t *testing.T) {
 	_, client := newSim(t)
 	all, _ := dataset.SampleCurriculum(dataset.SampleOpenEnded)
 	j := &scriptedJudge{failOn: all[0].Task}
-	single := single.New(single.Options{Tokens: 32})
+	sg := single.New(single.Options{Tokens: 32})
 	decs, _ := NewDecodings([]string{report.DecodingGreedy}, llm.Sampling{MaxTokens: 32})
 	_, err := RunPairwise(context.Background(), PairwiseOptions{
-		Left:    Side{Name: "a", Policy: client, Model: "sim-policy", Game: single},
-		Right:   Side{Name: "b", Policy: client, Model: "sim-policy", Game: single},
-		Prompts: all[:1], Set: SetOpenEnded, Aspects: []Aspect{{reward.AspectCollectiveAgency, j}},
+		Left:    Side{Name: "a", Policy: client, Model: "sim-policy", Game: sg},
+		Right:   Side{Name: "b", Policy: client, Model: "sim-policy", Game: sg},
+		Prompts: all[:1], Set: single.SetLabel, Aspects: []Aspect{{reward.AspectCollectiveAgency, j}},
 		Decodings: decs, Runs: 1,
 	})
 	if err == nil {
@@ -272,7 +272,7 @@ func TestRunPairwiseScorer(t *testing.T) {
 	rep, err := RunPairwise(ctx, PairwiseOptions{
 		Left:    Side{Name: "ca", Policy: client, Model: "ca", Game: delib},
 		Right:   Side{Name: "base", Policy: client, Model: "sim-policy", Game: delib},
-		Prompts: all[:6], Set: SetConflict, Aspects: []Aspect{{"score", rc}},
+		Prompts: all[:6], Set: deliberation.SetLabel, Aspects: []Aspect{{"score", rc}},
 		Decodings: decs, Runs: 1, Scorer: rule,
 	})
 	if err != nil {

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"github.com/parleyhq/parley/rollout/deliberation"
 	"strings"
 	"testing"
 
@@ -16,7 +17,7 @@ func TestTables(t *testing.T) {
 		return r
 	}
 	cells := []PairwiseCell{{
-		PairwiseResult: report.NewPairwiseResult("ca", "base", SetConflict, report.AspectCA, report.DecodingGreedy,
+		PairwiseResult: report.NewPairwiseResult("ca", "base", deliberation.SetLabel, report.AspectCA, report.DecodingGreedy,
 			[]report.PairwiseRun{report.NewPairwiseRun(w(6, 2, 0), &two, &three), report.NewPairwiseRun(w(4, 2, 2), &two, &three)}),
 		LeftGame: "deliberation", RightGame: "deliberation", Prompts: 4, JudgeFailed: 1,
 	}}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/llm"
+	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
 )
 
@@ -56,8 +57,15 @@ func init() {
 		},
 		Curriculum: rollout.Curriculum{Default: "builtin:dilemmas", RequirePersonas: true},
 		Kinds:      []string{dataset.KindDialogue, dataset.KindFinal},
+		Negotiates: true,
+		EvalSet: &rollout.EvalSet{Name: "conflict", Label: SetLabel, Curriculum: "builtin:dilemmas",
+			Aspects: []string{reward.AspectCollectiveAgency, reward.AspectConflictResolution}},
 	})
 }
+
+// SetLabel names the game's evaluation set (seed 000's dilemmas) in
+// pairwise results.
+const SetLabel = "conflict resolution questions"
 
 // CollectiveAgency is the objective both agents (and the single agent) are
 // given: seed 000's alignment target.

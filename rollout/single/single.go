@@ -10,6 +10,7 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/llm"
+	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
 	"github.com/parleyhq/parley/rollout/deliberation"
 )
@@ -26,8 +27,14 @@ func init() {
 		},
 		Curriculum: rollout.Curriculum{Default: "builtin:open-ended"},
 		Kinds:      []string{dataset.KindFinal},
+		EvalSet: &rollout.EvalSet{Name: "open-ended", Label: SetLabel, Curriculum: "builtin:open-ended",
+			Aspects: []string{reward.AspectCollectiveAgency}},
 	})
 }
+
+// SetLabel names the game's evaluation set (seed 000's open-ended
+// questions) in pairwise results.
+const SetLabel = "open-ended questions"
 
 // Options configure the single-agent game.
 type Options struct {

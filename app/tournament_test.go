@@ -17,7 +17,9 @@ import (
 	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/eval/tournament"
+	_ "github.com/parleyhq/parley/internal/toygame"
 	"github.com/parleyhq/parley/rollout"
+	_ "github.com/parleyhq/parley/rollout/deliberation"
 	"github.com/parleyhq/parley/rollout/endowment"
 	"github.com/parleyhq/parley/sim"
 )
@@ -434,5 +436,40 @@ func TestScheduleCounts(t *testing.T) {
 	ms, _ = tournament.Schedule(plan, scen)
 	if len(ms) != 2100 {
 		t.Errorf("both: %d games, want 2100", len(ms))
+	}
+}
+
+// TestToyTournament: a game that is only its own package (internal/toygame)
+// is played as a tournament from a tournament file and reported: the file,
+// the players and the report all come through its rollout.Spec.
+func TestToyTournament(t *testing.T) {
+	url := startSim(t, sim.Options{})
+	var b strings.Builder
+	fmt.Fprintf(&b, "env: toy\nrounds: 1\ngame: {turns: 1, rival: true}\nsampling: {max_tokens: 16}\nagents:\n")
+	for _, a := range []string{"x", "y", "z"} {
+		fmt.Fprintf(&b, "  - {name: %s, endpoint: %s, model: sim-policy, adapter: %s, adapter_path: /sim/%s}\n", a, url, a, a)
+	}
+	spec := mustSpec(t, b.String())
+	if spec.Scenarios != "builtin:open-ended" || len(spec.Conditions) != 1 || spec.Conditions[0] != "" {
+		t.Errorf("toy defaults: scenarios %q, conditions %q", spec.Scenarios, spec.Conditions)
+	}
+	dir := t.TempDir()
+	sum, err := run(context.Background(), runOptions{Dir: dir, Spec: spec})
+	if err != nil || sum.Total != 3 || sum.Failed != 0 || !sum.Complete {
+		t.Fatalf("toy tournament: %+v, %v", sum, err)
+	}
+	path, err := TournamentReport(dir, filepath.Join(dir, "report"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(path)
+	if !strings.Contains(string(md), "# Toy tournament") || !strings.Contains(string(md), "| x |") {
+		t.Errorf("toy report:\n%s", md)
+	}
+	// A game without a tournament, or an unknown one, is one clear error.
+	for y, want := range map[string]string{"env: deliberation\n": "cannot be played as a tournament", "env: chess\n": `unknown game "chess"`} {
+		if _, err := config.ParseTournament([]byte(y)); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "key env") {
+			t.Errorf("%q: %v, want %q", y, err, want)
+		}
 	}
 }

@@ -14,16 +14,26 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/llm"
+	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
 )
 
 // Name is the game's env name.
 const Name = "toy"
 
+// The game's seats.
+const (
+	RolePlayer = "player"
+	RoleRival  = "rival"
+)
+
 // Config is the game's section, game.toy.
 type Config struct {
-	// Turns is the number of turns per game.
+	// Turns is the number of turns per game (per seat with Rival).
 	Turns int `yaml:"turns"`
+	// Rival adds a second seat, "rival", who answers after the player
+	// every turn: a two-seat game a tournament can play (hooks.go).
+	Rival bool `yaml:"rival"`
 }
 
 // Validate checks the section.
@@ -39,10 +49,15 @@ func init() {
 		Name: Name, Summary: "a toy game for tests: a running total carried across a series",
 		Config: func() any { return &Config{Turns: 2} },
 		New: func(section any, _ rollout.Shared) (rollout.Game, error) {
-			return &Game{turns: section.(*Config).Turns}, nil
+			c := section.(*Config)
+			return &Game{turns: c.Turns, rival: c.Rival}, nil
 		},
 		Curriculum: rollout.Curriculum{Default: "builtin:open-ended"},
 		Kinds:      []string{dataset.KindFinal},
+		Scorer:     func(any) (reward.Judge, error) { return Scorer{}, nil },
+		Report:     Report,
+		EvalSet:    EvalSet,
+		Tournament: Tournament,
 	})
 }
 
@@ -50,10 +65,15 @@ func init() {
 type State struct {
 	Total int `json:"total"`
 	Games int `json:"games"`
+	// Points are each seat's share of the total (Rival only).
+	Points map[string]int `json:"points,omitempty"`
 }
 
 // Game is the toy game.
-type Game struct{ turns int }
+type Game struct {
+	turns int
+	rival bool
+}
 
 var _ rollout.SeriesGame = (*Game)(nil)
 
@@ -69,7 +89,12 @@ func (g *Game) Validate(p dataset.Prompt) error {
 }
 
 // Roles implements rollout.Game.
-func (g *Game) Roles(dataset.Prompt) []string { return []string{"player"} }
+func (g *Game) Roles(dataset.Prompt) []string {
+	if g.rival {
+		return []string{RolePlayer, RoleRival}
+	}
+	return []string{RolePlayer}
+}
 
 // Play implements rollout.Game: a game from a zero total.
 func (g *Game) Play(ctx context.Context, p dataset.Prompt, agents rollout.Agents, rec *dataset.Rollout) error {
@@ -87,14 +112,23 @@ func (g *Game) PlayState(ctx context.Context, p dataset.Prompt, agents rollout.A
 	}
 	msgs := []llm.Message{{Role: "system", Content: fmt.Sprintf("The running total is %d.", st.Total)}, {Role: "user", Content: p.Task}}
 	for t := 0; t < g.turns; t++ {
-		reply, err := agents.Turn(ctx, "player", msgs, rollout.TurnOptions{Kind: dataset.KindFinal, MaxTokens: 16})
-		if err != nil {
-			return nil, err
+		for _, seat := range g.Roles(p) {
+			reply, err := agents.Turn(ctx, seat, msgs, rollout.TurnOptions{Kind: dataset.KindFinal, MaxTokens: 16})
+			if err != nil {
+				return nil, err
+			}
+			points := 1 + len(strings.Fields(reply.Text))%7
+			st.Total += points
+			if g.rival {
+				if st.Points == nil {
+					st.Points = map[string]int{}
+				}
+				st.Points[seat] += points
+			}
+			rec.Turns = append(rec.Turns, dataset.Turn{Agent: seat, Text: reply.Text, Tokens: int32(reply.Tokens), FinishReason: reply.FinishReason})
+			rec.Final = reply.Text
+			msgs = append(msgs, llm.Message{Role: "assistant", Content: reply.Raw}, llm.Message{Role: "user", Content: fmt.Sprintf("The total is now %d. Again.", st.Total)})
 		}
-		st.Total += 1 + len(strings.Fields(reply.Text))%7
-		rec.Turns = append(rec.Turns, dataset.Turn{Agent: "player", Text: reply.Text, Tokens: int32(reply.Tokens), FinishReason: reply.FinishReason})
-		rec.Final = reply.Text
-		msgs = append(msgs, llm.Message{Role: "assistant", Content: reply.Raw}, llm.Message{Role: "user", Content: fmt.Sprintf("The total is now %d. Again.", st.Total)})
 	}
 	st.Games++
 	rec.Rounds = int32(g.turns)

@@ -8,7 +8,8 @@ Trainer modules: batch (reading and validating a batch), loss (per-token
 logprobs, the GRPO loss, truncated importance sampling, the sampler/trainer
 mismatch, the aggregations), packing (micro-batches by a token budget),
 modeling (policy and reference models), checkpoint (save, resume, DONE),
-handshake (file and HTTP), train (the loop and the CLI).
+handshake (file and HTTP), config (TrainConfig and the command line that
+fills it), train (the loop and main).
 
 Tools: tiny_model (a tiny random-weight Qwen3 model whose tokenizer and chat
 template behave as Qwen3's), serve_vllm (vLLM's CPU server with the flags

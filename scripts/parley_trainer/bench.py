@@ -17,8 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from .config import TrainConfig
 from .modeling import LoraSettings
-from .train import TrainConfig, Trainer, synthetic_batch
+from .train import Trainer, synthetic_batch
 
 # Qwen3-0.6B and Qwen3-1.7B shapes.
 CONFIGS = {

@@ -41,13 +41,13 @@ bench: build venv
 # Remade when its maker or the pinned packages (trl's Qwen3 template) change.
 tiny-model: venv $(TINY)/model.safetensors
 
-$(TINY)/model.safetensors: scripts/parley_trainer/tiny_model.py scripts/requirements.txt
-	$(PY) -m parley_trainer.tiny_model --out $(TINY) --seed 0
+$(TINY)/model.safetensors: scripts/parley_tools/tiny_model.py scripts/requirements.txt
+	$(PY) -m parley_tools.tiny_model --out $(TINY) --seed 0
 
 # The model configs/multiparty-tiny.yaml trains: a tiny random-weight model
 # with a tokenizer that knows the scenarios, taught the five-party game's move
 # format (votes at even odds, random packages) by a cold-start fine-tune on
-# the prompts the game gives it (python -m parley_trainer.cold_start). The
+# the prompts the game gives it (python -m parley_tools.cold_start). The
 # prompts come from series the random model plays against the scripted
 # parties (its votes read leniently); its replies are replaced by the
 # moves, so four tokens do.
@@ -55,8 +55,8 @@ MP := models/tiny-mp
 MP_PROMPTS := runs/multiparty-prompts/rollouts/step-000000.parquet
 multiparty-model: build venv $(MP)-cold/model.safetensors
 
-$(MP)/model.safetensors: scripts/parley_trainer/tiny_model.py scripts/requirements.txt
-	$(PY) -m parley_trainer.tiny_model --out $(MP) --max-position-embeddings 8192 \
+$(MP)/model.safetensors: scripts/parley_tools/tiny_model.py scripts/requirements.txt
+	$(PY) -m parley_tools.tiny_model --out $(MP) --max-position-embeddings 8192 \
 		--corpus dataset/curricula/*.jsonl dataset/personas/library.jsonl dataset/scenarios/both.jsonl
 
 $(MP_PROMPTS): $(MP)/model.safetensors
@@ -65,8 +65,8 @@ $(MP_PROMPTS): $(MP)/model.safetensors
 		--config configs/multiparty-tiny.yaml --out runs/multiparty-prompts --game.multiparty.lenient_votes=true --series 40 \
 		--policy.endpoints="$$PARLEY_VLLM_URL" --policy.model="$$PARLEY_VLLM_MODEL" --sampling.max_tokens=4'
 
-$(MP)-cold/model.safetensors: $(MP_PROMPTS) scripts/parley_trainer/cold_start.py
-	$(PY) -m parley_trainer.cold_start --model $(MP) --out $(MP)-cold --rollouts $(MP_PROMPTS) --role g1
+$(MP)-cold/model.safetensors: $(MP_PROMPTS) scripts/parley_tools/cold_start.py
+	$(PY) -m parley_tools.cold_start --model $(MP) --out $(MP)-cold --rollouts $(MP_PROMPTS) --role g1
 
 # The main job: a short real training run on CPU, everything local.
 quickstart: build venv tiny-model

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from parley_trainer.tiny_model import (
+from parley_tools.tiny_model import (
     ENDOFTEXT,
     END_THINK,
     IM_END,

@@ -1,6 +1,6 @@
 """Cold-start supervised fine-tuning of a model folder on seed 002's moves.
 
-A random-weight model (python -m parley_trainer.tiny_model) never writes
+A random-weight model (python -m parley_tools.tiny_model) never writes
 `VOTE: YES` or `PROPOSAL: A1 B2 C3 D4 E1`, so a reinforcement learning run
 on the five-party game has almost nothing to compare. This module teaches it
 the format only: it reads the dialogue sequences a role was given in earlier
@@ -12,7 +12,7 @@ asked for a proposal — and fine-tunes every weight on those moves. The
 result writes well-formed moves but has learned nothing about which move is
 good: which votes pay is left to the RL run.
 
-    python -m parley_trainer.cold_start --model models/tiny-mp --out models/tiny-mp-cold \\
+    python -m parley_tools.cold_start --model models/tiny-mp --out models/tiny-mp-cold \\
         --rollouts runs/mp-prompts/rollouts/step-000000.parquet --role g1
 """
 
@@ -27,7 +27,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from parley_trainer.tiny_model import write_model_folder
+from parley_tools.tiny_model import write_model_folder
 
 # What the game's prompts end with (rollout/multiparty/protocol/render.go).
 VOTE_ASK = "End your message with VOTE: YES or VOTE: NO."

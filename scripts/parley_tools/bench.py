@@ -1,8 +1,8 @@
 """Trainer throughput: training tokens per second of the GRPO step (forward,
 backward, optimizer) on a synthetic batch, through the trainer's own code.
 
-    python -m parley_trainer.bench --model models/tiny                 # CPU, the tiny model
-    python -m parley_trainer.bench --random-config 1.7b --device cuda  # random-init Qwen3 on a GPU
+    python -m parley_tools.bench --model models/tiny                 # CPU, the tiny model
+    python -m parley_tools.bench --random-config 1.7b --device cuda  # random-init Qwen3 on a GPU
 
 --random-config builds a Qwen3 of that size with random weights (nothing is
 downloaded; the tokenizer is not needed): 0.6b, 1.7b.
@@ -17,9 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from .config import TrainConfig
-from .modeling import LoraSettings
-from .train import Trainer, synthetic_batch
+from parley_trainer.config import TrainConfig
+from parley_trainer.modeling import LoraSettings
+from parley_trainer.train import Trainer, synthetic_batch
 
 # Qwen3-0.6B and Qwen3-1.7B shapes.
 CONFIGS = {
@@ -41,7 +41,7 @@ def random_model(size: str, out: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m parley_trainer.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="python -m parley_tools.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default=None, help="model folder")
     p.add_argument("--random-config", choices=sorted(CONFIGS), default=None)
     p.add_argument("--rows", type=int, default=16)

@@ -23,7 +23,7 @@ It behaves like Qwen3 where parley can tell the difference:
   top_k 20, top_p 0.95), so a server that applies them (vLLM without
   `--generation-config vllm`) samples differently here as with Qwen3.
 
-    python -m parley_trainer.tiny_model --out models/tiny --seed 0
+    python -m parley_tools.tiny_model --out models/tiny --seed 0
 """
 
 from __future__ import annotations

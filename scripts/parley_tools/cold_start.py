@@ -27,7 +27,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from parley_tools.tiny_model import write_model_folder
+from parley_trainer.atomic import write_dir
 
 # What the game's prompts end with (rollout/multiparty/protocol/render.go).
 VOTE_ASK = "End your message with VOTE: YES or VOTE: NO."
@@ -201,7 +201,7 @@ def save(model, src: Path, out: Path) -> None:  # noqa: ANN001
                 shutil.copy2(f, tmp / f.name)
         model.save_pretrained(tmp, safe_serialization=True)
 
-    write_model_folder(out, fill)
+    write_dir(out, fill)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,11 +33,10 @@ import glob
 import importlib.util
 import json
 import os
-import shutil
 import sys
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
+
+from parley_trainer.atomic import write_dir
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -179,26 +178,6 @@ def train_tokenizer(texts: list[str], vocab_size: int):  # -> tokenizers.Tokeniz
     return tok
 
 
-def write_model_folder(out: Path, fill: Callable[[Path], None]) -> Path:
-    """Build a model folder with fill in a temporary sibling directory and
-    rename it into place (replacing out), so that a reader never sees a
-    half-written model; return out."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=out.name + ".tmp-", dir=out.parent))
-    try:
-        fill(tmp)
-        os.chmod(tmp, 0o755)
-        for f in tmp.iterdir():
-            os.chmod(f, 0o644)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out
-
-
 def make_tiny_model(
     out: str | os.PathLike[str],
     seed: int = 0,
@@ -215,7 +194,8 @@ def make_tiny_model(
     """Write a tiny Qwen3 model folder to out and return its path.
 
     The folder is built in a temporary sibling directory and renamed into
-    place, so a reader never sees a half-written model.
+    place (parley_trainer.atomic.write_dir), so a reader never sees a
+    half-written model.
     """
     import torch
     from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
@@ -289,7 +269,7 @@ def make_tiny_model(
         tcfg["tokenizer_class"] = "PreTrainedTokenizerFast"
         cfg_path.write_text(json.dumps(tcfg, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
-    write_model_folder(out_path, fill)
+    write_dir(out_path, fill)
     return out_path
 
 

@@ -25,6 +25,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .atomic import write_atomic
+
 SCHEMA_VERSION = 2  # the version written (write_batch)
 MIN_SCHEMA_VERSION = 1  # the oldest version read
 SCHEMA_VERSION_KEY = b"schema_version"
@@ -372,7 +374,7 @@ ARROW_SCHEMA = arrow_schema()
 
 def write_batch(run_dir: str, step: int, policy_version: int, rows: list[dict[str, Any]], version: int = SCHEMA_VERSION) -> Ready:
     """Write batches/step-N.parquet and its .ready marker as parley does
-    (zstd, temp name then rename, marker last), at a schema version. For
+    (zstd, atomic.write_atomic: temp name then rename, marker last), at a schema version. For
     tests and tools.
 
     Each row is a dict with at least input_ids, loss_mask,
@@ -418,7 +420,7 @@ def write_batch(run_dir: str, step: int, policy_version: int, rows: list[dict[st
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="zstd")
     data = sink.getvalue()
-    _write_atomic(os.path.join(bdir, name + ".parquet"), data)
+    write_atomic(os.path.join(bdir, name + ".parquet"), data)
     ready = Ready(
         schema_version=version,
         step=step,
@@ -427,16 +429,5 @@ def write_batch(run_dir: str, step: int, policy_version: int, rows: list[dict[st
         tokens=sum(len(r["input_ids"]) for r in full),
         sha256=sha256_hex(data),
     )
-    _write_atomic(os.path.join(bdir, name + ".ready"), (json.dumps(ready.to_dict(), indent=2) + "\n").encode())
+    write_atomic(os.path.join(bdir, name + ".ready"), (json.dumps(ready.to_dict(), indent=2) + "\n").encode())
     return ready
-
-
-def _write_atomic(path: str, data: bytes) -> None:
-    import os
-
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)

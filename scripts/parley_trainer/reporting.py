@@ -39,6 +39,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol
 
+from .atomic import write_atomic
+
 TARGETS = ("tensorboard", "wandb")
 NONE = "none"
 DEFAULT = ("tensorboard",)
@@ -183,7 +185,7 @@ def _run_id(path: Path) -> str:
     except FileNotFoundError:
         pass
     rid = secrets.token_hex(8)
-    path.write_text(rid + "\n")
+    write_atomic(path, (rid + "\n").encode())
     return rid
 
 

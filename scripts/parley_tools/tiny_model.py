@@ -35,8 +35,13 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from parley_trainer.atomic import write_dir
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+    from transformers import PreTrainedTokenizerBase
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -145,8 +150,8 @@ def read_corpus(files: list[Path]) -> list[str]:
     texts += ["First paragraph.\n\nSecond paragraph.\n\n"] * 8
     for path in files:
         with open(path, encoding="utf-8") as f:
-            for line in f:
-                line = line.strip()
+            for raw in f:
+                line = raw.strip()
                 if not line:
                     continue
                 if path.suffix == ".jsonl":
@@ -159,7 +164,7 @@ def read_corpus(files: list[Path]) -> list[str]:
     return texts
 
 
-def train_tokenizer(texts: list[str], vocab_size: int):  # -> tokenizers.Tokenizer
+def train_tokenizer(texts: list[str], vocab_size: int) -> Tokenizer:
     """Train a byte-level BPE tokenizer; the special tokens come first (ids
     0..2), the other added tokens are appended later."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -176,6 +181,14 @@ def train_tokenizer(texts: list[str], vocab_size: int):  # -> tokenizers.Tokeniz
     )
     tok.train_from_iterator(texts, trainer=trainer)
     return tok
+
+
+def token_id(tokenizer: PreTrainedTokenizerBase, token: str) -> int:
+    """The id of one token."""
+    tid = tokenizer.convert_tokens_to_ids(token)
+    if not isinstance(tid, int):
+        raise TypeError(f"{token!r}: {tid!r} is not one token id")
+    return tid
 
 
 def make_tiny_model(
@@ -223,8 +236,8 @@ def make_tiny_model(
     tokenizer.add_tokens([AddedToken(t, special=False, normalized=False) for t in ADDED_TOKENS])
     tokenizer.chat_template = chat_template
     vocab = len(tokenizer)
-    endoftext_id = tokenizer.convert_tokens_to_ids(ENDOFTEXT)
-    im_end_id = tokenizer.convert_tokens_to_ids(IM_END)
+    endoftext_id = token_id(tokenizer, ENDOFTEXT)
+    im_end_id = token_id(tokenizer, IM_END)
 
     config = Qwen3Config(
         vocab_size=vocab,

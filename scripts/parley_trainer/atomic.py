@@ -125,10 +125,10 @@ def remove_temp_dirs(dest: StrPath) -> list[str]:
 def _fsync_tree(root: Path) -> None:
     """fsync every regular file under root, then every folder, deepest first."""
     dirs: list[Path] = []
-    for d, _, files in os.walk(root):
-        dirs.append(Path(d))
+    for top, _, files in os.walk(root):
+        dirs.append(Path(top))
         for name in files:
-            p = Path(d) / name
+            p = Path(top) / name
             if p.is_file() and not p.is_symlink():
                 with open(p, "rb") as fh:
                     os.fsync(fh.fileno())

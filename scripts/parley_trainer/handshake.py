@@ -208,7 +208,7 @@ class HTTPHandshake:
                 raise BatchError(f"GET /v1/batches/next: bad answer {body[:200]!r}: {e}") from e
             if ready.step != step:
                 raise BatchError(f"GET /v1/batches/next: step {step} but its ready marker says {ready.step}")
-            status, headers, data = self._request("GET", f"/v1/batches/{step}")
+            status, _, data = self._request("GET", f"/v1/batches/{step}")
             if status != 200:
                 raise HandshakeHTTPError(f"GET /v1/batches/{step}: {status} {_error_text(data)}", status)
             if ready.sha256 and sha256_hex(data) != ready.sha256:

@@ -32,6 +32,7 @@ overrides).
 
 from __future__ import annotations
 
+import importlib
 import os
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
@@ -75,7 +76,7 @@ def parse_report_to(values: Sequence[str]) -> tuple[str, ...]:
 def require_wandb() -> ModuleType:
     """Import wandb or fail with a message that says what to do."""
     try:
-        import wandb
+        wandb = importlib.import_module("wandb")
     except ImportError as e:
         raise ReportError(
             "trainer.report_to (--report-to) includes wandb, but the wandb package is not installed in this "

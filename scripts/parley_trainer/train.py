@@ -50,7 +50,7 @@ from .loss import (
     token_logprobs,
     token_weights,
 )
-from .modeling import Policy, load_policy, trainable_parameters
+from .modeling import Policy, PolicyModel, load_policy, trainable_parameters
 from .packing import collate, pack_micro_batches
 from .reporting import ReportError, Reporters, open_reporters, step_scalars
 from .reporting import check as check_report_to
@@ -148,8 +148,9 @@ class Trainer:
 
     # ---- resume --------------------------------------------------------
 
-    def _unwrapped(self) -> torch.nn.Module:
-        return self.accelerator.unwrap_model(self.model)
+    def _unwrapped(self) -> PolicyModel:
+        model: PolicyModel = self.accelerator.unwrap_model(self.model)
+        return model
 
     def _load_resume(self, rp: ResumePoint) -> None:
         if self.cfg.lora is not None:
@@ -188,7 +189,7 @@ class Trainer:
         per_rank = -(-len(groups) // self.world) if groups else 0
         mine = groups[self.rank :: self.world]
         out = [(g, False) for g in mine]
-        smallest = min(groups, key=lambda g: len(g)) if groups else []
+        smallest = min(groups, key=len) if groups else []
         while len(out) < per_rank:
             out.append((smallest[:1], True))
         return out

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from parley_tools.tiny_model import (
-    ENDOFTEXT,
     END_THINK,
+    ENDOFTEXT,
     IM_END,
     IM_START,
     THINK,

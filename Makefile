@@ -20,9 +20,12 @@ venv:
 # with the real PyTorch trainer) and Python (trainer, tiny model, parquet
 # interop). One vLLM server (CPU build, the tiny model) is started for all
 # the Go tests (scripts/with_vllm.sh); PARLEY_REQUIRE_VLLM=1 makes a test
-# that needs it fail, not skip, when it is missing.
+# that needs it fail, not skip, when it is missing. The Python code is linted
+# (ruff) and type-checked (mypy) first, as go vet checks the Go code.
 test: build venv tiny-model
 	$(GO) vet ./...
+	$(PY) -m ruff check scripts
+	$(PY) -m mypy --config-file scripts/pyproject.toml
 	PARLEY_REQUIRE_VLLM=1 bash scripts/with_vllm.sh --python $(PY) --model $(TINY) -- \
 		$(GO) test -count=1 -timeout 60m ./...
 	$(PY) -m pytest -q scripts/tests
@@ -32,6 +35,8 @@ test-go:
 	$(GO) test -count=1 ./...
 
 test-py: venv
+	$(PY) -m ruff check scripts
+	$(PY) -m mypy --config-file scripts/pyproject.toml
 	$(PY) -m pytest -q scripts/tests
 
 # Benchmarks: speed and memory are measured here, never asserted in tests.

@@ -20,9 +20,12 @@ venv:
 # with the real PyTorch trainer) and Python (trainer, tiny model, parquet
 # interop). One vLLM server (CPU build, the tiny model) is started for all
 # the Go tests (scripts/with_vllm.sh); PARLEY_REQUIRE_VLLM=1 makes a test
-# that needs it fail, not skip, when it is missing.
+# that needs it fail, not skip, when it is missing. The Python code is linted
+# (ruff) and type-checked (mypy) first, as go vet checks the Go code.
 test: build venv tiny-model
 	$(GO) vet ./...
+	$(PY) -m ruff check scripts
+	$(PY) -m mypy --config-file scripts/pyproject.toml
 	PARLEY_REQUIRE_VLLM=1 bash scripts/with_vllm.sh --python $(PY) --model $(TINY) -- \
 		$(GO) test -count=1 -timeout 60m ./...
 	$(PY) -m pytest -q scripts/tests
@@ -32,6 +35,8 @@ test-go:
 	$(GO) test -count=1 ./...
 
 test-py: venv
+	$(PY) -m ruff check scripts
+	$(PY) -m mypy --config-file scripts/pyproject.toml
 	$(PY) -m pytest -q scripts/tests
 
 # Benchmarks: speed and memory are measured here, never asserted in tests.
@@ -41,13 +46,13 @@ bench: build venv
 # Remade when its maker or the pinned packages (trl's Qwen3 template) change.
 tiny-model: venv $(TINY)/model.safetensors
 
-$(TINY)/model.safetensors: scripts/parley_trainer/tiny_model.py scripts/requirements.txt
-	$(PY) -m parley_trainer.tiny_model --out $(TINY) --seed 0
+$(TINY)/model.safetensors: scripts/parley_tools/tiny_model.py scripts/requirements.txt
+	$(PY) -m parley_tools.tiny_model --out $(TINY) --seed 0
 
 # The model configs/multiparty-tiny.yaml trains: a tiny random-weight model
 # with a tokenizer that knows the scenarios, taught the five-party game's move
 # format (votes at even odds, random packages) by a cold-start fine-tune on
-# the prompts the game gives it (python -m parley_trainer.cold_start). The
+# the prompts the game gives it (python -m parley_tools.cold_start). The
 # prompts come from series the random model plays against the scripted
 # parties (its votes read leniently); its replies are replaced by the
 # moves, so four tokens do.
@@ -55,8 +60,8 @@ MP := models/tiny-mp
 MP_PROMPTS := runs/multiparty-prompts/rollouts/step-000000.parquet
 multiparty-model: build venv $(MP)-cold/model.safetensors
 
-$(MP)/model.safetensors: scripts/parley_trainer/tiny_model.py scripts/requirements.txt
-	$(PY) -m parley_trainer.tiny_model --out $(MP) --max-position-embeddings 8192 \
+$(MP)/model.safetensors: scripts/parley_tools/tiny_model.py scripts/requirements.txt
+	$(PY) -m parley_tools.tiny_model --out $(MP) --max-position-embeddings 8192 \
 		--corpus dataset/curricula/*.jsonl dataset/personas/library.jsonl dataset/scenarios/both.jsonl
 
 $(MP_PROMPTS): $(MP)/model.safetensors
@@ -65,8 +70,8 @@ $(MP_PROMPTS): $(MP)/model.safetensors
 		--config configs/multiparty-tiny.yaml --out runs/multiparty-prompts --game.multiparty.lenient_votes=true --series 40 \
 		--policy.endpoints="$$PARLEY_VLLM_URL" --policy.model="$$PARLEY_VLLM_MODEL" --sampling.max_tokens=4'
 
-$(MP)-cold/model.safetensors: $(MP_PROMPTS) scripts/parley_trainer/cold_start.py
-	$(PY) -m parley_trainer.cold_start --model $(MP) --out $(MP)-cold --rollouts $(MP_PROMPTS) --role g1
+$(MP)-cold/model.safetensors: $(MP_PROMPTS) scripts/parley_tools/cold_start.py
+	$(PY) -m parley_tools.cold_start --model $(MP) --out $(MP)-cold --rollouts $(MP_PROMPTS) --role g1
 
 # The main job: a short real training run on CPU, everything local.
 quickstart: build venv tiny-model

@@ -341,7 +341,7 @@ class Bridge:
 class Agent:
     """rollout.agentState: what a recorder keeps of one role."""
 
-    __slots__ = ("seq", "turns", "view", "raw")
+    __slots__ = ("raw", "seq", "turns", "view")
 
     def __init__(self) -> None:
         self.seq: dict | None = None
@@ -564,7 +564,7 @@ class Deliberation:
 
 
 async def play_one(args, game: Deliberation, policy: Policy, bridge: Bridge, sampling: dict, kwargs, p: dict, group: int, index: int) -> tuple[dict, Recorder]:
-    group_id = "s%06d-g%05d" % (args.step, group)
+    group_id = f"s{args.step:06d}-g{group:05d}"
     seed = derive_seed(args.seed, group_id, index)
     rec = {
         "run_id": args.run_id,
@@ -572,7 +572,7 @@ async def play_one(args, game: Deliberation, policy: Policy, bridge: Bridge, sam
         "env": "deliberation",
         "prompt_id": p["id"],
         "group_id": group_id,
-        "rollout_id": "%s-%03d" % (group_id, index),
+        "rollout_id": f"{group_id}-{index:03d}",
         "index": index,
         "category": p.get("category", ""),
         "split": p["split"],
@@ -635,7 +635,7 @@ async def run(args, prompts: list[dict]) -> dict:
         policy = Policy(transport, args.model)
         bridge = Bridge(policy)
         sem = asyncio.Semaphore(args.concurrency)
-        dump = open(args.dump, "w", encoding="utf-8") if args.dump else None
+        dump = open(args.dump, "w", encoding="utf-8") if args.dump else None  # noqa: SIM115 (closed after the loop; an error ends the process)
         summary = {"rollouts": 0, "failed": 0, "agreed": 0, "rounds": 0, "requests": 0, "prompt_tokens": 0,
                    "sampled_tokens": 0, "prefix_breaks": 0, "sequences": 0, "trainer_tokens": 0,
                    "prompt_tokens_sent": 0, "closed_turns": 0}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Create or update parley's one Python environment: the trainer (the
-# parley_trainer package in scripts/, installed editable), vLLM's CPU build
-# and the tests' tools, every version pinned by scripts/requirements.txt.
+# Create or update parley's one Python environment: the trainer and its tools
+# (the parley_trainer and parley_tools packages in scripts/, installed
+# editable), vLLM's CPU build and the tests' tools, every version pinned by
+# scripts/requirements.txt.
 #
 #   bash scripts/setup_venv.sh [VENV_DIR]      (default: .venv at the repo root)
 #
@@ -60,9 +61,9 @@ if [ "$installed" != "1" ]; then
   "$VENV/bin/python" -m pip install --disable-pip-version-check --no-deps --no-build-isolation -e "$PKG"
 fi
 # The parts that must import: the trainer's stack, vLLM's engine, the template source.
-if ! out="$("$VENV/bin/python" -c 'import torch, transformers, peft, pyarrow, vllm, trl, parley_trainer' 2>&1)"; then
+if ! out="$("$VENV/bin/python" -c 'import torch, transformers, peft, pyarrow, vllm, trl, parley_trainer, parley_tools' 2>&1)"; then
   echo "$out" >&2
-  echo "setup_venv: the environment in $VENV does not import (torch, transformers, peft, pyarrow, vllm, trl, parley_trainer)" >&2
+  echo "setup_venv: the environment in $VENV does not import (torch, transformers, peft, pyarrow, vllm, trl, parley_trainer, parley_tools)" >&2
   exit 1
 fi
 echo "$want" > "$STAMP"

@@ -8,13 +8,16 @@ Trainer modules: batch (reading and validating a batch), loss (per-token
 logprobs, the GRPO loss, truncated importance sampling, the sampler/trainer
 mismatch, the aggregations), packing (micro-batches by a token budget),
 modeling (policy and reference models), checkpoint (save, resume, DONE),
-handshake (file and HTTP), train (the loop and the CLI).
+handshake (file and HTTP), config (TrainConfig and the command line that
+fills it), train (the loop and main).
 
-Tools: tiny_model (a tiny random-weight Qwen3 model whose tokenizer and chat
-template behave as Qwen3's), serve_vllm (vLLM's CPU server with the flags
-parley needs), bench (trainer throughput).
+Serving the trainer's runs: serve_vllm (vLLM's CPU server with the flags
+parley needs; parley starts it as train.server_command) and vllm_lora_fix
+(loaded into every vLLM process serve_vllm starts).
+
+The tools beside the trainer (the tiny model, the cold start, the trainer
+benchmark) are the parley_tools package.
 
     python -m parley_trainer --help
-    python -m parley_trainer.tiny_model --out models/tiny --seed 0
     python -m parley_trainer.serve_vllm --model models/tiny --served-model-name tiny --port 8000
 """

@@ -25,6 +25,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .atomic import write_atomic
+
 SCHEMA_VERSION = 2  # the version written (write_batch)
 MIN_SCHEMA_VERSION = 1  # the oldest version read
 SCHEMA_VERSION_KEY = b"schema_version"
@@ -68,7 +70,7 @@ class Ready:
     sha256: str
 
     @classmethod
-    def from_json(cls, data: bytes | str | dict[str, Any]) -> "Ready":
+    def from_json(cls, data: bytes | str | dict[str, Any]) -> Ready:
         """Parse and check a marker (schema version, field types)."""
         try:
             obj = data if isinstance(data, dict) else json.loads(data)
@@ -154,7 +156,7 @@ def _type_name(t: pa.DataType) -> str:
 
 
 def _is_string(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_large_string(t)
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t))
 
 
 def _list_value_type(t: pa.DataType) -> pa.DataType | None:
@@ -184,10 +186,10 @@ def check_schema(schema: pa.Schema, version: int = SCHEMA_VERSION) -> None:
         if not pa.types.is_float32(t):
             raise BatchError(f"column {col}: type {_type_name(t)}, want float")
     want = {
-        "input_ids": ("list<int32>", lambda v: pa.types.is_int32(v)),
+        "input_ids": ("list<int32>", pa.types.is_int32),
         "loss_mask": ("list<int8> or list<bool>", lambda v: pa.types.is_int8(v) or pa.types.is_boolean(v)),
-        "inference_logprobs": ("list<float>", lambda v: pa.types.is_float32(v)),
-        "advantages": ("list<float>", lambda v: pa.types.is_float32(v)),
+        "inference_logprobs": ("list<float>", pa.types.is_float32),
+        "advantages": ("list<float>", pa.types.is_float32),
     }
     for col, (desc, ok) in want.items():
         t = schema.field(col).type
@@ -221,7 +223,8 @@ def _scalar_column(table: pa.Table, col: str) -> list[Any]:
     if arr.null_count:
         vals = arr.to_pylist()
         raise BatchError(f"column {col}: row {vals.index(None)} is null")
-    return arr.to_pylist()
+    out: list[Any] = arr.to_pylist()
+    return out
 
 
 def parse_batch(data: bytes, ready: Ready | None = None, vocab_size: int | None = None) -> Batch:
@@ -293,6 +296,11 @@ def parse_batch(data: bytes, ready: Ready | None = None, vocab_size: int | None 
     lp_all = lists["inference_logprobs"][1].astype(np.float32, copy=False)
     adv_all = lists["advantages"][1].astype(np.float32, copy=False)
 
+    def sl(c: str, arr: np.ndarray, r: int) -> np.ndarray:
+        """Row r's slice of column c's flat values."""
+        off = lists[c][0]
+        return arr[int(off[r]) : int(off[r + 1])]
+
     seqs: list[Sequence] = []
     for r in range(n):
         if steps[r] != step:
@@ -300,20 +308,15 @@ def parse_batch(data: bytes, ready: Ready | None = None, vocab_size: int | None 
         lo, hi = int(ids_off[r]), int(ids_off[r + 1])
         if hi == lo:
             raise BatchError(f"column input_ids: row {r} is empty")
-
-        def sl(c: str, arr: np.ndarray) -> np.ndarray:
-            off = lists[c][0]
-            return arr[int(off[r]) : int(off[r + 1])]
-
         ids = ids_all[lo:hi]
-        mask = sl("loss_mask", mask_all)
-        lp = sl("inference_logprobs", lp_all)
-        adv = sl("advantages", adv_all)
+        mask = sl("loss_mask", mask_all, r)
+        lp = sl("inference_logprobs", lp_all, r)
+        adv = sl("advantages", adv_all, r)
         if ((mask != 0) & (mask != 1)).any():
             i = int(np.flatnonzero((mask != 0) & (mask != 1))[0])
             raise BatchError(f"column loss_mask: row {r} token {i} is {int(mask[i])}, want 0 or 1")
         if mask[0] != 0:
-            raise BatchError("column loss_mask: row %d token 0 is 1, but the first token has no context to be trained from" % r)
+            raise BatchError(f"column loss_mask: row {r} token 0 is 1, but the first token has no context to be trained from")
         if (ids < 0).any() or (vocab_size is not None and (ids >= vocab_size).any()):
             i = int(np.flatnonzero((ids < 0) | (ids >= (vocab_size or np.iinfo(np.int64).max)))[0])
             raise BatchError(f"column input_ids: row {r} token {i} is {int(ids[i])}, outside the vocabulary [0, {vocab_size})")
@@ -372,7 +375,7 @@ ARROW_SCHEMA = arrow_schema()
 
 def write_batch(run_dir: str, step: int, policy_version: int, rows: list[dict[str, Any]], version: int = SCHEMA_VERSION) -> Ready:
     """Write batches/step-N.parquet and its .ready marker as parley does
-    (zstd, temp name then rename, marker last), at a schema version. For
+    (zstd, atomic.write_atomic: temp name then rename, marker last), at a schema version. For
     tests and tools.
 
     Each row is a dict with at least input_ids, loss_mask,
@@ -418,7 +421,7 @@ def write_batch(run_dir: str, step: int, policy_version: int, rows: list[dict[st
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="zstd")
     data = sink.getvalue()
-    _write_atomic(os.path.join(bdir, name + ".parquet"), data)
+    write_atomic(os.path.join(bdir, name + ".parquet"), data)
     ready = Ready(
         schema_version=version,
         step=step,
@@ -427,16 +430,5 @@ def write_batch(run_dir: str, step: int, policy_version: int, rows: list[dict[st
         tokens=sum(len(r["input_ids"]) for r in full),
         sha256=sha256_hex(data),
     )
-    _write_atomic(os.path.join(bdir, name + ".ready"), (json.dumps(ready.to_dict(), indent=2) + "\n").encode())
+    write_atomic(os.path.join(bdir, name + ".ready"), (json.dumps(ready.to_dict(), indent=2) + "\n").encode())
     return ready
-
-
-def _write_atomic(path: str, data: bytes) -> None:
-    import os
-
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)

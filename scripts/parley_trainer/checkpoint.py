@@ -10,13 +10,13 @@ from __future__ import annotations
 import io
 import json
 import math
-import os
 import re
-import shutil
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .atomic import commit_dir, make_temp_dir, remove_temp_dirs, write_atomic
 
 DONE_FILE = "DONE"
 OPTIMIZER_FILE = "optimizer.pt"
@@ -47,30 +47,6 @@ def checkpoints_dir(run_dir: str | Path) -> Path:
 
 def checkpoint_dir(run_dir: str | Path, step: int) -> Path:
     return checkpoints_dir(run_dir) / step_name(step)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write data to path through a fsynced temp file and a rename."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(d: Path) -> None:
-    try:
-        fd = os.open(d, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def finite_metrics(metrics: dict[str, Any]) -> dict[str, float]:
@@ -146,14 +122,11 @@ def find_resume(run_dir: str | Path) -> ResumePoint | None:
 
 def begin_checkpoint(run_dir: str | Path, step: int) -> Path:
     """Create an empty temporary folder for step's checkpoint, beside its
-    final place."""
-    root = checkpoints_dir(run_dir)
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f".tmp-{step_name(step)}-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
-    return tmp
+    final place (atomic.make_temp_dir: checkpoints/.step-N.tmp-*), after
+    removing those an interrupted save of the step left."""
+    final = checkpoint_dir(run_dir, step)
+    remove_temp_dirs(final)
+    return make_temp_dir(final)
 
 
 def commit_checkpoint(run_dir: str | Path, step: int, tmp: Path, done: dict[str, Any]) -> Path:
@@ -161,16 +134,9 @@ def commit_checkpoint(run_dir: str | Path, step: int, tmp: Path, done: dict[str,
     atomically. A leftover folder of the same step without DONE (a crash
     mid-save) is replaced."""
     final = checkpoint_dir(run_dir, step)
-    for f in tmp.iterdir():
-        if f.is_file():
-            with open(f, "rb") as fh:
-                os.fsync(fh.fileno())
-    if final.exists():
-        if read_done(final) is not None:
-            raise RuntimeError(f"checkpoint {final} already has DONE; a finished step is never trained twice")
-        shutil.rmtree(final)
-    os.replace(tmp, final)
-    _fsync_dir(final.parent)
+    if final.exists() and read_done(final) is not None:
+        raise RuntimeError(f"checkpoint {final} already has DONE; a finished step is never trained twice")
+    commit_dir(tmp, final)
     write_atomic(final / DONE_FILE, encode_done(done))
     return final
 

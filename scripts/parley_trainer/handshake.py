@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -31,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from .atomic import make_temp_file
 from .batch import BatchError, Ready, sha256_hex
 from .checkpoint import is_done, parse_step_name, write_checkpoint_tar
 
@@ -208,7 +208,7 @@ class HTTPHandshake:
                 raise BatchError(f"GET /v1/batches/next: bad answer {body[:200]!r}: {e}") from e
             if ready.step != step:
                 raise BatchError(f"GET /v1/batches/next: step {step} but its ready marker says {ready.step}")
-            status, headers, data = self._request("GET", f"/v1/batches/{step}")
+            status, _, data = self._request("GET", f"/v1/batches/{step}")
             if status != 200:
                 raise HandshakeHTTPError(f"GET /v1/batches/{step}: {status} {_error_text(data)}", status)
             if ready.sha256 and sha256_hex(data) != ready.sha256:
@@ -221,9 +221,8 @@ class HTTPHandshake:
 
     def complete(self, step: int, ckpt: Path, done: dict[str, Any]) -> None:
         remote = {k: v for k, v in done.items() if k != "adapter_path"}
-        fd, name = tempfile.mkstemp(prefix=f".upload-step-{step:06d}-", suffix=".tar", dir=self.upload_dir or ckpt.parent)
-        os.close(fd)
-        tmp = Path(name)
+        # a scratch file, named as an interrupted atomic write's (.upload-step-N.tar.tmp-*)
+        tmp = make_temp_file(Path(self.upload_dir or ckpt.parent) / f"upload-step-{step:06d}.tar")
         try:
             size = write_checkpoint_tar(ckpt, remote, tmp)
             with open(tmp, "rb") as f:

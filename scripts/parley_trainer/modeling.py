@@ -7,8 +7,16 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 import torch
+
+if TYPE_CHECKING:
+    from peft import PeftModel
+    from transformers import PreTrainedModel
+
+# The trainable model: a LoRA adapter on the base (peft) or the base itself.
+PolicyModel: TypeAlias = "PeftModel | PreTrainedModel"
 
 
 @dataclass(frozen=True)
@@ -26,9 +34,9 @@ class LoraSettings:
 class Policy:
     """The trainable model and how to get reference logits."""
 
-    model: torch.nn.Module
+    model: PolicyModel
     is_lora: bool
-    reference: torch.nn.Module | None = None  # full fine-tune with beta > 0
+    reference: PreTrainedModel | None = None  # full fine-tune with beta > 0
     base_dir: Path = field(default_factory=Path)
 
     @contextlib.contextmanager
@@ -37,7 +45,8 @@ class Policy:
         same (possibly wrapped) model with the adapter disabled; with a full
         fine-tune the frozen copy."""
         if self.is_lora:
-            with self.model.disable_adapter():
+            # load_policy made it with get_peft_model
+            with cast("PeftModel", self.model).disable_adapter():
                 yield model
         else:
             if self.reference is None:

@@ -55,8 +55,17 @@ class MicroBatch:
     def tokens(self) -> int:
         return int(self.attention_mask.sum().item())
 
-    def to(self, device: torch.device | str) -> "MicroBatch":
-        return MicroBatch(**{k: None if v is None else v.to(device) for k, v in self.__dict__.items()})
+    def to(self, device: torch.device | str) -> MicroBatch:
+        return MicroBatch(
+            input_ids=self.input_ids.to(device),
+            attention_mask=self.attention_mask.to(device),
+            loss_mask=self.loss_mask.to(device),
+            inference_logprobs=self.inference_logprobs.to(device),
+            advantages=self.advantages.to(device),
+            weights=self.weights.to(device),
+            temperature=self.temperature.to(device),
+            old_logprobs=None if self.old_logprobs is None else self.old_logprobs.to(device),
+        )
 
 
 def collate(

@@ -32,12 +32,15 @@ overrides).
 
 from __future__ import annotations
 
+import importlib
 import os
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol
+
+from .atomic import write_atomic
 
 TARGETS = ("tensorboard", "wandb")
 NONE = "none"
@@ -73,7 +76,7 @@ def parse_report_to(values: Sequence[str]) -> tuple[str, ...]:
 def require_wandb() -> ModuleType:
     """Import wandb or fail with a message that says what to do."""
     try:
-        import wandb
+        wandb = importlib.import_module("wandb")
     except ImportError as e:
         raise ReportError(
             "trainer.report_to (--report-to) includes wandb, but the wandb package is not installed in this "
@@ -183,7 +186,7 @@ def _run_id(path: Path) -> str:
     except FileNotFoundError:
         pass
     rid = secrets.token_hex(8)
-    path.write_text(rid + "\n")
+    write_atomic(path, (rid + "\n").encode())
     return rid
 
 

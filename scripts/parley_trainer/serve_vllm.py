@@ -149,7 +149,8 @@ def run(cmd: list[str], env: dict[str, str]) -> int:
     """Run cmd as a child that dies with this process; pass SIGTERM/SIGINT
     on; return its exit status (128 + signal when a signal ended it)."""
     me = os.getpid()
-    proc = subprocess.Popen(cmd, env=env, preexec_fn=lambda: _die_with_parent(me))
+    # preexec_fn is unsafe with threads; this process starts none (it only waits)
+    proc = subprocess.Popen(cmd, env=env, preexec_fn=lambda: _die_with_parent(me))  # noqa: PLW1509
 
     def forward(sig: int, _frame: object) -> None:
         if proc.poll() is None:

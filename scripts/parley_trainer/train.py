@@ -1,4 +1,6 @@
-"""The training loop and the CLI.
+"""The training loop: the Trainer (model, optimizer, one GRPO step,
+checkpoints) and main(), which parses the command line (config.py) and runs
+it.
 
     python -m parley_trainer --run-dir runs/x --model models/tiny --mode file
 
@@ -10,17 +12,13 @@ writes files, the batch is broadcast to every rank):
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 import json
-import math
 import os
 import shutil
 import signal
 import sys
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +40,9 @@ from .checkpoint import (
     prune_optimizer_states,
     read_done,
 )
+from .config import TrainConfig, build_parser, config_from_args, hparams
 from .handshake import FileHandshake, Handshake, HTTPHandshake, Incoming
 from .loss import (
-    AGGREGATIONS,
-    LossConfig,
     aggregate,
     effective_temperature,
     grpo_token_loss,
@@ -53,10 +50,9 @@ from .loss import (
     token_logprobs,
     token_weights,
 )
-from .modeling import LoraSettings, Policy, load_policy, trainable_parameters
+from .modeling import Policy, PolicyModel, load_policy, trainable_parameters
 from .packing import collate, pack_micro_batches
-from .reporting import DEFAULT as DEFAULT_REPORT_TO
-from .reporting import ReportError, Reporters, open_reporters, parse_report_to, step_scalars
+from .reporting import ReportError, Reporters, open_reporters, step_scalars
 from .reporting import check as check_report_to
 
 TOKENIZER_FILES = (
@@ -68,52 +64,6 @@ TOKENIZER_FILES = (
     "merges.txt",
     "generation_config.json",
 )
-
-
-@dataclass
-class TrainConfig:
-    """Everything the trainer is told on its command line."""
-
-    run_dir: Path
-    model: Path
-    mode: str = "file"
-    url: str = ""
-    token_env: str = "PARLEY_TRAINER_TOKEN"
-    poll_interval: float = 1.0
-    http_wait: float = 25.0
-    max_steps: int = 0
-    exit_when_file: str | None = None
-    loss: LossConfig = field(default_factory=LossConfig)
-    lr: float = 1e-5
-    weight_decay: float = 0.0
-    adam_beta1: float = 0.9
-    adam_beta2: float = 0.999
-    adam_eps: float = 1e-8
-    max_grad_norm: float = 1.0
-    mini_batches: int = 1
-    micro_batch_tokens: int = 4096
-    lora: LoraSettings | None = field(default_factory=LoraSettings)
-    device: str = "auto"
-    dtype: str = "auto"
-    gradient_checkpointing: bool = False
-    fsdp: bool = False
-    seed: int = 0
-    threads: int = 0
-    keep_optimizer_states: int = 2
-    log_file: Path | None = None
-    quiet: bool = False
-    # where step metrics go (reporting.py): tensorboard, wandb; () for none
-    report_to: tuple[str, ...] = DEFAULT_REPORT_TO
-    # TensorBoard's folder (None: RUN/tensorboard)
-    tensorboard_dir: Path | None = None
-
-
-def hparams(cfg: TrainConfig) -> dict[str, Any]:
-    """The trainer's settings as plain values (W&B's run config)."""
-    out: dict[str, Any] = {}
-    for k, v in dataclasses.asdict(cfg).items():
-        out[k] = str(v) if isinstance(v, Path) else v
-    return out
 
 
 def _now() -> str:
@@ -198,8 +148,9 @@ class Trainer:
 
     # ---- resume --------------------------------------------------------
 
-    def _unwrapped(self) -> torch.nn.Module:
-        return self.accelerator.unwrap_model(self.model)
+    def _unwrapped(self) -> PolicyModel:
+        model: PolicyModel = self.accelerator.unwrap_model(self.model)
+        return model
 
     def _load_resume(self, rp: ResumePoint) -> None:
         if self.cfg.lora is not None:
@@ -238,7 +189,7 @@ class Trainer:
         per_rank = -(-len(groups) // self.world) if groups else 0
         mine = groups[self.rank :: self.world]
         out = [(g, False) for g in mine]
-        smallest = min(groups, key=lambda g: len(g)) if groups else []
+        smallest = min(groups, key=len) if groups else []
         while len(out) < per_rank:
             out.append((smallest[:1], True))
         return out
@@ -553,140 +504,6 @@ def synthetic_batch(vocab_size: int, rows: int, length: int, seed: int = 0) -> B
         seqs.append(Sequence(input_ids=ids, loss_mask=mask, inference_logprobs=lp, advantages=adv, reward=0.0, temperature=1.0, sample_id=str(i)))
     return Batch(step=1, policy_version=0, run_id="dry-run", sequences=seqs)
 
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m parley_trainer",
-        description="parley's GRPO trainer (file or HTTP handshake).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    g = p.add_argument_group("run")
-    g.add_argument("--run-dir", type=Path, help="run directory (batches/, checkpoints/); in http mode the local work directory")
-    g.add_argument("--model", type=Path, required=True, help="base model folder (Hugging Face format)")
-    g.add_argument("--mode", choices=("file", "http"), default="file")
-    g.add_argument("--url", default="", help="handshake base URL (http mode)")
-    g.add_argument("--token-env", default="PARLEY_TRAINER_TOKEN", help="environment variable holding the bearer token (http mode)")
-    g.add_argument("--poll-interval", type=float, default=1.0, help="seconds between looks at batches/ (file mode)")
-    g.add_argument("--http-wait", type=float, default=25.0, help="long-poll wait of /v1/batches/next (http mode)")
-    g.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: run until stopped)")
-    g.add_argument("--exit-when-file", nargs="?", const="STOP", default=None, help="stop when this file exists (relative to the run dir; bare flag: STOP)")
-    g.add_argument("--log-file", type=Path, default=None, help="JSON-lines log (default RUN/trainer.log)")
-    g.add_argument("--quiet", action="store_true", help="do not print log lines to stdout")
-    g.add_argument("--dry-run", action="store_true", help="train one step on a random batch, write nothing, print the metrics, exit")
-    g.add_argument(
-        "--report-to",
-        nargs="+",
-        default=list(DEFAULT_REPORT_TO),
-        metavar="TARGET",
-        help="where each step's metrics go besides the log (config trainer.report_to): tensorboard, wandb "
-        "(needs the wandb package; the key from WANDB_API_KEY), both (a comma list or several values), or none",
-    )
-    g.add_argument("--tensorboard-dir", type=Path, default=None, help="TensorBoard event files (default RUN/tensorboard)")
-
-    g = p.add_argument_group("loss")
-    g.add_argument("--epsilon-low", type=float, default=0.2)
-    g.add_argument("--epsilon-high", type=float, default=0.28)
-    g.add_argument("--beta", type=float, default=0.0, help="k3 KL coefficient to the reference (LoRA: the base with the adapter disabled)")
-    g.add_argument("--aggregation", choices=AGGREGATIONS, default="token_mean")
-    g.add_argument("--dr-grpo-max-tokens", type=int, default=0, help="dr_grpo constant (0: the step's longest trained span)")
-    g.add_argument(
-        "--tis-cap",
-        type=float,
-        default=0.0,
-        help="truncated importance sampling cap C (0: off): weight each trained token's policy-gradient loss by "
-        "min(exp(logp_trainer_old - logp_sampler), C) and take the ratio against the trainer's own logprobs",
-    )
-    g.add_argument(
-        "--temperature-scaling",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="divide logits by each row's temperature (pair with vLLM --logprobs-mode processed_logprobs); "
-        "--no-temperature-scaling for vLLM's default raw_logprobs",
-    )
-
-    g = p.add_argument_group("optimizer")
-    g.add_argument("--lr", type=float, default=1e-5)
-    g.add_argument("--weight-decay", type=float, default=0.0)
-    g.add_argument("--adam-beta1", type=float, default=0.9)
-    g.add_argument("--adam-beta2", type=float, default=0.999)
-    g.add_argument("--adam-eps", type=float, default=1e-8)
-    g.add_argument("--max-grad-norm", type=float, default=1.0, help="0 disables clipping")
-    g.add_argument("--mini-batches", type=int, default=1, help="optimizer steps per batch")
-    g.add_argument("--micro-batch-tokens", type=int, default=4096, help="padded tokens per forward/backward")
-
-    g = p.add_argument_group("model")
-    g.add_argument("--full-finetune", action="store_true", help="train every weight instead of a LoRA adapter")
-    g.add_argument("--lora-r", type=int, default=16)
-    g.add_argument("--lora-alpha", type=int, default=32)
-    g.add_argument("--lora-dropout", type=float, default=0.0)
-    g.add_argument("--lora-target-modules", default="all-linear", help="comma-separated module names; all-linear is every linear layer but the output head (add lm_head to train it too)")
-    g.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    g.add_argument("--dtype", choices=("auto", "float32", "bfloat16"), default="auto", help="auto: bf16 base under LoRA on GPU, else fp32 (bf16 autocast on GPU)")
-    g.add_argument("--gradient-checkpointing", action="store_true")
-    g.add_argument("--fsdp", action="store_true", help="shard with FSDP (launch with torchrun or accelerate launch)")
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default)")
-    g.add_argument("--keep-optimizer-states", type=int, default=2, help="keep optimizer.pt in this many newest checkpoints (0: all)")
-    return p
-
-
-def config_from_args(a: argparse.Namespace) -> TrainConfig:
-    if not a.dry_run and a.run_dir is None:
-        raise SystemExit("--run-dir is required (except with --dry-run)")
-    if a.mini_batches < 1:
-        raise SystemExit("--mini-batches must be >= 1")
-    try:
-        report_to = parse_report_to(a.report_to)
-    except ReportError as e:
-        raise SystemExit(f"trainer: {e}") from e
-    if not (a.tis_cap >= 0 and math.isfinite(a.tis_cap)):
-        raise SystemExit(f"--tis-cap must be 0 (off) or a positive cap, got {a.tis_cap}")
-    targets: list[str] | str = [t.strip() for t in str(a.lora_target_modules).split(",") if t.strip()]
-    if targets == ["all-linear"]:
-        targets = "all-linear"
-    lora = None if a.full_finetune else LoraSettings(r=a.lora_r, alpha=a.lora_alpha, dropout=a.lora_dropout, target_modules=targets)
-    run_dir = a.run_dir.resolve() if a.run_dir is not None else Path()
-    log_file = a.log_file if a.log_file is not None else (run_dir / "trainer.log" if a.run_dir is not None and not a.dry_run else None)
-    return TrainConfig(
-        run_dir=run_dir,
-        model=a.model.resolve(),
-        mode=a.mode,
-        url=a.url,
-        token_env=a.token_env,
-        poll_interval=a.poll_interval,
-        http_wait=a.http_wait,
-        max_steps=a.max_steps,
-        exit_when_file=a.exit_when_file,
-        loss=LossConfig(
-            epsilon_low=a.epsilon_low,
-            epsilon_high=a.epsilon_high,
-            beta=a.beta,
-            aggregation=a.aggregation,
-            dr_grpo_max_tokens=a.dr_grpo_max_tokens,
-            temperature_scaling=a.temperature_scaling,
-            tis_cap=a.tis_cap,
-        ),
-        lr=a.lr,
-        weight_decay=a.weight_decay,
-        adam_beta1=a.adam_beta1,
-        adam_beta2=a.adam_beta2,
-        adam_eps=a.adam_eps,
-        max_grad_norm=a.max_grad_norm,
-        mini_batches=a.mini_batches,
-        micro_batch_tokens=a.micro_batch_tokens,
-        lora=lora,
-        device=a.device,
-        dtype=a.dtype,
-        gradient_checkpointing=a.gradient_checkpointing,
-        fsdp=a.fsdp,
-        seed=a.seed,
-        threads=a.threads,
-        keep_optimizer_states=a.keep_optimizer_states,
-        log_file=log_file,
-        quiet=a.quiet,
-        report_to=() if a.dry_run else report_to,
-        tensorboard_dir=a.tensorboard_dir.resolve() if a.tensorboard_dir is not None else None,
-    )
 
 
 def make_handshake(cfg: TrainConfig, log: Any) -> Handshake:

@@ -18,13 +18,25 @@ these ops, so the wrapper changes nothing there.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
 
 _WRAPPED = "_parley_zero_slot"
 
 
-def _with_zero_slot(fn):
+def _with_zero_slot(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
-    def wrapper(inputs, lora_weights, output_tensor, lora_indices_tensor, *args, **kwargs):
+    def wrapper(
+        inputs: torch.Tensor,
+        lora_weights: torch.Tensor,
+        output_tensor: torch.Tensor,
+        lora_indices_tensor: torch.Tensor,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
         import torch
 
         if bool((lora_indices_tensor < 0).any()):
@@ -42,14 +54,14 @@ def install() -> bool:
     try:
         from vllm.lora.ops import torch_ops
         from vllm.lora.ops.torch_ops import lora_ops
-    except Exception:
+    except Exception:  # noqa: BLE001 (importing vLLM's modules may raise anything; then there is nothing to wrap)
         return False
     modules = [lora_ops, torch_ops]
     try:
         from vllm.lora.punica_wrapper import punica_cpu
 
         modules.append(punica_cpu)
-    except Exception:
+    except Exception:  # noqa: BLE001 (as above: an optional binding)
         pass
     done = False
     for name in ("bgmv_shrink", "bgmv_expand", "bgmv_expand_slice"):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from parley_trainer.tiny_model import make_tiny_model
+from parley_tools.tiny_model import make_tiny_model
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -38,7 +38,7 @@ def _rows() -> list[dict]:
 def _full(rows: list[dict], step: int = 3) -> list[dict]:
     out = []
     for i, r in enumerate(rows):
-        d = {c: f"x{i}" for c in ("run_id", "sample_id", "group_id", "rollout_id", "prompt_id", "env", "role")}
+        d = dict.fromkeys(("run_id", "sample_id", "group_id", "rollout_id", "prompt_id", "env", "role"), f"x{i}")
         d.update(step=step, policy_version=2, reward=r["reward"], temperature=r["temperature"])
         for c in ("input_ids", "loss_mask", "inference_logprobs", "advantages"):
             d[c] = r[c]

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from parley_trainer.cold_start import (
+from parley_tools.cold_start import (
     PROPOSAL_ASK,
     VOTE_ASK,
     ColdStartError,

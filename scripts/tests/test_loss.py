@@ -117,7 +117,8 @@ def test_token_logprobs_alignment_and_temperature():
 
 
 def _trainer(model_dir, tmp_path, **kw):
-    from parley_trainer.train import TrainConfig, Trainer
+    from parley_trainer.config import TrainConfig
+    from parley_trainer.train import Trainer
 
     cfg = TrainConfig(run_dir=tmp_path, model=model_dir, quiet=True, **kw)
     return Trainer(cfg)
@@ -317,7 +318,7 @@ def test_trainer_tis_metrics(tiny_model, tmp_path):
 
 
 def test_cli_tis_cap(tmp_path):
-    from parley_trainer.train import build_parser, config_from_args
+    from parley_trainer.config import build_parser, config_from_args
 
     base = ["--run-dir", str(tmp_path), "--model", str(tmp_path)]
     assert config_from_args(build_parser().parse_args(base)).loss.tis_cap == 0.0

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from parley_trainer.tiny_model import (
-    ENDOFTEXT,
+from parley_tools.tiny_model import (
     END_THINK,
+    ENDOFTEXT,
     IM_END,
     IM_START,
     THINK,

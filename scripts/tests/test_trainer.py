@@ -81,7 +81,8 @@ def test_file_handshake_end_to_end(tiny_model, rows_model, tmp_path):
 
 
 def test_checkpoint_round_trip(tiny_model, rows_model, tmp_path):
-    from parley_trainer.train import TrainConfig, Trainer
+    from parley_trainer.config import TrainConfig
+    from parley_trainer.train import Trainer
 
     run = tmp_path / "run"
     _write(run, 1, rows_model, seed=20)

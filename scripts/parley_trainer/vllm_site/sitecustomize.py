@@ -5,5 +5,5 @@ try:
     from parley_trainer import vllm_lora_fix
 
     vllm_lora_fix.install()
-except Exception:  # never keep the server from starting
+except Exception:  # noqa: BLE001 (never keep the server from starting)
     pass

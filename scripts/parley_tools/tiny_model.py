@@ -23,7 +23,7 @@ It behaves like Qwen3 where parley can tell the difference:
   top_k 20, top_p 0.95), so a server that applies them (vLLM without
   `--generation-config vllm`) samples differently here as with Qwen3.
 
-    python -m parley_trainer.tiny_model --out models/tiny --seed 0
+    python -m parley_tools.tiny_model --out models/tiny --seed 0
 """
 
 from __future__ import annotations
@@ -33,11 +33,15 @@ import glob
 import importlib.util
 import json
 import os
-import shutil
 import sys
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from parley_trainer.atomic import write_dir
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+    from transformers import PreTrainedTokenizerBase
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -146,8 +150,8 @@ def read_corpus(files: list[Path]) -> list[str]:
     texts += ["First paragraph.\n\nSecond paragraph.\n\n"] * 8
     for path in files:
         with open(path, encoding="utf-8") as f:
-            for line in f:
-                line = line.strip()
+            for raw in f:
+                line = raw.strip()
                 if not line:
                     continue
                 if path.suffix == ".jsonl":
@@ -160,7 +164,7 @@ def read_corpus(files: list[Path]) -> list[str]:
     return texts
 
 
-def train_tokenizer(texts: list[str], vocab_size: int):  # -> tokenizers.Tokenizer
+def train_tokenizer(texts: list[str], vocab_size: int) -> Tokenizer:
     """Train a byte-level BPE tokenizer; the special tokens come first (ids
     0..2), the other added tokens are appended later."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -179,24 +183,12 @@ def train_tokenizer(texts: list[str], vocab_size: int):  # -> tokenizers.Tokeniz
     return tok
 
 
-def write_model_folder(out: Path, fill: Callable[[Path], None]) -> Path:
-    """Build a model folder with fill in a temporary sibling directory and
-    rename it into place (replacing out), so that a reader never sees a
-    half-written model; return out."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=out.name + ".tmp-", dir=out.parent))
-    try:
-        fill(tmp)
-        os.chmod(tmp, 0o755)
-        for f in tmp.iterdir():
-            os.chmod(f, 0o644)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out
+def token_id(tokenizer: PreTrainedTokenizerBase, token: str) -> int:
+    """The id of one token."""
+    tid = tokenizer.convert_tokens_to_ids(token)
+    if not isinstance(tid, int):
+        raise TypeError(f"{token!r}: {tid!r} is not one token id")
+    return tid
 
 
 def make_tiny_model(
@@ -215,7 +207,8 @@ def make_tiny_model(
     """Write a tiny Qwen3 model folder to out and return its path.
 
     The folder is built in a temporary sibling directory and renamed into
-    place, so a reader never sees a half-written model.
+    place (parley_trainer.atomic.write_dir), so a reader never sees a
+    half-written model.
     """
     import torch
     from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
@@ -243,8 +236,8 @@ def make_tiny_model(
     tokenizer.add_tokens([AddedToken(t, special=False, normalized=False) for t in ADDED_TOKENS])
     tokenizer.chat_template = chat_template
     vocab = len(tokenizer)
-    endoftext_id = tokenizer.convert_tokens_to_ids(ENDOFTEXT)
-    im_end_id = tokenizer.convert_tokens_to_ids(IM_END)
+    endoftext_id = token_id(tokenizer, ENDOFTEXT)
+    im_end_id = token_id(tokenizer, IM_END)
 
     config = Qwen3Config(
         vocab_size=vocab,
@@ -289,7 +282,7 @@ def make_tiny_model(
         tcfg["tokenizer_class"] = "PreTrainedTokenizerFast"
         cfg_path.write_text(json.dumps(tcfg, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
-    write_model_folder(out_path, fill)
+    write_dir(out_path, fill)
     return out_path
 
 

@@ -1,8 +1,8 @@
 """Trainer throughput: training tokens per second of the GRPO step (forward,
 backward, optimizer) on a synthetic batch, through the trainer's own code.
 
-    python -m parley_trainer.bench --model models/tiny                 # CPU, the tiny model
-    python -m parley_trainer.bench --random-config 1.7b --device cuda  # random-init Qwen3 on a GPU
+    python -m parley_tools.bench --model models/tiny                 # CPU, the tiny model
+    python -m parley_tools.bench --random-config 1.7b --device cuda  # random-init Qwen3 on a GPU
 
 --random-config builds a Qwen3 of that size with random weights (nothing is
 downloaded; the tokenizer is not needed): 0.6b, 1.7b.
@@ -16,14 +16,16 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from .modeling import LoraSettings
-from .train import TrainConfig, Trainer, synthetic_batch
+from parley_trainer.config import TrainConfig
+from parley_trainer.modeling import LoraSettings
+from parley_trainer.train import Trainer, synthetic_batch
 
 # Qwen3-0.6B and Qwen3-1.7B shapes.
-CONFIGS = {
-    "0.6b": dict(hidden_size=1024, intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16, num_key_value_heads=8, head_dim=128),
-    "1.7b": dict(hidden_size=2048, intermediate_size=6144, num_hidden_layers=28, num_attention_heads=16, num_key_value_heads=8, head_dim=128),
+CONFIGS: dict[str, dict[str, Any]] = {
+    "0.6b": {"hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128},
+    "1.7b": {"hidden_size": 2048, "intermediate_size": 6144, "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128},
 }
 
 
@@ -34,13 +36,14 @@ def random_model(size: str, out: Path) -> Path:
     cfg = Qwen3Config(vocab_size=151936, tie_word_embeddings=True, max_position_embeddings=32768, **CONFIGS[size])
     torch.manual_seed(0)
     with torch.device("cpu"):
-        model = Qwen3ForCausalLM(cfg).to(torch.bfloat16)
+        # transformers wraps to() with functools.wraps, whose signature mypy does not bind to self
+        model = Qwen3ForCausalLM(cfg).to(torch.bfloat16)  # type: ignore[arg-type]
     model.save_pretrained(out)
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m parley_trainer.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="python -m parley_tools.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default=None, help="model folder")
     p.add_argument("--random-config", choices=sorted(CONFIGS), default=None)
     p.add_argument("--rows", type=int, default=16)

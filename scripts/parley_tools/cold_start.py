@@ -1,6 +1,6 @@
 """Cold-start supervised fine-tuning of a model folder on seed 002's moves.
 
-A random-weight model (python -m parley_trainer.tiny_model) never writes
+A random-weight model (python -m parley_tools.tiny_model) never writes
 `VOTE: YES` or `PROPOSAL: A1 B2 C3 D4 E1`, so a reinforcement learning run
 on the five-party game has almost nothing to compare. This module teaches it
 the format only: it reads the dialogue sequences a role was given in earlier
@@ -12,7 +12,7 @@ asked for a proposal — and fine-tunes every weight on those moves. The
 result writes well-formed moves but has learned nothing about which move is
 good: which votes pay is left to the RL run.
 
-    python -m parley_trainer.cold_start --model models/tiny-mp --out models/tiny-mp-cold \\
+    python -m parley_tools.cold_start --model models/tiny-mp --out models/tiny-mp-cold \\
         --rollouts runs/mp-prompts/rollouts/step-000000.parquet --role g1
 """
 
@@ -26,8 +26,12 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from parley_trainer.tiny_model import write_model_folder
+from parley_trainer.atomic import write_dir
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 # What the game's prompts end with (rollout/multiparty/protocol/render.go).
 VOTE_ASK = "End your message with VOTE: YES or VOTE: NO."
@@ -82,7 +86,7 @@ def last_user_turn(text: str) -> str:
     return text if at < 0 else text[at:]
 
 
-def rewrite(ids: list[int], mask: list[int], tokenizer, eos_id: int, rng: random.Random) -> Example | None:  # noqa: ANN001
+def rewrite(ids: list[int], mask: list[int], tokenizer: PreTrainedTokenizerBase, eos_id: int, rng: random.Random) -> Example | None:
     """Replace each reply of a sequence by a random move of the kind its
     prompt asked for, ended by eos; replies to other prompts are dropped
     from the loss. None when the sequence asks for no move."""
@@ -93,7 +97,9 @@ def rewrite(ids: list[int], mask: list[int], tokenizer, eos_id: int, rng: random
     for start, end in segments(mask):
         out_ids += ids[pos:start]
         out_mask += [0] * (start - pos)
-        ask = last_user_turn(tokenizer.decode(ids[max(0, start - ASK_WINDOW) : start]))
+        window = tokenizer.decode(ids[max(0, start - ASK_WINDOW) : start])
+        assert isinstance(window, str)  # one sequence decodes to one string
+        ask = last_user_turn(window)
         kind = "vote" if VOTE_ASK in ask else "proposal" if PROPOSAL_ASK in ask else ""
         if kind:
             move = tokenizer.encode(draw_move(kind, rng), add_special_tokens=False) + [eos_id]
@@ -113,7 +119,7 @@ def rewrite(ids: list[int], mask: list[int], tokenizer, eos_id: int, rng: random
     return Example(out_ids, out_mask) if moves else None
 
 
-def read_examples(paths: list[str], role: str, tokenizer, eos_id: int, seed: int) -> list[Example]:  # noqa: ANN001
+def read_examples(paths: list[str], role: str, tokenizer: PreTrainedTokenizerBase, eos_id: int, seed: int) -> list[Example]:
     """The role's dialogue sequences from rollouts parquet files, rewritten."""
     import pyarrow.parquet as pq
 
@@ -136,7 +142,7 @@ def read_examples(paths: list[str], role: str, tokenizer, eos_id: int, seed: int
     return out
 
 
-def fine_tune(model, examples: list[Example], epochs: int, lr: float, seed: int) -> list[float]:  # noqa: ANN001
+def fine_tune(model: PreTrainedModel, examples: list[Example], epochs: int, lr: float, seed: int) -> list[float]:
     """Fine-tune every weight on the examples' masked tokens, one sequence a
     step; return the mean loss of each epoch."""
     import torch
@@ -165,7 +171,7 @@ def fine_tune(model, examples: list[Example], epochs: int, lr: float, seed: int)
     return losses
 
 
-def yes_rate(model, tokenizer, examples: list[Example]) -> tuple[float, int]:  # noqa: ANN001
+def yes_rate(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, examples: list[Example]) -> tuple[float, int]:
     """What the model prefers at a vote: its probability of YES against NO
     after "VOTE:" at each vote of the examples, averaged, and the number of
     votes."""
@@ -191,7 +197,7 @@ def yes_rate(model, tokenizer, examples: list[Example]) -> tuple[float, int]:  #
     return (total / n if n else 0.0), n
 
 
-def save(model, src: Path, out: Path) -> None:  # noqa: ANN001
+def save(model: PreTrainedModel, src: Path, out: Path) -> None:
     """Write the model's weights with the source folder's other files
     (tokenizer, chat template, configs) to out, atomically."""
 
@@ -201,7 +207,7 @@ def save(model, src: Path, out: Path) -> None:  # noqa: ANN001
                 shutil.copy2(f, tmp / f.name)
         model.save_pretrained(tmp, safe_serialization=True)
 
-    write_model_folder(out, fill)
+    write_dir(out, fill)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,6 +17,7 @@ import (
 	"github.com/parleyhq/parley/eval/report"
 	"github.com/parleyhq/parley/internal/crashpoint"
 	"github.com/parleyhq/parley/internal/fsutil"
+	"github.com/parleyhq/parley/metrics"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
 	"go.uber.org/zap"
@@ -65,26 +66,6 @@ type EvalOptions struct {
 	OnEval func(m map[string]any)
 }
 
-// Metrics keys of an evaluation's line in metrics.jsonl, under
-// report.EvalPrefix. The trained side is the step's adapter; base_ keys
-// are the base model's. Win rate is in percent, a tie counting half.
-const (
-	EvalKind                     = "eval" // the line's "kind"
-	KeyEvalWinRate               = report.KeyEvalWinRate
-	KeyEvalWins                  = report.KeyEvalWins
-	KeyEvalTies                  = report.KeyEvalTies
-	KeyEvalLosses                = report.KeyEvalLosses
-	KeyEvalExcluded              = report.EvalPrefix + "excluded"
-	KeyEvalPrompts               = report.EvalPrefix + "prompts"
-	KeyEvalScoreMean             = report.KeyEvalScoreMean
-	KeyEvalBaseScoreMean         = report.KeyEvalBaseScoreMean
-	KeyEvalAgreementRate         = report.KeyEvalAgreementRate
-	KeyEvalBaseAgreementRate     = report.KeyEvalBaseAgreementRate
-	KeyEvalRoundsToAgreement     = report.KeyEvalRoundsToAgreement
-	KeyEvalBaseRoundsToAgreement = report.KeyEvalBaseRoundsToAgreement
-	KeyEvalSeconds               = report.EvalPrefix + "seconds"
-)
-
 // EvalResult is one step's evaluation, as RUN/evals/step-N.json holds it.
 type EvalResult struct {
 	// EvalSetup is how the evaluation was made (its fields are the file's
@@ -108,23 +89,23 @@ type EvalResult struct {
 
 // Metrics is the evaluation's line for metrics.jsonl.
 func (r EvalResult) Metrics() map[string]any {
-	m := map[string]any{"step": r.Step, "kind": EvalKind,
-		KeyEvalExcluded: r.Excluded, KeyEvalPrompts: r.Prompts, KeyEvalSeconds: r.Seconds,
-		KeyEvalAgreementRate: r.Trained.AgreementRate, KeyEvalBaseAgreementRate: r.BaseSide.AgreementRate,
+	m := metrics.Line{metrics.KeyStep: r.Step, metrics.KeyKind: metrics.EvalKind,
+		metrics.KeyEvalExcluded: r.Excluded, metrics.KeyEvalPrompts: r.Prompts, metrics.KeyEvalSeconds: r.Seconds,
+		metrics.KeyEvalAgreementRate: r.Trained.AgreementRate, metrics.KeyEvalBaseAgreementRate: r.BaseSide.AgreementRate,
 	}
 	if len(r.Result.Runs) > 0 {
 		run := r.Result.Runs[0]
-		m[KeyEvalWinRate], m[KeyEvalWins], m[KeyEvalTies], m[KeyEvalLosses] = run.WinRate, run.Wins, run.Ties, run.Losses
+		m[metrics.KeyEvalWinRate], m[metrics.KeyEvalWins], m[metrics.KeyEvalTies], m[metrics.KeyEvalLosses] = run.WinRate, run.Wins, run.Ties, run.Losses
 	}
-	for k, p := range map[string]*float64{
-		KeyEvalScoreMean: r.Trained.ScoreMean, KeyEvalBaseScoreMean: r.BaseSide.ScoreMean,
-		KeyEvalRoundsToAgreement: r.Trained.RoundsToAgreement, KeyEvalBaseRoundsToAgreement: r.BaseSide.RoundsToAgreement,
+	for k, p := range map[metrics.Key]*float64{
+		metrics.KeyEvalScoreMean: r.Trained.ScoreMean, metrics.KeyEvalBaseScoreMean: r.BaseSide.ScoreMean,
+		metrics.KeyEvalRoundsToAgreement: r.Trained.RoundsToAgreement, metrics.KeyEvalBaseRoundsToAgreement: r.BaseSide.RoundsToAgreement,
 	} {
 		if p != nil {
 			m[k] = *p
 		}
 	}
-	return m
+	return m.Strings()
 }
 
 // ReadEval reads RUN/evals/step-N.json; ok is false when there is none.
@@ -362,9 +343,9 @@ func (ev *evaluator) run(ctx context.Context, job evalJob) error {
 		return fmt.Errorf("train.Loop step %d: evaluation: %w", job.step, err)
 	}
 	m := r.Metrics()
-	l.log.Info("evaluation done", zap.Int("step", job.step), zap.Any("win_rate", m[KeyEvalWinRate]),
-		zap.Any("score_mean", m[KeyEvalScoreMean]), zap.Any("base_score_mean", m[KeyEvalBaseScoreMean]),
-		zap.Any("agreement_rate", m[KeyEvalAgreementRate]), zap.Float64("seconds", r.Seconds))
+	l.log.Info("evaluation done", zap.Int("step", job.step), zap.Any("win_rate", m[string(metrics.KeyEvalWinRate)]),
+		zap.Any("score_mean", m[string(metrics.KeyEvalScoreMean)]), zap.Any("base_score_mean", m[string(metrics.KeyEvalBaseScoreMean)]),
+		zap.Any("agreement_rate", m[string(metrics.KeyEvalAgreementRate)]), zap.Float64("seconds", r.Seconds))
 	if o.OnEval != nil {
 		o.OnEval(m)
 	}

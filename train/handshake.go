@@ -361,7 +361,7 @@ func (s *HandshakeServer) handleNext(w http.ResponseWriter, r *http.Request) {
 		if found {
 			nb := NextBatch{Step: step, Ready: ready}
 			if sc, err := readSidecar(s.dir, step); err == nil {
-				nb.Metrics = sc.Metrics
+				nb.Metrics = sc.Metrics.Strings()
 			} else {
 				s.log.Warn("the step's metrics are not sent with its batch", zap.Int("step", step), zap.Error(err))
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
 	"github.com/parleyhq/parley/internal/crashpoint"
+	"github.com/parleyhq/parley/metrics"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
 	"go.uber.org/zap"
@@ -140,7 +141,7 @@ func readSidecar(d dataset.RunDir, step int) (sidecar, error) {
 // step's metrics line and the role baseline, so that a resumed run that
 // skips the written batch still has both.
 type sidecar struct {
-	Metrics      map[string]any     `json:"metrics"`
+	Metrics      metrics.Line       `json:"metrics"`
 	RoleBaseline *grpo.RoleBaseline `json:"role_baseline"`
 	// Series are the series cursors after the step (series training).
 	Series []SeriesCursor `json:"series,omitempty"`
@@ -152,7 +153,7 @@ func (l *Loop) readSidecar(step int) (sidecar, error) {
 		return sc, fmt.Errorf("train.Loop step %d: %w", step, err)
 	}
 	if sc.Metrics == nil {
-		sc.Metrics = map[string]any{}
+		sc.Metrics = metrics.Line{}
 	}
 	if sc.RoleBaseline == nil {
 		sc.RoleBaseline = grpo.NewRoleBaseline()
@@ -459,24 +460,24 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 			zap.Int("groups_zero_variance", res.Advantage.DroppedZeroVariance), zap.Int("rollouts_failed", sum.Failed))
 	}
 
-	m := map[string]any{
-		"step": step, "policy_version": pv,
-		"score_min": res.Advantage.ScoreMin, "score_mean": res.Advantage.ScoreMean, "score_max": res.Advantage.ScoreMax,
-		"reward_mean": res.Advantage.RewardMean, "reward_std": res.Advantage.RewardStd,
-		"agreement_rate": sum.AgreementRate, "rounds_to_agreement": sum.RoundsToAgree, "mean_rounds": sum.MeanRounds,
-		"rollouts": sum.Rollouts, "rollouts_failed": sum.Failed,
-		"judge_failed": res.Judge.Failed, "judge_cached": res.Judge.Cached,
-		"groups": res.Advantage.Groups, "groups_dropped_zero_variance": res.Advantage.DroppedZeroVariance,
-		"prompt_tokens": sum.PromptTokens, "sampled_tokens": sum.SampledTokens, "prefix_breaks": sum.PrefixBreaks,
-		"sequences_per_rollout": sum.SequencesPerRollout, "trainer_tokens_per_sampled_token": sum.TrainerTokensPerSampled,
-		"prompt_tokens_sent": sum.PromptTokensSent, "closed_turns": sum.ClosedTurns,
-		"batch_rows": res.Batch.Rows, "batch_tokens": res.Batch.Tokens, "trained_tokens": res.Batch.TrainedTokens,
-		"sample_seconds": sampleSec, "judge_seconds": judgeSec,
+	m := metrics.Line{
+		metrics.KeyStep: step, metrics.KeyPolicyVersion: pv,
+		metrics.KeyScoreMin: res.Advantage.ScoreMin, metrics.KeyScoreMean: res.Advantage.ScoreMean, metrics.KeyScoreMax: res.Advantage.ScoreMax,
+		metrics.KeyRewardMean: res.Advantage.RewardMean, metrics.KeyRewardStd: res.Advantage.RewardStd,
+		metrics.KeyAgreementRate: sum.AgreementRate, metrics.KeyRoundsToAgreement: sum.RoundsToAgree, metrics.KeyMeanRounds: sum.MeanRounds,
+		metrics.KeyRollouts: sum.Rollouts, metrics.KeyRolloutsFailed: sum.Failed,
+		metrics.KeyJudgeFailed: res.Judge.Failed, metrics.KeyJudgeCached: res.Judge.Cached,
+		metrics.KeyGroups: res.Advantage.Groups, metrics.KeyGroupsDroppedZeroVariance: res.Advantage.DroppedZeroVariance,
+		metrics.KeyPromptTokens: sum.PromptTokens, metrics.KeySampledTokens: sum.SampledTokens, metrics.KeyPrefixBreaks: sum.PrefixBreaks,
+		metrics.KeySequencesPerRollout: sum.SequencesPerRollout, metrics.KeyTrainerTokensPerSampledToken: sum.TrainerTokensPerSampled,
+		metrics.KeyPromptTokensSent: sum.PromptTokensSent, metrics.KeyClosedTurns: sum.ClosedTurns,
+		metrics.KeyBatchRows: res.Batch.Rows, metrics.KeyBatchTokens: res.Batch.Tokens, metrics.KeyTrainedTokens: res.Batch.TrainedTokens,
+		metrics.KeySampleSeconds: sampleSec, metrics.KeyJudgeSeconds: judgeSec,
 	}
 	addRoleMetrics(m, res.Advantage.Roles)
 	if spec, ok := rollout.Lookup(l.opts.Rollout.Game.Name()); ok && spec.Metrics != nil {
 		for k, v := range spec.Metrics(rs) {
-			m[k] = v
+			m[metrics.Key(k)] = v
 		}
 	}
 	b, err := json.Marshal(sidecar{Metrics: m, RoleBaseline: baseline, Series: cursors})
@@ -525,13 +526,13 @@ func (l *Loop) finish(ctx context.Context, step int) error {
 	if err != nil {
 		// Only a trained step gets here without its sidecar (ensureBatch
 		// said so): record what the trainer reported.
-		sc = sidecar{Metrics: map[string]any{"sample_metrics_lost": true}, RoleBaseline: l.baseline.Clone()}
+		sc = sidecar{Metrics: metrics.Line{metrics.KeySampleMetricsLost: true}, RoleBaseline: l.baseline.Clone()}
 	}
 	m := sc.Metrics
-	m["step"] = step
-	m["wait_trainer_seconds"] = waitSec
+	m[metrics.KeyStep] = step
+	m[metrics.KeyWaitTrainerSeconds] = waitSec
 	for k, v := range done.Metrics {
-		m["trainer/"+k] = v
+		m[metrics.TrainerPrefix+metrics.Key(k)] = v
 	}
 	if !l.recorded[step] {
 		l.metricsMu.Lock()
@@ -556,7 +557,7 @@ func (l *Loop) finish(ctx context.Context, step int) error {
 		return err
 	}
 	if l.opts.OnStep != nil {
-		l.opts.OnStep(m)
+		l.opts.OnStep(m.Strings())
 	}
 	// Queued, not run: the evaluation goes on beside the next steps.
 	if err := l.ev.queue(step); err != nil {
@@ -641,7 +642,7 @@ func (l *Loop) waitTrainer(ctx context.Context, step int) (Done, error) {
 // addRoleMetrics adds reward_mean/<role> for every trained role when the
 // roles' rewards differ (a zero-sum game's sides, five parties); roles that
 // share one reward (the deliberation game) add nothing beyond reward_mean.
-func addRoleMetrics(m map[string]any, roles map[string]grpo.RoleStats) {
+func addRoleMetrics(m metrics.Line, roles map[string]grpo.RoleStats) {
 	differ := false
 	first := true
 	var mean float64
@@ -656,7 +657,7 @@ func addRoleMetrics(m map[string]any, roles map[string]grpo.RoleStats) {
 		return
 	}
 	for role, r := range roles {
-		m["reward_mean/"+role] = r.RewardMean
+		m[metrics.RoleRewardPrefix+metrics.Key(role)] = r.RewardMean
 	}
 }
 
@@ -704,7 +705,7 @@ func recordedSteps(path string) (steps, evals map[int]bool, err error) {
 		if json.Unmarshal(sc.Bytes(), &m) != nil || m.Step == nil {
 			continue
 		}
-		if m.Kind == EvalKind {
+		if m.Kind == metrics.EvalKind {
 			evals[*m.Step] = true
 		} else {
 			steps[*m.Step] = true

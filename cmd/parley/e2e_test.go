@@ -20,6 +20,7 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/internal/vllmtest"
+	"github.com/parleyhq/parley/metrics"
 	"github.com/parleyhq/parley/train"
 )
 
@@ -109,7 +110,7 @@ func metricSteps(t *testing.T, runDir string) (steps, evals []int) {
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatalf("metrics line %q: %v", line, err)
 		}
-		if m.Kind == train.EvalKind {
+		if m.Kind == metrics.EvalKind {
 			evals = append(evals, m.Step)
 		} else {
 			steps = append(steps, m.Step)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
+	"github.com/parleyhq/parley/handshake"
 	"github.com/parleyhq/parley/internal/crashpoint"
 	"github.com/parleyhq/parley/metrics"
 	"github.com/parleyhq/parley/reward"
@@ -124,19 +125,6 @@ type Loop struct {
 	evalRecorded map[int]bool
 }
 
-// readSidecar reads step's sidecar (SidecarPath) as it is written.
-func readSidecar(d dataset.RunDir, step int) (sidecar, error) {
-	var sc sidecar
-	b, err := os.ReadFile(SidecarPath(d, step))
-	if err != nil {
-		return sc, err
-	}
-	if err := json.Unmarshal(b, &sc); err != nil {
-		return sc, fmt.Errorf("%s: %w", SidecarPath(d, step), err)
-	}
-	return sc, nil
-}
-
 // sidecar is what a step's sampling leaves beside its rollouts for the
 // step's metrics line and the role baseline, so that a resumed run that
 // skips the written batch still has both.
@@ -147,8 +135,17 @@ type sidecar struct {
 	Series []SeriesCursor `json:"series,omitempty"`
 }
 
+// readSidecar reads step's sidecar (dataset.RunDir.SidecarPath) as it is
+// written, with an empty metrics line and baseline where it has none.
 func (l *Loop) readSidecar(step int) (sidecar, error) {
-	sc, err := readSidecar(l.opts.Dir, step)
+	var sc sidecar
+	path := l.opts.Dir.SidecarPath(step)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if err = json.Unmarshal(b, &sc); err != nil {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	if err != nil {
 		return sc, fmt.Errorf("train.Loop step %d: %w", step, err)
 	}
@@ -181,7 +178,7 @@ func NewLoop(opts LoopOptions) (*Loop, error) {
 		}
 	}
 	if opts.DonePoll <= 0 {
-		opts.DonePoll = DefaultDonePoll
+		opts.DonePoll = handshake.DefaultDonePoll
 	}
 	if opts.WaitLogEvery <= 0 {
 		opts.WaitLogEvery = 30 * time.Second
@@ -300,7 +297,7 @@ var adapterFiles = [][]string{{"adapter_config.json"}, {"adapter_model.safetenso
 // or absolute inside it), else the checkpoint directory itself, after
 // checking that it holds an adapter. An error names the step, what is
 // missing and what to remove to train the step again.
-func (l *Loop) adapterDir(step int, done Done) (string, error) {
+func (l *Loop) adapterDir(step int, done handshake.Done) (string, error) {
 	ck, err := filepath.Abs(l.opts.Dir.CheckpointDir(step))
 	if err != nil {
 		return "", fmt.Errorf("train.Loop step %d: %w", step, err)
@@ -334,7 +331,7 @@ func (l *Loop) adapterDir(step int, done Done) (string, error) {
 
 // trainedAdapter reads step's DONE and returns its checked adapter folder.
 func (l *Loop) trainedAdapter(step int) (string, error) {
-	done, ok, err := ReadDone(l.opts.Dir.CheckpointDir(step))
+	done, ok, err := handshake.ReadDone(l.opts.Dir.CheckpointDir(step))
 	if err != nil {
 		return "", fmt.Errorf("train.Loop step %d: %w", step, err)
 	}
@@ -344,8 +341,6 @@ func (l *Loop) trainedAdapter(step int) (string, error) {
 	return l.adapterDir(step, done)
 }
 
-func (l *Loop) sidecarPath(step int) string { return SidecarPath(l.opts.Dir, step) }
-
 // ensureBatch samples, judges and writes step's rollouts and batch unless
 // they are final: a batch with a verified .ready, or any batch of a step
 // the trainer already finished (DONE). A step with DONE is never sampled
@@ -353,7 +348,7 @@ func (l *Loop) sidecarPath(step int) string { return SidecarPath(l.opts.Dir, ste
 // not verify is sampled again, and the log says why.
 func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 	_, verr := dataset.VerifyBatch(l.opts.Dir.BatchPath(step), step)
-	_, trained, derr := ReadDone(l.opts.Dir.CheckpointDir(step))
+	_, trained, derr := handshake.ReadDone(l.opts.Dir.CheckpointDir(step))
 	if derr != nil {
 		return fmt.Errorf("train.Loop step %d: %w", step, derr)
 	}
@@ -568,20 +563,20 @@ func (l *Loop) finish(ctx context.Context, step int) error {
 
 // waitTrainer waits for step's DONE, saying so while it waits and when the
 // trainer parley started is down.
-func (l *Loop) waitTrainer(ctx context.Context, step int) (Done, error) {
-	if d, ok, err := ReadDone(l.opts.Dir.CheckpointDir(step)); err == nil && ok {
+func (l *Loop) waitTrainer(ctx context.Context, step int) (handshake.Done, error) {
+	if d, ok, err := handshake.ReadDone(l.opts.Dir.CheckpointDir(step)); err == nil && ok {
 		return d, nil
 	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, l.opts.TrainerTimeout)
 	defer cancel()
 	type result struct {
-		d   Done
+		d   handshake.Done
 		err error
 	}
 	ch := make(chan result, 1)
 	go func() {
-		d, err := WaitDone(ctx, l.opts.Dir.CheckpointDir(step), l.opts.DonePoll)
+		d, err := handshake.WaitDone(ctx, l.opts.Dir.CheckpointDir(step), l.opts.DonePoll)
 		ch <- result{d, err}
 	}()
 	poll := time.NewTicker(l.opts.DonePoll)
@@ -593,12 +588,12 @@ func (l *Loop) waitTrainer(ctx context.Context, step int) (Done, error) {
 		case r := <-ch:
 			if r.err != nil {
 				if parent.Err() != nil {
-					return Done{}, fmt.Errorf("train.Loop step %d: waiting for the trainer: %w", step, parent.Err())
+					return handshake.Done{}, fmt.Errorf("train.Loop step %d: waiting for the trainer: %w", step, parent.Err())
 				}
 				if errors.Is(r.err, context.DeadlineExceeded) {
-					return Done{}, fmt.Errorf("train.Loop step %d: no DONE from the trainer after %s (train.trainer_timeout); is the trainer running on %s?", step, l.opts.TrainerTimeout, l.opts.Dir.Root())
+					return handshake.Done{}, fmt.Errorf("train.Loop step %d: no DONE from the trainer after %s (train.trainer_timeout); is the trainer running on %s?", step, l.opts.TrainerTimeout, l.opts.Dir.Root())
 				}
-				return Done{}, fmt.Errorf("train.Loop step %d: %w", step, r.err)
+				return handshake.Done{}, fmt.Errorf("train.Loop step %d: %w", step, r.err)
 			}
 			if wasDown {
 				l.log.Info("trainer is back", zap.Int("step", step))
@@ -607,14 +602,14 @@ func (l *Loop) waitTrainer(ctx context.Context, step int) (Done, error) {
 		case <-poll.C:
 			// Checked at every poll, so a trainer that refuses the batch
 			// or has crashed for good is seen at once.
-			if ref, ok := ReadRefused(l.opts.Dir.CheckpointDir(step)); ok {
-				return Done{}, fmt.Errorf("train.Loop step %d: the trainer refused the batch %s: %s; "+
+			if ref, ok := handshake.ReadRefused(l.opts.Dir.CheckpointDir(step)); ok {
+				return handshake.Done{}, fmt.Errorf("train.Loop step %d: the trainer refused the batch %s: %s; "+
 					"remove %s, %s and %s to have the step sampled again", step, l.opts.Dir.BatchPath(step), ref.Reason,
-					l.opts.Dir.BatchPath(step), l.opts.Dir.ReadyPath(step), filepath.Join(l.opts.Dir.CheckpointDir(step), RefusedFile))
+					l.opts.Dir.BatchPath(step), l.opts.Dir.ReadyPath(step), filepath.Join(l.opts.Dir.CheckpointDir(step), handshake.RefusedFile))
 			}
 			if l.opts.TrainerGone != nil {
 				if err := l.opts.TrainerGone(); err != nil {
-					return Done{}, fmt.Errorf("train.Loop step %d: %w", step, err)
+					return handshake.Done{}, fmt.Errorf("train.Loop step %d: %w", step, err)
 				}
 			}
 			down := false

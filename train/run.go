@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/handshake"
 	"github.com/parleyhq/parley/internal/fsutil"
 	"github.com/parleyhq/parley/internal/proc"
 	"github.com/parleyhq/parley/llm"
@@ -290,18 +291,18 @@ func waitHealthy(ctx context.Context, srv *proc.Supervisor, opts RunOptions) err
 
 // startHandshake starts the HTTP handshake server and returns the trainer
 // flags that point to it and the environment entry that passes the token.
-func startHandshake(opts RunOptions, log *zap.Logger) (*HandshakeServer, []string, string, error) {
+func startHandshake(opts RunOptions, log *zap.Logger) (*handshake.Server, []string, string, error) {
 	token := opts.Token
 	if token == "" {
 		if len(opts.TrainerCommand) == 0 {
 			return nil, nil, "", fmt.Errorf("train.Run: the HTTP handshake needs a bearer token in %s (train.token_env) that the remote trainer also has", opts.TokenEnv)
 		}
 		var err error
-		if token, err = NewToken(); err != nil {
+		if token, err = handshake.NewToken(); err != nil {
 			return nil, nil, "", err
 		}
 	}
-	hs, err := NewHandshakeServer(HandshakeOptions{Dir: opts.Loop.Dir.Root(), Token: token, Addr: opts.HTTPAddr, Logger: log.Named("handshake")})
+	hs, err := handshake.NewServer(handshake.Options{Dir: opts.Loop.Dir.Root(), Token: token, Addr: opts.HTTPAddr, Logger: log.Named("handshake")})
 	if err != nil {
 		return nil, nil, "", err
 	}

@@ -104,18 +104,11 @@ func WriteStep(d dataset.RunDir, step, policyVersion int, rs []dataset.Rollout, 
 		return dataset.Ready{}, err
 	}
 	if sidecar != nil {
-		if err := fsutil.WriteFileAtomic(SidecarPath(d, step), sidecar, 0o644); err != nil {
+		if err := fsutil.WriteFileAtomic(d.SidecarPath(step), sidecar, 0o644); err != nil {
 			return dataset.Ready{}, err
 		}
 	}
 	return dataset.WriteBatch(d.BatchPath(step), step, policyVersion, rows)
-}
-
-// SidecarPath is rollouts/step-N.metrics.json: what a step's sampling
-// leaves beside its rollouts for the step's metrics line and the role
-// baseline, so that a resumed run that skips the written batch has both.
-func SidecarPath(d dataset.RunDir, step int) string {
-	return filepath.Join(d.RolloutsDir(), dataset.StepName(step)+".metrics.json")
 }
 
 // RescoreOptions configure Rescore.

@@ -41,11 +41,17 @@ func withEval(t *testing.T, every int, cmp func(harness.Comparer) harness.Compar
 		if err != nil {
 			t.Fatal(err)
 		}
-		o.Eval = train.EvalOptions{
-			Every: every, Prompts: dataset.SelectSplit(all, dataset.SplitEval)[:4],
-			Aspect: harness.Aspect{Name: "score", Judge: c}, Scorer: o.Judge, Scale: reward.ScaleOf(o.Judge),
+		ev, err := harness.NewStepEvaluator(harness.StepEvalOptions{
+			Prompts: dataset.SelectSplit(all, dataset.SplitEval)[:4],
+			Aspect:  harness.Aspect{Name: "score", Judge: c}, Scorer: o.Judge, Scale: reward.ScaleOf(o.Judge),
 			Decoding: dec[0], Concurrency: 4, JudgeConcurrency: 2,
+			Game: o.Rollout.Game, Policy: o.Rollout.Policy, Base: o.Rollout.Model, Seed: o.Seed,
+			ChatTemplateKwargs: o.Rollout.ChatTemplateKwargs, Logger: o.Logger,
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
+		o.Eval = train.EvalOptions{Every: every, Evaluator: ev}
 	}
 }
 
@@ -125,7 +131,7 @@ func TestLoopEvalEvery(t *testing.T) {
 				t.Errorf("step %d: %s = %v, want rounds in [1, 3]", step, k, v)
 			}
 		}
-		r, ok, err := train.ReadEval(dir, step)
+		r, ok, err := harness.ReadEval(dir, step)
 		if err != nil || !ok {
 			t.Fatalf("ReadEval(%d) = %v, %v", step, ok, err)
 		}
@@ -335,7 +341,7 @@ func TestSIGKILLInEvaluation(t *testing.T) {
 	}
 	for _, m := range evals {
 		step := int(m["step"].(float64))
-		r, ok, err := train.ReadEval(rd, step)
+		r, ok, err := harness.ReadEval(rd, step)
 		if err != nil || !ok {
 			t.Fatalf("ReadEval(%d) = %v, %v", step, ok, err)
 		}

@@ -117,7 +117,7 @@ type Loop struct {
 	// staleness 1 it runs one step ahead of the state's).
 	baseline *grpo.RoleBaseline
 	// ev runs the evaluations of the current Run.
-	ev *evaluator
+	ev *evalRunner
 	// metricsMu serialises the appends to metrics.jsonl of the loop and
 	// its evaluations; evalRecorded (under it) holds the steps whose
 	// evaluation line is written.

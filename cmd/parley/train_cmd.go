@@ -178,13 +178,17 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.Run
 		return err
 	}
 	defer closeJudge()
-	evalOpts, closeEval, err := evalOptions(cfg, judge, runDir.Root(), log)
+	every, evalOpts, closeEval, err := evalOptions(cfg, judge, runDir.Root(), log)
 	if err != nil {
 		return err
 	}
 	defer closeEval()
 	bars := a.bars()
 	defer bars.Wait()
+	evals, err := loopEval(every, evalOpts, ro, bars.Start, log)
+	if err != nil {
+		return err
+	}
 	rep := &stepReporter{bar: bars.Add("steps", int64(cfg.Train.Steps)), tm: tm, log: log, start: time.Now()}
 	opts := supervision(cfg, runDir, frozen, policy, log)
 	opts.Loop = train.LoopOptions{
@@ -194,7 +198,7 @@ func runTrain(ctx context.Context, a *app, cfg config.Config, runDir dataset.Run
 		Rollout: ro, Judge: judge, JudgeConcurrency: cfg.Judge.Concurrency,
 		Advantage: advantageOptions(cfg.GRPO), Mask: cfg.GRPO.Mask, AdapterPrefix: cfg.Train.AdapterPrefix,
 		TrainerTimeout: cfg.Train.TrainerTimeout, MaxFailedFraction: cfg.Train.MaxFailedFraction, Logger: log,
-		Eval: evalOpts, OnStart: rep.onStart, Progress: bars.Start, OnStep: rep.onStep,
+		Eval: evals, OnStart: rep.onStart, Progress: bars.Start, OnStep: rep.onStep,
 	}
 	st, err := train.Run(ctx, opts)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 )
 
 // EvalSetup is how an evaluation during training was made, the head of
-// each RUN/evals/step-N.json the training loop writes (train.EvalResult
+// each RUN/evals/step-N.json the training loop writes (harness.EvalResult
 // embeds it): the step, the base model, the held-out set and its size, the
 // decoding, how the finals were compared and by which judge.
 type EvalSetup struct {

@@ -12,7 +12,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -160,50 +159,75 @@ func (l *Loop) readSidecar(step int) (sidecar, error) {
 
 // NewLoop checks opts and reads the run's state.
 func NewLoop(opts LoopOptions) (*Loop, error) {
-	if opts.Rollout.Game == nil || opts.Rollout.Policy == nil || opts.Judge == nil || opts.Adapters == nil {
-		return nil, errors.New("train.NewLoop: game, policy, judge and adapter loader are required")
-	}
-	if len(opts.Prompts) == 0 || opts.PromptsPerStep <= 0 || opts.Steps <= 0 {
-		return nil, fmt.Errorf("train.NewLoop: need prompts (%d), prompts per step (%d) and steps (%d)", len(opts.Prompts), opts.PromptsPerStep, opts.Steps)
-	}
-	if err := dataset.CheckTrainRows("the curriculum", opts.Prompts); err != nil {
+	if err := opts.check(); err != nil {
 		return nil, fmt.Errorf("train.NewLoop: %w", err)
 	}
-	if opts.MaxStaleness != 0 && opts.MaxStaleness != 1 {
-		return nil, fmt.Errorf("train.NewLoop: max staleness %d: want 0 or 1", opts.MaxStaleness)
-	}
-	if so := opts.Series; so != nil {
-		if _, ok := opts.Rollout.Game.(rollout.SeriesGame); !ok || so.Plan == nil || so.Slots <= 0 {
-			return nil, fmt.Errorf("train.NewLoop: series training needs a SeriesGame (%s), a plan and slots (%d)", opts.Rollout.Game.Name(), so.Slots)
-		}
-	}
-	if opts.DonePoll <= 0 {
-		opts.DonePoll = handshake.DefaultDonePoll
-	}
-	if opts.WaitLogEvery <= 0 {
-		opts.WaitLogEvery = 30 * time.Second
-	}
-	if opts.TrainerTimeout <= 0 {
-		opts.TrainerTimeout = 24 * time.Hour
-	}
-	if opts.AdapterPrefix == "" {
-		opts.AdapterPrefix = "parley"
-	}
-	if opts.MaxFailedFraction <= 0 {
-		opts.MaxFailedFraction = 0.5
-	}
-	if err := opts.Eval.check(); err != nil {
-		return nil, fmt.Errorf("train.NewLoop: %w", err)
-	}
-	if opts.Logger == nil {
-		opts.Logger = zap.NewNop()
-	}
+	opts.setDefaults()
 	if err := opts.Dir.Create(); err != nil {
 		return nil, err
 	}
-	st, ok, err := LoadState(opts.Dir.StatePath())
+	st, err := loadRunState(opts)
 	if err != nil {
 		return nil, err
+	}
+	recorded, evals, err := recordedSteps(opts.Dir.MetricsPath())
+	if err != nil {
+		return nil, err
+	}
+	return &Loop{opts: opts, log: opts.Logger, state: st, recorded: recorded, evalRecorded: evals, baseline: st.RoleBaseline.Clone()}, nil
+}
+
+// check validates o.
+func (o *LoopOptions) check() error {
+	if o.Rollout.Game == nil || o.Rollout.Policy == nil || o.Judge == nil || o.Adapters == nil {
+		return errors.New("game, policy, judge and adapter loader are required")
+	}
+	if len(o.Prompts) == 0 || o.PromptsPerStep <= 0 || o.Steps <= 0 {
+		return fmt.Errorf("need prompts (%d), prompts per step (%d) and steps (%d)", len(o.Prompts), o.PromptsPerStep, o.Steps)
+	}
+	if err := dataset.CheckTrainRows("the curriculum", o.Prompts); err != nil {
+		return err
+	}
+	if o.MaxStaleness != 0 && o.MaxStaleness != 1 {
+		return fmt.Errorf("max staleness %d: want 0 or 1", o.MaxStaleness)
+	}
+	if so := o.Series; so != nil {
+		if _, ok := o.Rollout.Game.(rollout.SeriesGame); !ok || so.Plan == nil || so.Slots <= 0 {
+			return fmt.Errorf("series training needs a SeriesGame (%s), a plan and slots (%d)", o.Rollout.Game.Name(), so.Slots)
+		}
+	}
+	return o.Eval.check()
+}
+
+// setDefaults fills the zero options that have a default.
+func (o *LoopOptions) setDefaults() {
+	if o.DonePoll <= 0 {
+		o.DonePoll = handshake.DefaultDonePoll
+	}
+	if o.WaitLogEvery <= 0 {
+		o.WaitLogEvery = 30 * time.Second
+	}
+	if o.TrainerTimeout <= 0 {
+		o.TrainerTimeout = 24 * time.Hour
+	}
+	if o.AdapterPrefix == "" {
+		o.AdapterPrefix = "parley"
+	}
+	if o.MaxFailedFraction <= 0 {
+		o.MaxFailedFraction = 0.5
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+}
+
+// loadRunState reads the run's state.json, or starts the state of a new
+// run; a state without a nonce gets one, saved at once, so that the run's
+// adapter names never change.
+func loadRunState(opts LoopOptions) (State, error) {
+	st, ok, err := LoadState(opts.Dir.StatePath())
+	if err != nil {
+		return State{}, err
 	}
 	if !ok {
 		st = State{Version: StateVersion, RunID: opts.RunID, Seed: opts.Seed, RoleBaseline: grpo.NewRoleBaseline()}
@@ -211,21 +235,17 @@ func NewLoop(opts LoopOptions) (*Loop, error) {
 	if st.Nonce == "" {
 		var b [4]byte
 		if _, err := rand.Read(b[:]); err != nil {
-			return nil, fmt.Errorf("train.NewLoop: %w", err)
+			return State{}, fmt.Errorf("train.NewLoop: %w", err)
 		}
 		st.Nonce = hex.EncodeToString(b[:])
 		if err := SaveState(opts.Dir.StatePath(), st); err != nil {
-			return nil, err
+			return State{}, err
 		}
 	}
 	if st.RoleBaseline == nil {
 		st.RoleBaseline = grpo.NewRoleBaseline()
 	}
-	recorded, evals, err := recordedSteps(opts.Dir.MetricsPath())
-	if err != nil {
-		return nil, err
-	}
-	return &Loop{opts: opts, log: opts.Logger, state: st, recorded: recorded, evalRecorded: evals, baseline: st.RoleBaseline.Clone()}, nil
+	return st, nil
 }
 
 // progress starts a progress bar through opts.Progress, or nothing.
@@ -341,156 +361,11 @@ func (l *Loop) trainedAdapter(step int) (string, error) {
 	return l.adapterDir(step, done)
 }
 
-// ensureBatch samples, judges and writes step's rollouts and batch unless
-// they are final: a batch with a verified .ready, or any batch of a step
-// the trainer already finished (DONE). A step with DONE is never sampled
-// again, even when its batch no longer verifies; a pending batch that does
-// not verify is sampled again, and the log says why.
-func (l *Loop) ensureBatch(ctx context.Context, step int) error {
-	_, verr := dataset.VerifyBatch(l.opts.Dir.BatchPath(step), step)
-	_, trained, derr := handshake.ReadDone(l.opts.Dir.CheckpointDir(step))
-	if derr != nil {
-		return fmt.Errorf("train.Loop step %d: %w", step, derr)
-	}
-	if verr == nil || trained {
-		if verr != nil {
-			l.log.Warn("step was trained (DONE), but its batch no longer verifies; going on with its adapter and never sampling it again",
-				zap.Int("step", step), zap.Error(verr))
-		}
-		// The trainer may have trained this batch: never sample it again.
-		sc, err := l.readSidecar(step)
-		switch {
-		case err == nil:
-			l.baseline = sc.RoleBaseline
-		case trained:
-			l.log.Warn("step was trained, but the metrics of its sampling are lost; its metrics line will hold the trainer's",
-				zap.Int("step", step), zap.Error(err))
-		default:
-			return fmt.Errorf("train.Loop: step %d's batch is written but its metrics are not: %w", step, err)
-		}
-		l.log.Info("batch already written", zap.Int("step", step))
-		return nil
-	}
-	if _, err := os.Stat(l.opts.Dir.ReadyPath(step)); err == nil {
-		l.log.Warn("the step's written batch does not verify against its .ready; sampling it again",
-			zap.Int("step", step), zap.String("batch", l.opts.Dir.BatchPath(step)), zap.Error(verr))
-	}
-	// Load the sampling adapter again before every step: an inference
-	// server restarted since (or a resumed run) no longer holds it.
-	if l.state.Adapter != "" {
-		dir, err := l.trainedAdapter(l.state.PolicyVersion)
-		if err != nil {
-			return err
-		}
-		if err := l.opts.Adapters.LoadLoRA(ctx, l.state.Adapter, dir); err != nil {
-			return fmt.Errorf("train.Loop step %d: load adapter %s: %w", step, l.state.Adapter, err)
-		}
-	}
-	pv := l.state.PolicyVersion
-	model := l.opts.Rollout.Model
-	if l.state.Adapter != "" {
-		model = l.state.Adapter
-	}
-	ro := l.opts.Rollout
-	ro.Model, ro.Step, ro.PolicyVersion, ro.RunID, ro.Seed = model, step, pv, l.opts.RunID, l.opts.Seed
-	runner, err := rollout.NewRunner(ro)
-	if err != nil {
-		return err
-	}
-	t0 := time.Now()
-	var (
-		rs      []dataset.Rollout
-		sum     rollout.Summary
-		cursors []SeriesCursor
-	)
-	if l.opts.Series != nil {
-		tick, end := l.progress(fmt.Sprintf("step %d rollouts", step), l.opts.Series.Slots*ro.GroupSize)
-		rs, sum, cursors, err = l.sampleSeries(ctx, runner, step, tick)
-		end(err != nil || ctx.Err() != nil)
-	} else {
-		prompts := rollout.SelectPrompts(l.opts.Prompts, l.opts.Mix, l.opts.PromptsPerStep, l.opts.Seed, step)
-		tick, end := l.progress(fmt.Sprintf("step %d rollouts", step), len(prompts)*ro.GroupSize)
-		sum, err = runner.Run(ctx, prompts, func(r *dataset.Rollout) error {
-			rs = append(rs, *r)
-			tick()
-			return nil
-		})
-		end(err != nil || ctx.Err() != nil)
-	}
-	if err != nil {
-		return fmt.Errorf("train.Loop step %d: %w", step, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("train.Loop step %d: %w", step, err)
-	}
-	// Completion order varies with timing; the step's files do not.
-	sort.Slice(rs, func(i, j int) bool { return rs[i].RolloutID < rs[j].RolloutID })
-	sampleSec := time.Since(t0).Seconds()
-	t1 := time.Now()
-	baseline := l.baseline.Clone()
-	tick, end := l.progress(fmt.Sprintf("step %d judging", step), len(rs))
-	res, err := ScoreStep(ctx, l.opts.Judge, rs, baseline, ScoreOptions{
-		RunID: l.opts.RunID, Step: step, PolicyVersion: pv,
-		Advantage: l.opts.Advantage, Mask: l.opts.Mask, JudgeConcurrency: l.opts.JudgeConcurrency,
-		OnJudged: tick,
-	})
-	end(err != nil)
-	if err != nil {
-		return fmt.Errorf("train.Loop step %d: %w", step, err)
-	}
-	judgeSec := time.Since(t1).Seconds()
-	for cause, n := range sum.Errors {
-		l.log.Warn("rollouts failed", zap.Int("step", step), zap.Int("count", n), zap.String("cause", cause))
-	}
-	if failed := sum.Failed + res.Judge.Failed; float64(failed) > l.opts.MaxFailedFraction*float64(max(len(rs), 1)) {
-		msg := fmt.Sprintf("train.Loop step %d: %d of %d rollouts failed (%d sampling, %d judging), more than train.max_failed_fraction %g; first error",
-			step, failed, len(rs), sum.Failed, res.Judge.Failed, l.opts.MaxFailedFraction)
-		if sum.FirstErr != nil {
-			return fmt.Errorf("%s: %w", msg, sum.FirstErr)
-		}
-		return fmt.Errorf("%s: %s", msg, firstError(rs))
-	}
-	if len(res.Rows) == 0 {
-		l.log.Warn("the step's batch is empty (every group dropped or failed)", zap.Int("step", step),
-			zap.Int("groups_zero_variance", res.Advantage.DroppedZeroVariance), zap.Int("rollouts_failed", sum.Failed))
-	}
-
-	m := metrics.Line{
-		metrics.KeyStep: step, metrics.KeyPolicyVersion: pv,
-		metrics.KeyScoreMin: res.Advantage.ScoreMin, metrics.KeyScoreMean: res.Advantage.ScoreMean, metrics.KeyScoreMax: res.Advantage.ScoreMax,
-		metrics.KeyRewardMean: res.Advantage.RewardMean, metrics.KeyRewardStd: res.Advantage.RewardStd,
-		metrics.KeyAgreementRate: sum.AgreementRate, metrics.KeyRoundsToAgreement: sum.RoundsToAgree, metrics.KeyMeanRounds: sum.MeanRounds,
-		metrics.KeyRollouts: sum.Rollouts, metrics.KeyRolloutsFailed: sum.Failed,
-		metrics.KeyJudgeFailed: res.Judge.Failed, metrics.KeyJudgeCached: res.Judge.Cached,
-		metrics.KeyGroups: res.Advantage.Groups, metrics.KeyGroupsDroppedZeroVariance: res.Advantage.DroppedZeroVariance,
-		metrics.KeyPromptTokens: sum.PromptTokens, metrics.KeySampledTokens: sum.SampledTokens, metrics.KeyPrefixBreaks: sum.PrefixBreaks,
-		metrics.KeySequencesPerRollout: sum.SequencesPerRollout, metrics.KeyTrainerTokensPerSampledToken: sum.TrainerTokensPerSampled,
-		metrics.KeyPromptTokensSent: sum.PromptTokensSent, metrics.KeyClosedTurns: sum.ClosedTurns,
-		metrics.KeyBatchRows: res.Batch.Rows, metrics.KeyBatchTokens: res.Batch.Tokens, metrics.KeyTrainedTokens: res.Batch.TrainedTokens,
-		metrics.KeySampleSeconds: sampleSec, metrics.KeyJudgeSeconds: judgeSec,
-	}
-	addRoleMetrics(m, res.Advantage.Roles)
-	if spec, ok := rollout.Lookup(l.opts.Rollout.Game.Name()); ok && spec.Metrics != nil {
-		for k, v := range spec.Metrics(rs) {
-			m[metrics.Key(k)] = v
-		}
-	}
-	b, err := json.Marshal(sidecar{Metrics: m, RoleBaseline: baseline, Series: cursors})
-	if err != nil {
-		return fmt.Errorf("train.Loop step %d: metrics: %w", step, err)
-	}
-	ready, err := WriteStep(l.opts.Dir, step, pv, rs, res.Rows, res.Scale, b, l.log)
-	if err != nil {
-		return err
-	}
-	l.baseline = baseline
-	l.log.Info("batch written", zap.Int("step", step), zap.Int("policy_version", pv), zap.Int("rows", ready.Rows), zap.Int64("tokens", ready.Tokens),
-		zap.Float64("reward_mean", res.Advantage.RewardMean), zap.Float64("agreement_rate", sum.AgreementRate), zap.Int("rollouts_failed", sum.Failed))
-	return nil
-}
-
-// finish waits for step's DONE, loads its adapter, records its metrics
-// and saves the state.
+// finish completes step once the trainer has: it waits for the step's
+// DONE, serves the new adapter, records the step's metrics line and then
+// the state, and queues the step's evaluation. A crash between two of
+// these resumes here: DONE is final, the adapter is loaded again, a
+// recorded line is not appended twice, and the state is saved last.
 func (l *Loop) finish(ctx context.Context, step int) error {
 	t0 := time.Now()
 	tick, end := l.progress(fmt.Sprintf("step %d trainer", step), 1)
@@ -505,6 +380,30 @@ func (l *Loop) finish(ctx context.Context, step int) error {
 	crashpoint.Hit("after-done") // the step trained, nothing recorded yet
 	waitSec := time.Since(t0).Seconds()
 	name := l.AdapterName(step)
+	if err := l.serveAdapter(ctx, step, name, done); err != nil {
+		return err
+	}
+	m, baseline, err := l.recordStep(step, done, waitSec)
+	if err != nil {
+		return err
+	}
+	crashpoint.Hit("after-metrics") // the metrics line written, the state not
+	if err := l.saveState(step, name, baseline); err != nil {
+		return err
+	}
+	if l.opts.OnStep != nil {
+		l.opts.OnStep(m.Strings())
+	}
+	// Queued, not run: the evaluation goes on beside the next steps.
+	if err := l.ev.queue(step); err != nil {
+		l.log.Warn("the step's evaluation cannot run", zap.Int("step", step), zap.Error(err))
+	}
+	return nil
+}
+
+// serveAdapter loads the adapter trained on step (its DONE, done) into
+// every endpoint under name, then unloads the adapter it replaces.
+func (l *Loop) serveAdapter(ctx context.Context, step int, name string, done handshake.Done) error {
 	dir, err := l.adapterDir(step, done)
 	if err != nil {
 		return err
@@ -517,9 +416,17 @@ func (l *Loop) finish(ctx context.Context, step int) error {
 			l.log.Warn("unload of the previous adapter failed", zap.String("adapter", prev), zap.Error(err))
 		}
 	}
+	return nil
+}
+
+// recordStep appends step's metrics line unless metrics.jsonl holds it:
+// the sampling's metrics (the sidecar's), the wait for the trainer and the
+// trainer's metrics from done. It returns the line and the role baseline
+// after the step.
+func (l *Loop) recordStep(step int, done handshake.Done, waitSec float64) (metrics.Line, *grpo.RoleBaseline, error) {
 	sc, err := l.readSidecar(step)
 	if err != nil {
-		// Only a trained step gets here without its sidecar (ensureBatch
+		// Only a trained step gets here without its sidecar (resumeBatch
 		// said so): record what the trainer reported.
 		sc = sidecar{Metrics: metrics.Line{metrics.KeySampleMetricsLost: true}, RoleBaseline: l.baseline.Clone()}
 	}
@@ -534,35 +441,30 @@ func (l *Loop) finish(ctx context.Context, step int) error {
 		err := AppendMetrics(l.opts.Dir.MetricsPath(), m)
 		l.metricsMu.Unlock()
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		l.recorded[step] = true
 	}
-	crashpoint.Hit("after-metrics") // the metrics line written, the state not
-	// With staleness 1 the step after this one was sampled by the policy of
-	// the step before; the state records the newest trained policy.
+	return m, sc.RoleBaseline, nil
+}
+
+// saveState records step as the last completed one and its adapter (name)
+// as the policy served. With staleness 1 the step after this one was
+// sampled by the policy of the step before; the state records the newest
+// trained policy.
+func (l *Loop) saveState(step int, name string, baseline *grpo.RoleBaseline) error {
 	l.state.Step = step
 	l.state.PolicyVersion = step
 	l.state.Adapter = name
-	l.state.RoleBaseline = sc.RoleBaseline
+	l.state.RoleBaseline = baseline
 	l.state.RunID = l.opts.RunID
 	l.state.Seed = l.opts.Seed
 	l.state.UpdatedUnixMS = time.Now().UnixMilli()
-	if err := SaveState(l.opts.Dir.StatePath(), l.state); err != nil {
-		return err
-	}
-	if l.opts.OnStep != nil {
-		l.opts.OnStep(m.Strings())
-	}
-	// Queued, not run: the evaluation goes on beside the next steps.
-	if err := l.ev.queue(step); err != nil {
-		l.log.Warn("the step's evaluation cannot run", zap.Int("step", step), zap.Error(err))
-	}
-	return nil
+	return SaveState(l.opts.Dir.StatePath(), l.state)
 }
 
-// waitTrainer waits for step's DONE, saying so while it waits and when the
-// trainer parley started is down.
+// waitTrainer waits for step's DONE (train.trainer_timeout at most),
+// checking the trainer at every poll (checkTrainer).
 func (l *Loop) waitTrainer(ctx context.Context, step int) (handshake.Done, error) {
 	if d, ok, err := handshake.ReadDone(l.opts.Dir.CheckpointDir(step)); err == nil && ok {
 		return d, nil
@@ -581,94 +483,80 @@ func (l *Loop) waitTrainer(ctx context.Context, step int) (handshake.Done, error
 	}()
 	poll := time.NewTicker(l.opts.DonePoll)
 	defer poll.Stop()
-	start, lastLog := time.Now(), time.Now()
-	wasDown := false
+	w := &trainerWatch{start: time.Now(), lastLog: time.Now()}
 	for {
 		select {
 		case r := <-ch:
-			if r.err != nil {
-				if parent.Err() != nil {
-					return handshake.Done{}, fmt.Errorf("train.Loop step %d: waiting for the trainer: %w", step, parent.Err())
-				}
-				if errors.Is(r.err, context.DeadlineExceeded) {
-					return handshake.Done{}, fmt.Errorf("train.Loop step %d: no DONE from the trainer after %s (train.trainer_timeout); is the trainer running on %s?", step, l.opts.TrainerTimeout, l.opts.Dir.Root())
-				}
-				return handshake.Done{}, fmt.Errorf("train.Loop step %d: %w", step, r.err)
-			}
-			if wasDown {
-				l.log.Info("trainer is back", zap.Int("step", step))
-			}
-			return r.d, nil
+			return l.trainerDone(parent, step, r.d, r.err, w.wasDown)
 		case <-poll.C:
-			// Checked at every poll, so a trainer that refuses the batch
-			// or has crashed for good is seen at once.
-			if ref, ok := handshake.ReadRefused(l.opts.Dir.CheckpointDir(step)); ok {
-				return handshake.Done{}, fmt.Errorf("train.Loop step %d: the trainer refused the batch %s: %s; "+
-					"remove %s, %s and %s to have the step sampled again", step, l.opts.Dir.BatchPath(step), ref.Reason,
-					l.opts.Dir.BatchPath(step), l.opts.Dir.ReadyPath(step), filepath.Join(l.opts.Dir.CheckpointDir(step), handshake.RefusedFile))
-			}
-			if l.opts.TrainerGone != nil {
-				if err := l.opts.TrainerGone(); err != nil {
-					return handshake.Done{}, fmt.Errorf("train.Loop step %d: %w", step, err)
-				}
-			}
-			down := false
-			if l.opts.TrainerAlive != nil {
-				if err := l.opts.TrainerAlive(); err != nil {
-					if !wasDown {
-						l.log.Warn("the trainer is not running", zap.Int("step", step), zap.Error(err))
-					}
-					wasDown, down = true, true
-				}
-			}
-			if time.Since(lastLog) >= l.opts.WaitLogEvery {
-				lastLog = time.Now()
-				fields := []zap.Field{zap.Int("step", step), zap.Duration("waited", time.Since(start).Round(time.Second))}
-				if down {
-					l.log.Warn("waiting for the trainer, which is not running", fields...)
-				} else {
-					l.log.Info("waiting for the trainer", fields...)
-				}
+			if err := l.checkTrainer(step, w); err != nil {
+				return handshake.Done{}, err
 			}
 		}
 	}
 }
 
-// addRoleMetrics adds reward_mean/<role> for every trained role when the
-// roles' rewards differ (a zero-sum game's sides, five parties); roles that
-// share one reward (the deliberation game) add nothing beyond reward_mean.
-func addRoleMetrics(m metrics.Line, roles map[string]grpo.RoleStats) {
-	differ := false
-	first := true
-	var mean float64
-	for _, r := range roles {
-		if first {
-			mean, first = r.RewardMean, false
-		} else if r.RewardMean != mean {
-			differ = true
-		}
-	}
-	if !differ {
-		return
-	}
-	for role, r := range roles {
-		m[metrics.RoleRewardPrefix+metrics.Key(role)] = r.RewardMean
-	}
+// trainerWatch is what waitTrainer remembers between polls: when it began
+// waiting and last logged, and whether the trainer was seen down.
+type trainerWatch struct {
+	start, lastLog time.Time
+	wasDown        bool
 }
 
-// firstError is the first failure message among rs (sampling, then judging).
-func firstError(rs []dataset.Rollout) string {
-	for _, r := range rs {
-		if r.Failed {
-			return r.Error
+// trainerDone is waitTrainer's answer once WaitDone returned d or err:
+// the error says whether the run was stopped, the trainer timed out or
+// its DONE is bad.
+func (l *Loop) trainerDone(parent context.Context, step int, d handshake.Done, err error, wasDown bool) (handshake.Done, error) {
+	if err != nil {
+		if parent.Err() != nil {
+			return handshake.Done{}, fmt.Errorf("train.Loop step %d: waiting for the trainer: %w", step, parent.Err())
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			return handshake.Done{}, fmt.Errorf("train.Loop step %d: no DONE from the trainer after %s (train.trainer_timeout); is the trainer running on %s?", step, l.opts.TrainerTimeout, l.opts.Dir.Root())
+		}
+		return handshake.Done{}, fmt.Errorf("train.Loop step %d: %w", step, err)
+	}
+	if wasDown {
+		l.log.Info("trainer is back", zap.Int("step", step))
+	}
+	return d, nil
+}
+
+// checkTrainer runs at every poll of the wait for step's DONE, so that a
+// trainer that refuses the batch or has failed for good is seen at once:
+// it fails the wait on a REFUSED marker or a trainer parley gave up
+// restarting, and says when the trainer parley started is down and, every
+// WaitLogEvery, that the wait goes on.
+func (l *Loop) checkTrainer(step int, w *trainerWatch) error {
+	if ref, ok := handshake.ReadRefused(l.opts.Dir.CheckpointDir(step)); ok {
+		return fmt.Errorf("train.Loop step %d: the trainer refused the batch %s: %s; "+
+			"remove %s, %s and %s to have the step sampled again", step, l.opts.Dir.BatchPath(step), ref.Reason,
+			l.opts.Dir.BatchPath(step), l.opts.Dir.ReadyPath(step), filepath.Join(l.opts.Dir.CheckpointDir(step), handshake.RefusedFile))
+	}
+	if l.opts.TrainerGone != nil {
+		if err := l.opts.TrainerGone(); err != nil {
+			return fmt.Errorf("train.Loop step %d: %w", step, err)
 		}
 	}
-	for _, r := range rs {
-		if r.JudgeError != "" {
-			return r.JudgeError
+	down := false
+	if l.opts.TrainerAlive != nil {
+		if err := l.opts.TrainerAlive(); err != nil {
+			if !w.wasDown {
+				l.log.Warn("the trainer is not running", zap.Int("step", step), zap.Error(err))
+			}
+			w.wasDown, down = true, true
 		}
 	}
-	return "none recorded"
+	if time.Since(w.lastLog) >= l.opts.WaitLogEvery {
+		w.lastLog = time.Now()
+		fields := []zap.Field{zap.Int("step", step), zap.Duration("waited", time.Since(w.start).Round(time.Second))}
+		if down {
+			l.log.Warn("waiting for the trainer, which is not running", fields...)
+		} else {
+			l.log.Info("waiting for the trainer", fields...)
+		}
+	}
+	return nil
 }
 
 // recordedSteps reads the steps whose line metrics.jsonl already holds,

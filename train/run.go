@@ -142,67 +142,96 @@ func Run(ctx context.Context, opts RunOptions) (State, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	dir := opts.Loop.Dir
-	if err := dir.Create(); err != nil {
+	if err := prepareDir(opts.Loop.Dir, opts.FrozenConfig, log); err != nil {
 		return State{}, err
 	}
-	if err := cleanTemps(dir, log); err != nil {
-		return State{}, err
-	}
-	if err := freezeConfig(dir.ConfigPath(), opts.FrozenConfig); err != nil {
-		return State{}, err
-	}
-	var children []*proc.Supervisor
-	defer func() {
-		for i := len(children) - 1; i >= 0; i-- {
-			children[i].Stop(10 * time.Second)
-		}
-	}()
 	srv, err := startServer(ctx, opts, log)
 	if err != nil {
 		return State{}, err
 	}
 	if srv != nil {
-		children = append(children, srv)
+		defer srv.Stop(10 * time.Second)
 	}
 	if err := preflight(ctx, opts); err != nil {
 		return State{}, err
 	}
+	loop, stopTrainer, err := startTrainer(opts, log)
+	defer stopTrainer()
+	if err != nil {
+		return State{}, err
+	}
+	return runLoop(ctx, loop, srv, opts, log)
+}
 
+// prepareDir creates the run directory, removes what interrupted writes
+// left in it and freezes the config of a new run.
+func prepareDir(dir dataset.RunDir, frozen []byte, log *zap.Logger) error {
+	if err := dir.Create(); err != nil {
+		return err
+	}
+	if err := cleanTemps(dir, log); err != nil {
+		return err
+	}
+	return freezeConfig(dir.ConfigPath(), frozen)
+}
+
+// startTrainer starts the HTTP handshake server (HTTP mode) and the
+// trainer when parley starts it, or logs how to start one, and returns the
+// loop's options wired to them (the adapters loaded into opts.Server, the
+// trainer's health). stop closes the handshake server, then stops the
+// trainer; it is to be called even when startTrainer fails.
+func startTrainer(opts RunOptions, log *zap.Logger) (loop LoopOptions, stop func(), err error) {
+	var hs *handshake.Server
+	var tr *proc.Supervisor
+	stop = func() {
+		if hs != nil {
+			hs.Close()
+		}
+		if tr != nil {
+			tr.Stop(10 * time.Second)
+		}
+	}
+	loop = opts.Loop
+	loop.Adapters = opts.Server
 	trainerArgs, hint, env := opts.TrainerCommand, opts.TrainerHint, []string(nil)
 	if opts.Handshake == HandshakeHTTP {
-		hs, extra, tokenEnv, err := startHandshake(opts, log)
-		if err != nil {
-			return State{}, err
+		var extra []string
+		var tokenEnv string
+		if hs, extra, tokenEnv, err = startHandshake(opts, log); err != nil {
+			return loop, stop, err
 		}
-		defer hs.Close()
 		if len(trainerArgs) > 0 {
 			trainerArgs = append(slices.Clone(trainerArgs), extra...)
 		}
 		hint = append(slices.Clone(hint), extra...)
 		env = append(env, tokenEnv)
 	}
-	loop := opts.Loop
-	loop.Adapters = opts.Server
-	if len(trainerArgs) > 0 {
-		tr, err := proc.Start(proc.Options{Name: "trainer", Argv: trainerArgs, Env: env, Environ: childEnv(opts.Secrets, opts.TrainerEnv),
-			LogPath: filepath.Join(dir.Root(), "trainer.out"), Restart: true, MaxRestarts: maxTrainerRestarts,
-			FatalExitCodes: []int{trainerUsageExit}, Logger: log})
-		if err != nil {
-			return State{}, err
-		}
-		children = append(children, tr)
-		loop.TrainerAlive, loop.TrainerGone = tr.Alive, tr.GaveUp
-		onStep := loop.OnStep
-		loop.OnStep = func(m map[string]any) {
-			tr.ResetRestarts() // a completed step is progress: the budget is for crashes in a row
-			if onStep != nil {
-				onStep(m)
-			}
-		}
-	} else {
+	if len(trainerArgs) == 0 {
 		log.Info("waiting for an external trainer; start it with: " + shellLine(hint))
+		return loop, stop, nil
 	}
+	tr, err = proc.Start(proc.Options{Name: "trainer", Argv: trainerArgs, Env: env, Environ: childEnv(opts.Secrets, opts.TrainerEnv),
+		LogPath: filepath.Join(opts.Loop.Dir.Root(), "trainer.out"), Restart: true, MaxRestarts: maxTrainerRestarts,
+		FatalExitCodes: []int{trainerUsageExit}, Logger: log})
+	if err != nil {
+		return loop, stop, err
+	}
+	loop.TrainerAlive, loop.TrainerGone = tr.Alive, tr.GaveUp
+	onStep := loop.OnStep
+	loop.OnStep = func(m map[string]any) {
+		tr.ResetRestarts() // a completed step is progress: the budget is for crashes in a row
+		if onStep != nil {
+			onStep(m)
+		}
+	}
+	return loop, stop, nil
+}
+
+// runLoop runs the loop to its end. When the inference engine parley
+// started (srv) dies (vLLM's EngineDeadError), it restarts it, at most
+// maxEngineRestarts times, and goes on from the state: the step in
+// progress had written nothing and is sampled again.
+func runLoop(ctx context.Context, loop LoopOptions, srv *proc.Supervisor, opts RunOptions, log *zap.Logger) (State, error) {
 	for restarts := 0; ; restarts++ {
 		l, err := NewLoop(loop)
 		if err != nil {
@@ -213,9 +242,6 @@ func Run(ctx context.Context, opts RunOptions) (State, error) {
 			!(errors.Is(err, llm.ErrEngineDead) || errors.Is(err, llm.ErrNotRunning)) {
 			return l.State(), err
 		}
-		// The engine parley started died (vLLM's EngineDeadError): restart
-		// it and go on from the state; the step in progress had written
-		// nothing and is sampled again.
 		log.Warn("the inference engine died; restarting it", zap.Int("restart", restarts+1), zap.Error(err))
 		srv.Kill(10 * time.Second)
 		if err := waitHealthy(ctx, srv, opts); err != nil {

@@ -159,17 +159,9 @@ func Rescore(ctx context.Context, opts RescoreOptions) (RescoreSummary, error) {
 	if len(rs) == 0 {
 		return sum, fmt.Errorf("train.Rescore: %s holds no rollouts", opts.In)
 	}
-	step, pv := opts.Step, opts.PolicyVersion
-	if step < 0 {
-		step = max(int(rs[0].Step), 1) // trainers take steps from 1
-	}
-	if pv < 0 {
-		pv = int(rs[0].PolicyVersion)
-		for _, r := range rs {
-			if int(r.PolicyVersion) != pv {
-				return sum, fmt.Errorf("train.Rescore: %s mixes policy versions %d and %d (rollout %s): pass --policy-version to score them as one", opts.In, pv, r.PolicyVersion, r.RolloutID)
-			}
-		}
+	step, pv, err := rescoreStep(opts, rs)
+	if err != nil {
+		return sum, err
 	}
 	if _, err := os.Stat(opts.Out.ReadyPath(step)); err == nil && !opts.Force {
 		return sum, fmt.Errorf("train.Rescore: %s already holds a batch for step %d (a trainer may have taken it): pass --force to replace it", opts.Out, step)
@@ -212,6 +204,25 @@ func Rescore(ctx context.Context, opts RescoreOptions) (RescoreSummary, error) {
 		return sum, err
 	}
 	return sum, nil
+}
+
+// rescoreStep is the step and policy version Rescore stamps rs with:
+// opts', or when negative the rollouts' (the step at least 1; one policy
+// version for all).
+func rescoreStep(opts RescoreOptions, rs []dataset.Rollout) (step, pv int, err error) {
+	step, pv = opts.Step, opts.PolicyVersion
+	if step < 0 {
+		step = max(int(rs[0].Step), 1) // trainers take steps from 1
+	}
+	if pv < 0 {
+		pv = int(rs[0].PolicyVersion)
+		for _, r := range rs {
+			if int(r.PolicyVersion) != pv {
+				return 0, 0, fmt.Errorf("train.Rescore: %s mixes policy versions %d and %d (rollout %s): pass --policy-version to score them as one", opts.In, pv, r.PolicyVersion, r.RolloutID)
+			}
+		}
+	}
+	return step, pv, nil
 }
 
 // checkFailed is the train.max_failed_fraction rule: an error naming the

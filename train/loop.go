@@ -29,7 +29,11 @@ import (
 // AdapterLoader loads a trained LoRA adapter into every inference endpoint
 // (the llm client does).
 type AdapterLoader interface {
+	// LoadLoRA loads the adapter folder path under name, a name never
+	// used before, into every endpoint.
 	LoadLoRA(ctx context.Context, name, path string) error
+	// UnloadLoRA unloads the adapter served under name from every
+	// endpoint.
 	UnloadLoRA(ctx context.Context, name string) error
 }
 

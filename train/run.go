@@ -32,8 +32,12 @@ const (
 // (the llm client).
 type Server interface {
 	AdapterLoader
+	// Health checks that every endpoint answers.
 	Health(ctx context.Context) error
+	// Preflight checks that every endpoint serves model and returns what
+	// each is (its version, its models).
 	Preflight(ctx context.Context, model string) ([]llm.ServerInfo, error)
+	// CheckLoRA checks that the endpoints load adapters at run time.
 	CheckLoRA(ctx context.Context) error
 }
 

@@ -31,6 +31,8 @@ const (
 	// ParquetExt and ReadyExt are the extensions of a batch and its marker.
 	ParquetExt = ".parquet"
 	ReadyExt   = ".ready"
+	// SidecarExt is the extension of a step's sidecar in rollouts/.
+	SidecarExt = ".metrics.json"
 )
 
 // RunDir is the root of one run's directory; its layout is defined here and
@@ -42,6 +44,7 @@ const (
 //	batches/step-000042.parquet       the batch of step 42
 //	batches/step-000042.ready         its dataset.Ready marker
 //	rollouts/step-000042.parquet      its rollout records
+//	rollouts/step-000042.metrics.json its sampling metrics (the sidecar, see SidecarPath)
 //	checkpoints/step-000042/          the adapter trained on it, then DONE
 //	metrics.jsonl                     one line per step, and one per evaluation
 //	evals/step-000042.json            the evaluation of step 42's adapter (train.eval_every)
@@ -111,6 +114,15 @@ func (d RunDir) RolloutsDir() string { return filepath.Join(string(d), RolloutsD
 // RolloutsPath is rollouts/step-N.parquet.
 func (d RunDir) RolloutsPath(step int) string {
 	return filepath.Join(string(d), RolloutsDirName, StepName(step)+ParquetExt)
+}
+
+// SidecarPath is rollouts/step-N.metrics.json: what a step's sampling
+// leaves beside its rollouts for the step's metrics line and the role
+// baseline, so that a resumed run that skips the written batch has both
+// (the training loop writes it; the HTTP handshake sends its metrics with
+// the step's batch).
+func (d RunDir) SidecarPath(step int) string {
+	return filepath.Join(string(d), RolloutsDirName, StepName(step)+SidecarExt)
 }
 
 // CheckpointsDir is checkpoints/.

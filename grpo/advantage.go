@@ -187,161 +187,236 @@ func ComputeAdvantages(rollouts []dataset.Rollout, opts AdvantageOptions, baseli
 	if opts.Mode == ModeRoleBaseline && baseline == nil {
 		return nil, st, fmt.Errorf("grpo.ComputeAdvantages: mode %q needs a RoleBaseline", ModeRoleBaseline)
 	}
-
-	// unit is one (rollout, role) outcome.
-	type unit struct{ r, k int }
-	type group struct {
-		roles []string
-		units map[string][]unit // role → its scored outcomes
+	groups, err := collectGroups(rollouts, &st)
+	if err != nil {
+		return nil, st, fmt.Errorf("grpo.ComputeAdvantages: %w", err)
 	}
-	var order []string
-	groups := map[string]*group{}
+	var acc stepStats
+	kept := map[outcome]bool{}
+	for _, g := range groups {
+		acc.add(&st, applyGroup(rollouts, g, opts, kept))
+	}
+	acc.finish(&st, rollouts, kept)
+	if opts.Mode == ModeRoleBaseline {
+		roleBaselineAdvantages(rollouts, opts, baseline)
+	}
+	out := keptRollouts(rollouts, kept)
+	st.Kept = len(out)
+	return out, st, nil
+}
+
+// groupAdvantages is the advantage of each of one (group, role)'s scored
+// rewards, in their order, by opts.Mode (ModeGroup or ModeGroupMean; opts
+// with its defaults): (r − mean)/(std + ε) or r − mean, the mean and the
+// std (with opts.StdDDOF) taken over rewards. A zero-variance group
+// (zeroVariance) gets 0 exactly, not a rounding residue scaled by 1/ε.
+func groupAdvantages(rewards []float64, opts AdvantageOptions) []float64 {
+	adv := make([]float64, len(rewards))
+	if zeroVariance(rewards) {
+		return adv
+	}
+	mean, std := meanStd(rewards, opts.StdDDOF)
+	for i, r := range rewards {
+		if opts.Mode == ModeGroup {
+			adv[i] = (r - mean) / (std + opts.Epsilon)
+		} else {
+			adv[i] = r - mean
+		}
+	}
+	return adv
+}
+
+// zeroVariance reports whether rewards are all equal, within
+// ZeroVarianceTolerance (a single reward included).
+func zeroVariance(rewards []float64) bool {
+	return slices.Max(rewards)-slices.Min(rewards) <= ZeroVarianceTolerance
+}
+
+// outcome is one (rollout, role) outcome: rollouts[r].Roles[k].
+type outcome struct{ r, k int }
+
+// group is one prompt row's scored outcomes by trained role, the roles in
+// first-seen order.
+type group struct {
+	roles    []string
+	outcomes map[string][]outcome
+}
+
+// collectGroups sets every role's Advantage to 0 and gathers each group's
+// (GroupID's) scored outcomes, the groups in first-seen order. It counts
+// st's Groups, and its Scored and Excluded rollouts.
+func collectGroups(rollouts []dataset.Rollout, st *AdvantageStats) ([]*group, error) {
+	var order []*group
+	byID := map[string]*group{}
 	for i := range rollouts {
 		r := &rollouts[i]
 		if r.GroupID == "" {
-			return nil, st, fmt.Errorf("grpo.ComputeAdvantages: rollout %q has no group_id", r.RolloutID)
+			return nil, fmt.Errorf("rollout %q has no group_id", r.RolloutID)
 		}
-		g, ok := groups[r.GroupID]
+		g, ok := byID[r.GroupID]
 		if !ok {
-			g = &group{units: map[string][]unit{}}
-			groups[r.GroupID] = g
-			order = append(order, r.GroupID)
+			g = &group{outcomes: map[string][]outcome{}}
+			byID[r.GroupID] = g
+			order = append(order, g)
 		}
-		any := false
+		scored := false
 		for k := range r.Roles {
 			ro := &r.Roles[k]
 			ro.Advantage = 0
 			if !Scored(r, ro) {
 				continue
 			}
-			if _, ok := g.units[ro.Role]; !ok {
+			if _, ok := g.outcomes[ro.Role]; !ok {
 				g.roles = append(g.roles, ro.Role)
 			}
-			g.units[ro.Role] = append(g.units[ro.Role], unit{i, k})
-			any = true
+			g.outcomes[ro.Role] = append(g.outcomes[ro.Role], outcome{i, k})
+			scored = true
 		}
-		if any {
+		if scored {
 			st.Scored++
 		} else {
 			st.Excluded++
 		}
 	}
 	st.Groups = len(order)
+	return order, nil
+}
 
-	reward := func(u unit) float64 { return float64(rollouts[u.r].Roles[u.k].Reward) }
-	setAdv := func(u unit, a float64) { rollouts[u.r].Roles[u.k].Advantage = float32(a) }
-	kept := make([]bool, len(rollouts))
-	keptUnits := map[unit]bool{}
-	var all []float64
-	byRole := map[string][]float64{}
-	var scoreGroups int
-	for _, id := range order {
-		g := groups[id]
-		if len(g.roles) == 0 {
-			st.EmptyGroups++
+// groupResult is what one group leaves for the step's statistics: each
+// role's scored rewards (in the group's role order), whether every role
+// was zero-variance and whether any outcome was kept.
+type groupResult struct {
+	roles        []string
+	rewards      [][]float64
+	zeroVariance bool
+	kept         bool
+}
+
+// applyGroup sets the advantages of g's outcomes, (group, role) by
+// (group, role), and marks in kept the outcomes that get one. In
+// ModeGroup and ModeGroupMean a zero-variance (group, role) is dropped
+// unless opts.KeepZeroVariance. In ModeRoleBaseline every scored outcome
+// is kept; its advantage r − b(role) is set by roleBaselineAdvantages once
+// the step's role means are known.
+func applyGroup(rollouts []dataset.Rollout, g *group, opts AdvantageOptions, kept map[outcome]bool) groupResult {
+	res := groupResult{roles: g.roles, rewards: make([][]float64, len(g.roles)), zeroVariance: true}
+	for i, role := range g.roles {
+		outs := g.outcomes[role]
+		xs := make([]float64, len(outs))
+		for k, o := range outs {
+			xs[k] = float64(rollouts[o.r].Roles[o.k].Reward)
+		}
+		res.rewards[i] = xs
+		zeroVar := zeroVariance(xs)
+		res.zeroVariance = res.zeroVariance && zeroVar
+		switch {
+		case opts.Mode == ModeRoleBaseline:
+		case zeroVar && !opts.KeepZeroVariance:
 			continue
-		}
-		var rs []float64
-		allZeroVar, anyKept := true, false
-		for _, role := range g.roles {
-			us := g.units[role]
-			xs := make([]float64, len(us))
-			for k, u := range us {
-				xs[k] = reward(u)
-			}
-			rs = append(rs, xs...)
-			byRole[role] = append(byRole[role], xs...)
-			mean, std := meanStd(xs, 0)
-			zeroVar := slices.Max(xs)-slices.Min(xs) <= ZeroVarianceTolerance
-			allZeroVar = allZeroVar && zeroVar
-			if opts.Mode == ModeRoleBaseline {
-				for _, u := range us {
-					keptUnits[u] = true
-				}
-				anyKept = true
-				continue
-			}
-			if zeroVar && !opts.KeepZeroVariance {
-				continue
-			}
-			if opts.StdDDOF == 1 && !zeroVar {
-				_, std = meanStd(xs, 1)
-			}
-			for k, u := range us {
-				var a float64
-				switch {
-				case zeroVar:
-					// 0 exactly, not a rounding residue scaled by 1/ε.
-				case opts.Mode == ModeGroup:
-					a = (xs[k] - mean) / (std + opts.Epsilon)
-				default:
-					a = xs[k] - mean
-				}
-				setAdv(u, a)
-				keptUnits[u] = true
-			}
-			anyKept = true
-		}
-		all = append(all, rs...)
-		mean, _ := meanStd(rs, 0)
-		st.ScoreMin += slices.Min(rs)
-		st.ScoreMean += mean
-		st.ScoreMax += slices.Max(rs)
-		scoreGroups++
-		if allZeroVar {
-			st.ZeroVarianceGroups++
-			if !anyKept {
-				st.DroppedZeroVariance++
+		default:
+			for k, a := range groupAdvantages(xs, opts) {
+				o := outs[k]
+				rollouts[o.r].Roles[o.k].Advantage = float32(a)
 			}
 		}
-		if anyKept {
-			st.KeptGroups++
+		for _, o := range outs {
+			kept[o] = true
+		}
+		res.kept = true
+	}
+	return res
+}
+
+// stepStats accumulates a step's AdvantageStats over its groups, in group
+// order.
+type stepStats struct {
+	all         []float64            // every scored reward
+	byRole      map[string][]float64 // each role's scored rewards
+	scoreGroups int                  // the groups with a scored reward
+}
+
+// add counts one group's result into st.
+func (a *stepStats) add(st *AdvantageStats, r groupResult) {
+	if len(r.roles) == 0 {
+		st.EmptyGroups++
+		return
+	}
+	if a.byRole == nil {
+		a.byRole = map[string][]float64{}
+	}
+	var rs []float64
+	for i, role := range r.roles {
+		rs = append(rs, r.rewards[i]...)
+		a.byRole[role] = append(a.byRole[role], r.rewards[i]...)
+	}
+	a.all = append(a.all, rs...)
+	mean, _ := meanStd(rs, 0)
+	st.ScoreMin += slices.Min(rs)
+	st.ScoreMean += mean
+	st.ScoreMax += slices.Max(rs)
+	a.scoreGroups++
+	if r.zeroVariance {
+		st.ZeroVarianceGroups++
+		if !r.kept {
+			st.DroppedZeroVariance++
 		}
 	}
-	if len(all) > 0 {
-		st.RewardMean, st.RewardStd = meanStd(all, 0)
+	if r.kept {
+		st.KeptGroups++
 	}
-	if scoreGroups > 0 {
-		n := float64(scoreGroups)
+}
+
+// finish completes st once every group is added: the reward mean and std,
+// the group score averages, and each role's statistics with the count of
+// its kept outcomes.
+func (a *stepStats) finish(st *AdvantageStats, rollouts []dataset.Rollout, kept map[outcome]bool) {
+	if len(a.all) > 0 {
+		st.RewardMean, st.RewardStd = meanStd(a.all, 0)
+	}
+	if a.scoreGroups > 0 {
+		n := float64(a.scoreGroups)
 		st.ScoreMin /= n
 		st.ScoreMean /= n
 		st.ScoreMax /= n
 	}
-	if len(byRole) > 0 {
+	if len(a.byRole) > 0 {
 		st.Roles = map[string]RoleStats{}
-		for role, xs := range byRole {
+		for role, xs := range a.byRole {
 			m, sd := meanStd(xs, 0)
 			st.Roles[role] = RoleStats{Scored: len(xs), RewardMean: m, RewardStd: sd}
 		}
 	}
-	for u := range keptUnits {
-		kept[u.r] = true
-		rs := st.Roles[rollouts[u.r].Roles[u.k].Role]
+	for o := range kept {
+		role := rollouts[o.r].Roles[o.k].Role
+		rs := st.Roles[role]
 		rs.Kept++
-		st.Roles[rollouts[u.r].Roles[u.k].Role] = rs
+		st.Roles[role] = rs
 	}
+}
 
-	if opts.Mode == ModeRoleBaseline {
-		roleBaselineAdvantages(rollouts, keptUnits, opts, baseline)
+// keptRollouts returns copies (their roles cloned) of the rollouts with a
+// kept outcome, in input order.
+func keptRollouts(rollouts []dataset.Rollout, kept map[outcome]bool) []dataset.Rollout {
+	keep := make([]bool, len(rollouts))
+	for o := range kept {
+		keep[o.r] = true
 	}
-
 	var out []dataset.Rollout
-	for i, k := range kept {
+	for i, k := range keep {
 		if k {
 			c := rollouts[i]
 			c.Roles = slices.Clone(c.Roles)
 			out = append(out, c)
 		}
 	}
-	st.Kept = len(out)
-	return out, st, nil
+	return out
 }
 
 // roleBaselineAdvantages sets r − b(role) on the kept outcomes, b read
 // before this step's update, then folds this step's role means into
 // baseline. Roles are visited in first-seen order (rollout order), so the
 // result does not depend on map order.
-func roleBaselineAdvantages[U comparable](rollouts []dataset.Rollout, keptUnits map[U]bool, opts AdvantageOptions, baseline *RoleBaseline) {
+func roleBaselineAdvantages(rollouts []dataset.Rollout, opts AdvantageOptions, baseline *RoleBaseline) {
 	type acc struct {
 		sum float64
 		n   int

@@ -2,7 +2,6 @@ package train
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,137 +12,50 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
-	"github.com/parleyhq/parley/eval/harness"
-	"github.com/parleyhq/parley/eval/report"
 	"github.com/parleyhq/parley/internal/crashpoint"
 	"github.com/parleyhq/parley/internal/fsutil"
-	"github.com/parleyhq/parley/reward"
-	"github.com/parleyhq/parley/rollout"
+	"github.com/parleyhq/parley/metrics"
 	"go.uber.org/zap"
 )
 
 // EvalOptions configure the evaluations the loop runs while it trains
-// (train.eval_every): every Every steps, the adapter of that step plays
-// the held-out prompts against the base model under greedy decoding, the
-// two final completions of each prompt are compared (in both orders for a
-// pairwise judge), and each side's rollouts are scored pointwise.
+// (train.eval_every): every Every steps, the loop loads the adapter of that
+// step under a name of its own and has the Evaluator evaluate it (against
+// the base model, on held-out prompts).
 //
 // An evaluation runs in the loop's background, one at a time: the loop
-// only queues the step and goes on training. Its result is written
-// atomically to RUN/evals/step-N.json, then appended to metrics.jsonl as
-// a line {"step": N, "kind": "eval", "eval/…": …}. A run that resumes
-// evaluates the steps that should have an evaluation, have a DONE and
-// have no file, and appends the line of a file whose line is missing; an
-// evaluation interrupted before its file is written is redone.
+// only queues the step and goes on training. Its record is written
+// atomically to RUN/evals/step-N.json, then its line is appended to
+// metrics.jsonl ({"step": N, "kind": "eval", "eval/…": …}). A run that
+// resumes evaluates the steps that should have an evaluation, have a DONE
+// and have no file, and appends the line of a file whose line is missing;
+// an evaluation interrupted before its file is written is redone.
 type EvalOptions struct {
 	// Every evaluates the adapter of every Every-th step (0: never).
 	Every int
-	// Prompts are the held-out prompts (the curriculum's eval split), which
-	// both sides play in this order.
-	Prompts []dataset.Prompt
-	// Set names the prompts in results ("curriculum split eval").
-	Set string
-	// Game is the game both sides play, every role played by the side's
-	// model; nil: the loop's (Rollout.Game).
-	Game rollout.Game
-	// Aspect compares the two sides' final completions: with an LLM judge
-	// a reward.PairwiseJudge (asked in both orders), with a rule or a
-	// game's scorer a harness.ScoreComparer (higher score wins).
-	Aspect harness.Aspect
-	// Scorer scores each side's rollouts pointwise for their mean score
-	// (the run's reward judge); Scale is its scale, which labels it.
-	Scorer reward.Judge
-	Scale  dataset.ScoreScale
-	// Decoding is the decoding both sides sample with (greedy:
-	// harness.NewDecodings with report.DecodingGreedy).
-	Decoding harness.Decoding
-	// Concurrency bounds each side's rollouts in flight (default 8);
-	// JudgeConcurrency the judge's calls (default 8).
-	Concurrency, JudgeConcurrency int
+	// Evaluator evaluates a step's adapter (eval/harness.StepEvaluator);
+	// required when Every > 0. With Every 0 it is only asked for the
+	// lines of evaluation files already written; without one, such files
+	// are left as they are.
+	Evaluator Evaluator
 	// OnEval, if set, is called with each evaluation's metrics line, from
 	// the evaluation's goroutine.
 	OnEval func(m map[string]any)
 }
 
-// Metrics keys of an evaluation's line in metrics.jsonl, under
-// report.EvalPrefix. The trained side is the step's adapter; base_ keys
-// are the base model's. Win rate is in percent, a tie counting half.
-const (
-	EvalKind                     = "eval" // the line's "kind"
-	KeyEvalWinRate               = report.KeyEvalWinRate
-	KeyEvalWins                  = report.KeyEvalWins
-	KeyEvalTies                  = report.KeyEvalTies
-	KeyEvalLosses                = report.KeyEvalLosses
-	KeyEvalExcluded              = report.EvalPrefix + "excluded"
-	KeyEvalPrompts               = report.EvalPrefix + "prompts"
-	KeyEvalScoreMean             = report.KeyEvalScoreMean
-	KeyEvalBaseScoreMean         = report.KeyEvalBaseScoreMean
-	KeyEvalAgreementRate         = report.KeyEvalAgreementRate
-	KeyEvalBaseAgreementRate     = report.KeyEvalBaseAgreementRate
-	KeyEvalRoundsToAgreement     = report.KeyEvalRoundsToAgreement
-	KeyEvalBaseRoundsToAgreement = report.KeyEvalBaseRoundsToAgreement
-	KeyEvalSeconds               = report.EvalPrefix + "seconds"
-)
-
-// EvalResult is one step's evaluation, as RUN/evals/step-N.json holds it.
-type EvalResult struct {
-	// EvalSetup is how the evaluation was made (its fields are the file's
-	// top-level keys: step, base, set, prompts, decoding, comparison,
-	// judge).
-	report.EvalSetup
-	// Adapter is the name the step's adapter was served under for the
-	// evaluation; AdapterPath its folder.
-	Adapter     string             `json:"adapter"`
-	AdapterPath string             `json:"adapter_path"`
-	Scale       dataset.ScoreScale `json:"scale"`
-	// Result is the win rate of the trained side (left) against the base
-	// (right); Comparisons the prompts compared, each with its verdicts.
-	Result      report.PairwiseResult `json:"result"`
-	Excluded    int                   `json:"excluded"`
-	Trained     harness.SideStats     `json:"trained"`
-	BaseSide    harness.SideStats     `json:"base_side"`
-	Comparisons []harness.Comparison  `json:"comparisons"`
-	Seconds     float64               `json:"seconds"`
-}
-
-// Metrics is the evaluation's line for metrics.jsonl.
-func (r EvalResult) Metrics() map[string]any {
-	m := map[string]any{"step": r.Step, "kind": EvalKind,
-		KeyEvalExcluded: r.Excluded, KeyEvalPrompts: r.Prompts, KeyEvalSeconds: r.Seconds,
-		KeyEvalAgreementRate: r.Trained.AgreementRate, KeyEvalBaseAgreementRate: r.BaseSide.AgreementRate,
-	}
-	if len(r.Result.Runs) > 0 {
-		run := r.Result.Runs[0]
-		m[KeyEvalWinRate], m[KeyEvalWins], m[KeyEvalTies], m[KeyEvalLosses] = run.WinRate, run.Wins, run.Ties, run.Losses
-	}
-	for k, p := range map[string]*float64{
-		KeyEvalScoreMean: r.Trained.ScoreMean, KeyEvalBaseScoreMean: r.BaseSide.ScoreMean,
-		KeyEvalRoundsToAgreement: r.Trained.RoundsToAgreement, KeyEvalBaseRoundsToAgreement: r.BaseSide.RoundsToAgreement,
-	} {
-		if p != nil {
-			m[k] = *p
-		}
-	}
-	return m
-}
-
-// ReadEval reads RUN/evals/step-N.json; ok is false when there is none.
-func ReadEval(d dataset.RunDir, step int) (EvalResult, bool, error) {
-	var r EvalResult
-	b, err := os.ReadFile(d.EvalPath(step))
-	if errors.Is(err, fs.ErrNotExist) {
-		return r, false, nil
-	}
-	if err != nil {
-		return r, false, fmt.Errorf("train.ReadEval: %w", err)
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		return r, false, fmt.Errorf("train.ReadEval: %s: %w", d.EvalPath(step), err)
-	}
-	if r.Step != step {
-		return r, false, fmt.Errorf("train.ReadEval: %s is for step %d", d.EvalPath(step), r.Step)
-	}
-	return r, true, nil
+// Evaluator is what the loop needs of an evaluation during training.
+type Evaluator interface {
+	// EvaluateStep evaluates the adapter trained on step, which the loop
+	// has loaded from adapterPath under the name adapter, and returns the
+	// record to write to RUN/evals/step-N.json (the file's bytes) and its
+	// metrics.jsonl line. started is when the loop began the evaluation
+	// (loading the adapter): the record's time counts from it.
+	EvaluateStep(ctx context.Context, step int, adapter, adapterPath string, started time.Time) (file []byte, line metrics.Line, err error)
+	// EvalLine is the metrics.jsonl line of step's evaluation file,
+	// given its content: the loop appends it when a run stopped between
+	// writing the file and its line. An error means the file is damaged,
+	// and the step is evaluated again.
+	EvalLine(step int, file []byte) (metrics.Line, error)
 }
 
 // evalJob is a step whose adapter is to be evaluated.
@@ -152,10 +64,10 @@ type evalJob struct {
 	name, path string // the adapter's name for the evaluation and its folder
 }
 
-// evaluator runs the loop's evaluations, one at a time, in its own
-// goroutine: queueing never blocks the loop, and the evaluator touches
+// evalRunner runs the loop's evaluations, one at a time, in its own
+// goroutine: queueing never blocks the loop, and the runner touches
 // nothing of the loop's state but the metrics file, under metricsMu.
-type evaluator struct {
+type evalRunner struct {
 	l      *Loop
 	opts   EvalOptions
 	jobs   chan evalJob
@@ -167,11 +79,11 @@ type evaluator struct {
 	failed []int
 }
 
-// startEvals starts the evaluator of a Run: it appends the lines of
+// startEvals starts the evaluation runner of a Run: it appends the lines of
 // evaluation files whose line is missing, and queues the steps already
 // trained that should have an evaluation and have none. With Every 0 it
-// only repairs lines, and returns an evaluator that queues nothing.
-func (l *Loop) startEvals(ctx context.Context) (*evaluator, error) {
+// only repairs lines, and returns a runner that queues nothing.
+func (l *Loop) startEvals(ctx context.Context) (*evalRunner, error) {
 	if err := l.repairEvalLines(); err != nil {
 		return nil, err
 	}
@@ -182,7 +94,7 @@ func (l *Loop) startEvals(ctx context.Context) (*evaluator, error) {
 		capacity = l.opts.Steps/o.Every + 1
 	}
 	ectx, cancel := context.WithCancel(ctx)
-	ev := &evaluator{l: l, opts: o, jobs: make(chan evalJob, capacity), cancel: cancel, done: make(chan struct{}), queued: map[int]bool{}}
+	ev := &evalRunner{l: l, opts: o, jobs: make(chan evalJob, capacity), cancel: cancel, done: make(chan struct{}), queued: map[int]bool{}}
 	go ev.work(ectx)
 	for s := o.Every; o.Every > 0 && s <= l.state.Step; s += o.Every {
 		if err := ev.queue(s); err != nil {
@@ -194,7 +106,11 @@ func (l *Loop) startEvals(ctx context.Context) (*evaluator, error) {
 
 // repairEvalLines appends the metrics line of every evaluation file whose
 // line metrics.jsonl lacks (the run stopped between the two writes).
+// Without an Evaluator to read them, the files are left as they are.
 func (l *Loop) repairEvalLines() error {
+	if l.opts.Eval.Evaluator == nil {
+		return nil
+	}
 	entries, err := os.ReadDir(l.opts.Dir.EvalsDir())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -210,8 +126,8 @@ func (l *Loop) repairEvalLines() error {
 	}
 	sort.Ints(steps)
 	for _, s := range steps {
-		r, ok, err := ReadEval(l.opts.Dir, s)
-		if err != nil || !ok {
+		line, err := l.evalFileLine(s)
+		if err != nil {
 			// A damaged file is evaluated again.
 			l.log.Warn("evaluation file unreadable; the step will be evaluated again", zap.Int("step", s), zap.Error(err))
 			if rerr := os.Remove(l.opts.Dir.EvalPath(s)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
@@ -219,30 +135,40 @@ func (l *Loop) repairEvalLines() error {
 			}
 			continue
 		}
-		if err := l.appendEvalLine(r); err != nil {
+		if err := l.appendEvalLine(s, line); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// appendEvalLine appends r's line to metrics.jsonl unless it is there.
-func (l *Loop) appendEvalLine(r EvalResult) error {
+// evalFileLine reads step's evaluation file and returns its line.
+func (l *Loop) evalFileLine(step int) (metrics.Line, error) {
+	b, err := os.ReadFile(l.opts.Dir.EvalPath(step))
+	if err != nil {
+		return nil, err
+	}
+	return l.opts.Eval.Evaluator.EvalLine(step, b)
+}
+
+// appendEvalLine appends step's evaluation line to metrics.jsonl unless it
+// is there.
+func (l *Loop) appendEvalLine(step int, line metrics.Line) error {
 	l.metricsMu.Lock()
 	defer l.metricsMu.Unlock()
-	if l.evalRecorded[r.Step] {
+	if l.evalRecorded[step] {
 		return nil
 	}
-	if err := AppendMetrics(l.opts.Dir.MetricsPath(), r.Metrics()); err != nil {
+	if err := AppendMetrics(l.opts.Dir.MetricsPath(), line); err != nil {
 		return err
 	}
-	l.evalRecorded[r.Step] = true
+	l.evalRecorded[step] = true
 	return nil
 }
 
 // queue queues step's evaluation when it should have one and has none.
 // It never blocks.
-func (ev *evaluator) queue(step int) error {
+func (ev *evalRunner) queue(step int) error {
 	if ev.opts.Every <= 0 || step%ev.opts.Every != 0 || ev.queued[step] {
 		return nil
 	}
@@ -262,10 +188,10 @@ func (ev *evaluator) queue(step int) error {
 	return nil
 }
 
-// finish ends the evaluator. After a run that succeeded it waits for the
+// finish ends the runner. After a run that succeeded it waits for the
 // queued evaluations (saying so); after a failure it cancels them (a
 // resumed run redoes them). It returns runErr.
-func (ev *evaluator) finish(runErr error) error {
+func (ev *evalRunner) finish(runErr error) error {
 	close(ev.jobs)
 	if runErr != nil {
 		ev.cancel()
@@ -284,7 +210,7 @@ func (ev *evaluator) finish(runErr error) error {
 
 // work runs the queued evaluations one at a time until the queue is
 // closed and empty, or ctx ends.
-func (ev *evaluator) work(ctx context.Context) {
+func (ev *evalRunner) work(ctx context.Context) {
 	defer close(ev.done)
 	for job := range ev.jobs {
 		if ctx.Err() != nil {
@@ -302,11 +228,11 @@ func (ev *evaluator) work(ctx context.Context) {
 }
 
 // run evaluates one step: it loads the step's adapter under its own
-// name (the loop unloads its own as training moves on), plays both sides,
-// writes the result file and then the metrics line.
-func (ev *evaluator) run(ctx context.Context, job evalJob) error {
-	l, o := ev.l, ev.opts
-	t0 := time.Now()
+// name (the loop unloads its own as training moves on), has the Evaluator
+// evaluate it, writes the record file and then the metrics line.
+func (ev *evalRunner) run(ctx context.Context, job evalJob) error {
+	l := ev.l
+	started := time.Now()
 	if err := l.opts.Adapters.LoadLoRA(ctx, job.name, job.path); err != nil {
 		return fmt.Errorf("train.Loop step %d: evaluation: load adapter %s: %w", job.step, job.name, err)
 	}
@@ -317,106 +243,34 @@ func (ev *evaluator) run(ctx context.Context, job evalJob) error {
 			l.log.Warn("unload of the evaluated adapter failed", zap.String("adapter", job.name), zap.Error(err))
 		}
 	}()
-	game := o.Game
-	if game == nil {
-		game = l.opts.Rollout.Game
-	}
-	base := l.opts.Rollout.Model
-	tickR, endR := l.progress(fmt.Sprintf("step %d eval rollouts", job.step), 2*len(o.Prompts))
-	tickJ, endJ := l.progress(fmt.Sprintf("step %d eval comparisons", job.step), len(o.Prompts))
-	rep, err := harness.RunPairwise(ctx, harness.PairwiseOptions{
-		Left:    harness.Side{Name: job.name, Policy: l.opts.Rollout.Policy, Model: job.name, Game: game},
-		Right:   harness.Side{Name: "base", Policy: l.opts.Rollout.Policy, Model: base, Game: game},
-		Prompts: o.Prompts, Set: o.Set, Aspects: []harness.Aspect{o.Aspect},
-		Decodings: []harness.Decoding{o.Decoding}, Runs: 1, Seed: rollout.DeriveSeed(l.opts.Seed, "eval", int64(job.step)),
-		ChatTemplateKwargs: l.opts.Rollout.ChatTemplateKwargs,
-		Concurrency:        o.Concurrency, JudgeConcurrency: o.JudgeConcurrency, Scorer: o.Scorer,
-		Logger: l.log.Named("eval"), OnRollout: tickR, OnCompared: tickJ,
-	})
-	endR(err != nil)
-	endJ(err != nil)
+	file, line, err := ev.opts.Evaluator.EvaluateStep(ctx, job.step, job.name, job.path, started)
 	if err != nil {
 		return fmt.Errorf("train.Loop step %d: evaluation: %w", job.step, err)
 	}
 	crashpoint.Hit("eval-judged") // compared, nothing written
-	r := EvalResult{
-		EvalSetup: report.EvalSetup{Step: job.step, Base: base, Set: o.Set, Prompts: len(o.Prompts),
-			Decoding: o.Decoding.Name, Comparison: comparisonDoc(o.Aspect.Judge), Judge: rep.Cells[0].Judge},
-		Adapter: job.name, AdapterPath: job.path, Scale: o.Scale,
-		Result:      rep.Cells[0].PairwiseResult,
-		Excluded:    rep.Cells[0].RolloutFailed + rep.Cells[0].JudgeFailed,
-		Comparisons: rep.Comparisons, Seconds: time.Since(t0).Seconds(),
-	}
-	if len(rep.Sides) == 2 {
-		r.Trained, r.BaseSide = rep.Sides[0], rep.Sides[1]
-	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return fmt.Errorf("train.Loop step %d: evaluation: %w", job.step, err)
-	}
-	if err := fsutil.WriteFileAtomic(l.opts.Dir.EvalPath(job.step), append(b, '\n'), 0o644); err != nil {
+	if err := fsutil.WriteFileAtomic(l.opts.Dir.EvalPath(job.step), file, 0o644); err != nil {
 		return fmt.Errorf("train.Loop step %d: evaluation: %w", job.step, err)
 	}
 	crashpoint.Hit("after-eval-file") // the file written, its line not
-	if err := l.appendEvalLine(r); err != nil {
+	if err := l.appendEvalLine(job.step, line); err != nil {
 		return fmt.Errorf("train.Loop step %d: evaluation: %w", job.step, err)
 	}
-	m := r.Metrics()
-	l.log.Info("evaluation done", zap.Int("step", job.step), zap.Any("win_rate", m[KeyEvalWinRate]),
-		zap.Any("score_mean", m[KeyEvalScoreMean]), zap.Any("base_score_mean", m[KeyEvalBaseScoreMean]),
-		zap.Any("agreement_rate", m[KeyEvalAgreementRate]), zap.Float64("seconds", r.Seconds))
-	if o.OnEval != nil {
-		o.OnEval(m)
+	l.log.Info("evaluation done", zap.Int("step", job.step), zap.Any("win_rate", line[metrics.KeyEvalWinRate]),
+		zap.Any("score_mean", line[metrics.KeyEvalScoreMean]), zap.Any("base_score_mean", line[metrics.KeyEvalBaseScoreMean]),
+		zap.Any("agreement_rate", line[metrics.KeyEvalAgreementRate]), zap.Any("seconds", line[metrics.KeyEvalSeconds]))
+	if ev.opts.OnEval != nil {
+		ev.opts.OnEval(line.Strings())
 	}
 	return nil
 }
 
-// comparisonDoc says how a comparer compares, for the result file.
-func comparisonDoc(c harness.Comparer) string {
-	if _, ok := c.(harness.RolloutComparer); ok {
-		return "pointwise scores of both rollouts: the higher wins both orders, equal scores tie"
-	}
-	return "pairwise LLM judge, asked in both orders"
-}
-
-// check validates o and fills its defaults.
+// check validates o.
 func (o *EvalOptions) check() error {
 	if o.Every < 0 {
 		return fmt.Errorf("eval every %d steps: must not be negative", o.Every)
 	}
-	if o.Every == 0 {
-		return nil
-	}
-	var errs []error
-	if len(o.Prompts) == 0 {
-		errs = append(errs, errors.New("no held-out prompts to evaluate on"))
-	}
-	for _, p := range o.Prompts {
-		if p.Split != dataset.SplitEval {
-			errs = append(errs, fmt.Errorf("evaluation prompt %s is in split %q, not %s", p.ID, p.Split, dataset.SplitEval))
-			break
-		}
-	}
-	if o.Aspect.Judge == nil || o.Aspect.Name == "" {
-		errs = append(errs, errors.New("the evaluation needs an aspect and its judge"))
-	}
-	if o.Scorer == nil {
-		errs = append(errs, errors.New("the evaluation needs a scorer"))
-	}
-	if o.Decoding.Name == "" {
-		errs = append(errs, errors.New("the evaluation needs a decoding"))
-	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = 8
-	}
-	if o.JudgeConcurrency <= 0 {
-		o.JudgeConcurrency = 8
-	}
-	if o.Set == "" {
-		o.Set = "curriculum split " + dataset.SplitEval
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("eval: %w", err)
+	if o.Every > 0 && o.Evaluator == nil {
+		return fmt.Errorf("eval: evaluating every %d steps needs an evaluator", o.Every)
 	}
 	return nil
 }

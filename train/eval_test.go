@@ -19,6 +19,7 @@ import (
 	"github.com/parleyhq/parley/eval/report"
 	"github.com/parleyhq/parley/internal/crashpoint"
 	"github.com/parleyhq/parley/llm"
+	"github.com/parleyhq/parley/metrics"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/train"
 )
@@ -40,11 +41,17 @@ func withEval(t *testing.T, every int, cmp func(harness.Comparer) harness.Compar
 		if err != nil {
 			t.Fatal(err)
 		}
-		o.Eval = train.EvalOptions{
-			Every: every, Prompts: dataset.SelectSplit(all, dataset.SplitEval)[:4],
-			Aspect: harness.Aspect{Name: "score", Judge: c}, Scorer: o.Judge, Scale: reward.ScaleOf(o.Judge),
+		ev, err := harness.NewStepEvaluator(harness.StepEvalOptions{
+			Prompts: dataset.SelectSplit(all, dataset.SplitEval)[:4],
+			Aspect:  harness.Aspect{Name: "score", Judge: c}, Scorer: o.Judge, Scale: reward.ScaleOf(o.Judge),
 			Decoding: dec[0], Concurrency: 4, JudgeConcurrency: 2,
+			Game: o.Rollout.Game, Policy: o.Rollout.Policy, Base: o.Rollout.Model, Seed: o.Seed,
+			ChatTemplateKwargs: o.Rollout.ChatTemplateKwargs, Logger: o.Logger,
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
+		o.Eval = train.EvalOptions{Every: every, Evaluator: ev}
 	}
 }
 
@@ -52,7 +59,7 @@ func withEval(t *testing.T, every int, cmp func(harness.Comparer) harness.Compar
 func lines(t *testing.T, dir dataset.RunDir) (steps, evals []map[string]any) {
 	t.Helper()
 	for _, m := range readMetrics(t, dir) {
-		if m["kind"] == train.EvalKind {
+		if m["kind"] == metrics.EvalKind {
 			evals = append(evals, m)
 		} else {
 			steps = append(steps, m)
@@ -101,28 +108,30 @@ func TestLoopEvalEvery(t *testing.T) {
 	}
 	for _, m := range evals {
 		step := int(m["step"].(float64))
-		num := func(k string) float64 {
+		num := func(key metrics.Key) float64 {
+			k := string(key)
 			v, ok := m[k].(float64)
 			if !ok {
 				t.Errorf("step %d: %s = %v, want a number", step, k, m[k])
 			}
 			return v
 		}
-		wr, w, ti, l := num(train.KeyEvalWinRate), num(train.KeyEvalWins), num(train.KeyEvalTies), num(train.KeyEvalLosses)
+		wr, w, ti, l := num(metrics.KeyEvalWinRate), num(metrics.KeyEvalWins), num(metrics.KeyEvalTies), num(metrics.KeyEvalLosses)
 		if w+ti+l != 8 || math.Abs(wr-100*(w+ti/2)/8) > 1e-9 {
 			t.Errorf("step %d: win rate %v from %v/%v/%v, want two verdicts per prompt (8) and ties counting half", step, wr, w, ti, l)
 		}
-		for _, k := range []string{train.KeyEvalScoreMean, train.KeyEvalBaseScoreMean, train.KeyEvalAgreementRate, train.KeyEvalBaseAgreementRate} {
+		for _, k := range []metrics.Key{metrics.KeyEvalScoreMean, metrics.KeyEvalBaseScoreMean, metrics.KeyEvalAgreementRate, metrics.KeyEvalBaseAgreementRate} {
 			if v := num(k); v < 0 || v > 1 {
 				t.Errorf("step %d: %s = %v, want it in [0, 1]", step, k, v)
 			}
 		}
-		for _, k := range []string{train.KeyEvalRoundsToAgreement, train.KeyEvalBaseRoundsToAgreement} {
+		for _, key := range []metrics.Key{metrics.KeyEvalRoundsToAgreement, metrics.KeyEvalBaseRoundsToAgreement} {
+			k := string(key)
 			if v, ok := m[k].(float64); ok && (v < 1 || v > 3) {
 				t.Errorf("step %d: %s = %v, want rounds in [1, 3]", step, k, v)
 			}
 		}
-		r, ok, err := train.ReadEval(dir, step)
+		r, ok, err := harness.ReadEval(dir, step)
 		if err != nil || !ok {
 			t.Fatalf("ReadEval(%d) = %v, %v", step, ok, err)
 		}
@@ -137,16 +146,16 @@ func TestLoopEvalEvery(t *testing.T) {
 	}
 	// The base model scores the same on every evaluation (greedy, same
 	// prompts): the reference line is flat.
-	if evals[0][train.KeyEvalBaseScoreMean] != evals[1][train.KeyEvalBaseScoreMean] {
-		t.Errorf("base score %v then %v, want the same greedy base twice", evals[0][train.KeyEvalBaseScoreMean], evals[1][train.KeyEvalBaseScoreMean])
+	if base := string(metrics.KeyEvalBaseScoreMean); evals[0][base] != evals[1][base] {
+		t.Errorf("base score %v then %v, want the same greedy base twice", evals[0][base], evals[1][base])
 	}
 	rm, err := report.ReadMetrics(dir.MetricsPath())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, s := range rm.Steps {
-		_, hasEval := rm.Rows[i][train.KeyEvalWinRate]
-		_, hasScore := rm.Rows[i][report.KeyScoreMean]
+		_, hasEval := rm.Rows[i][metrics.KeyEvalWinRate]
+		_, hasScore := rm.Rows[i][metrics.KeyScoreMean]
 		if hasEval != (s%2 == 0) || !hasScore {
 			t.Errorf("report row of step %d: eval %v, training score %v; want the evaluation merged into steps 2 and 4", s, hasEval, hasScore)
 		}
@@ -332,7 +341,7 @@ func TestSIGKILLInEvaluation(t *testing.T) {
 	}
 	for _, m := range evals {
 		step := int(m["step"].(float64))
-		r, ok, err := train.ReadEval(rd, step)
+		r, ok, err := harness.ReadEval(rd, step)
 		if err != nil || !ok {
 			t.Fatalf("ReadEval(%d) = %v, %v", step, ok, err)
 		}

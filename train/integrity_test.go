@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/handshake"
 	"github.com/parleyhq/parley/internal/crashpoint"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/sim"
@@ -164,7 +165,7 @@ func TestDoneAdapterPath(t *testing.T) {
 			os.MkdirAll(sub, 0o755)
 			os.WriteFile(filepath.Join(sub, "adapter_config.json"), []byte("{}"), 0o644)
 			os.WriteFile(filepath.Join(sub, "adapter_model.safetensors"), []byte("w"), 0o644)
-			if err := train.WriteDone(ck, train.Done{Step: 1, AdapterPath: tc.path}); err != nil {
+			if err := handshake.WriteDone(ck, handshake.Done{Step: 1, AdapterPath: tc.path}); err != nil {
 				t.Fatal(err)
 			}
 			loader := &adapterRecorder{}
@@ -228,7 +229,7 @@ func TestPendingBatchCorrupt(t *testing.T) {
 	dir2 := dataset.RunDir(t.TempDir())
 	ck := dir2.CheckpointDir(1)
 	os.MkdirAll(ck, 0o755)
-	os.WriteFile(filepath.Join(ck, train.RefusedFile), []byte(`{"step":1,"reason":"schema_version 9, want 1 to 2"}`), 0o644)
+	os.WriteFile(filepath.Join(ck, handshake.RefusedFile), []byte(`{"step":1,"reason":"schema_version 9, want 1 to 2"}`), 0o644)
 	l := newLoopClient(t, dir2, llm.Options{Endpoints: []string{url}}, 1, 0)
 	err = l.Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "the trainer refused the batch") || !strings.Contains(err.Error(), "schema_version 9") {
@@ -300,7 +301,7 @@ func TestSIGKILLAtCrashPoints(t *testing.T) {
 			b, _ := os.ReadFile(filepath.Join(dir, "consumed.log"))
 			for s := 1; s <= 5; s++ {
 				n := strings.Count(string(b), fmt.Sprintf("step %d\n", s))
-				if _, done, _ := train.ReadDone(dataset.RunDir(dir).CheckpointDir(s)); n == 0 && done {
+				if _, done, _ := handshake.ReadDone(dataset.RunDir(dir).CheckpointDir(s)); n == 0 && done {
 					n = 1 // killed between its DONE and its log line
 				}
 				if n != 1 {

@@ -12,14 +12,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
+	"github.com/parleyhq/parley/handshake"
 	"github.com/parleyhq/parley/internal/crashpoint"
+	"github.com/parleyhq/parley/metrics"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
 	"go.uber.org/zap"
@@ -28,7 +29,11 @@ import (
 // AdapterLoader loads a trained LoRA adapter into every inference endpoint
 // (the llm client does).
 type AdapterLoader interface {
+	// LoadLoRA loads the adapter folder path under name, a name never
+	// used before, into every endpoint.
 	LoadLoRA(ctx context.Context, name, path string) error
+	// UnloadLoRA unloads the adapter served under name from every
+	// endpoint.
 	UnloadLoRA(ctx context.Context, name string) error
 }
 
@@ -115,7 +120,7 @@ type Loop struct {
 	// staleness 1 it runs one step ahead of the state's).
 	baseline *grpo.RoleBaseline
 	// ev runs the evaluations of the current Run.
-	ev *evaluator
+	ev *evalRunner
 	// metricsMu serialises the appends to metrics.jsonl of the loop and
 	// its evaluations; evalRecorded (under it) holds the steps whose
 	// evaluation line is written.
@@ -123,36 +128,32 @@ type Loop struct {
 	evalRecorded map[int]bool
 }
 
-// readSidecar reads step's sidecar (SidecarPath) as it is written.
-func readSidecar(d dataset.RunDir, step int) (sidecar, error) {
-	var sc sidecar
-	b, err := os.ReadFile(SidecarPath(d, step))
-	if err != nil {
-		return sc, err
-	}
-	if err := json.Unmarshal(b, &sc); err != nil {
-		return sc, fmt.Errorf("%s: %w", SidecarPath(d, step), err)
-	}
-	return sc, nil
-}
-
 // sidecar is what a step's sampling leaves beside its rollouts for the
 // step's metrics line and the role baseline, so that a resumed run that
 // skips the written batch still has both.
 type sidecar struct {
-	Metrics      map[string]any     `json:"metrics"`
+	Metrics      metrics.Line       `json:"metrics"`
 	RoleBaseline *grpo.RoleBaseline `json:"role_baseline"`
 	// Series are the series cursors after the step (series training).
 	Series []SeriesCursor `json:"series,omitempty"`
 }
 
+// readSidecar reads step's sidecar (dataset.RunDir.SidecarPath) as it is
+// written, with an empty metrics line and baseline where it has none.
 func (l *Loop) readSidecar(step int) (sidecar, error) {
-	sc, err := readSidecar(l.opts.Dir, step)
+	var sc sidecar
+	path := l.opts.Dir.SidecarPath(step)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if err = json.Unmarshal(b, &sc); err != nil {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	if err != nil {
 		return sc, fmt.Errorf("train.Loop step %d: %w", step, err)
 	}
 	if sc.Metrics == nil {
-		sc.Metrics = map[string]any{}
+		sc.Metrics = metrics.Line{}
 	}
 	if sc.RoleBaseline == nil {
 		sc.RoleBaseline = grpo.NewRoleBaseline()
@@ -162,50 +163,75 @@ func (l *Loop) readSidecar(step int) (sidecar, error) {
 
 // NewLoop checks opts and reads the run's state.
 func NewLoop(opts LoopOptions) (*Loop, error) {
-	if opts.Rollout.Game == nil || opts.Rollout.Policy == nil || opts.Judge == nil || opts.Adapters == nil {
-		return nil, errors.New("train.NewLoop: game, policy, judge and adapter loader are required")
-	}
-	if len(opts.Prompts) == 0 || opts.PromptsPerStep <= 0 || opts.Steps <= 0 {
-		return nil, fmt.Errorf("train.NewLoop: need prompts (%d), prompts per step (%d) and steps (%d)", len(opts.Prompts), opts.PromptsPerStep, opts.Steps)
-	}
-	if err := dataset.CheckTrainRows("the curriculum", opts.Prompts); err != nil {
+	if err := opts.check(); err != nil {
 		return nil, fmt.Errorf("train.NewLoop: %w", err)
 	}
-	if opts.MaxStaleness != 0 && opts.MaxStaleness != 1 {
-		return nil, fmt.Errorf("train.NewLoop: max staleness %d: want 0 or 1", opts.MaxStaleness)
-	}
-	if so := opts.Series; so != nil {
-		if _, ok := opts.Rollout.Game.(rollout.SeriesGame); !ok || so.Plan == nil || so.Slots <= 0 {
-			return nil, fmt.Errorf("train.NewLoop: series training needs a SeriesGame (%s), a plan and slots (%d)", opts.Rollout.Game.Name(), so.Slots)
-		}
-	}
-	if opts.DonePoll <= 0 {
-		opts.DonePoll = DefaultDonePoll
-	}
-	if opts.WaitLogEvery <= 0 {
-		opts.WaitLogEvery = 30 * time.Second
-	}
-	if opts.TrainerTimeout <= 0 {
-		opts.TrainerTimeout = 24 * time.Hour
-	}
-	if opts.AdapterPrefix == "" {
-		opts.AdapterPrefix = "parley"
-	}
-	if opts.MaxFailedFraction <= 0 {
-		opts.MaxFailedFraction = 0.5
-	}
-	if err := opts.Eval.check(); err != nil {
-		return nil, fmt.Errorf("train.NewLoop: %w", err)
-	}
-	if opts.Logger == nil {
-		opts.Logger = zap.NewNop()
-	}
+	opts.setDefaults()
 	if err := opts.Dir.Create(); err != nil {
 		return nil, err
 	}
-	st, ok, err := LoadState(opts.Dir.StatePath())
+	st, err := loadRunState(opts)
 	if err != nil {
 		return nil, err
+	}
+	recorded, evals, err := recordedSteps(opts.Dir.MetricsPath())
+	if err != nil {
+		return nil, err
+	}
+	return &Loop{opts: opts, log: opts.Logger, state: st, recorded: recorded, evalRecorded: evals, baseline: st.RoleBaseline.Clone()}, nil
+}
+
+// check validates o.
+func (o *LoopOptions) check() error {
+	if o.Rollout.Game == nil || o.Rollout.Policy == nil || o.Judge == nil || o.Adapters == nil {
+		return errors.New("game, policy, judge and adapter loader are required")
+	}
+	if len(o.Prompts) == 0 || o.PromptsPerStep <= 0 || o.Steps <= 0 {
+		return fmt.Errorf("need prompts (%d), prompts per step (%d) and steps (%d)", len(o.Prompts), o.PromptsPerStep, o.Steps)
+	}
+	if err := dataset.CheckTrainRows("the curriculum", o.Prompts); err != nil {
+		return err
+	}
+	if o.MaxStaleness != 0 && o.MaxStaleness != 1 {
+		return fmt.Errorf("max staleness %d: want 0 or 1", o.MaxStaleness)
+	}
+	if so := o.Series; so != nil {
+		if _, ok := o.Rollout.Game.(rollout.SeriesGame); !ok || so.Plan == nil || so.Slots <= 0 {
+			return fmt.Errorf("series training needs a SeriesGame (%s), a plan and slots (%d)", o.Rollout.Game.Name(), so.Slots)
+		}
+	}
+	return o.Eval.check()
+}
+
+// setDefaults fills the zero options that have a default.
+func (o *LoopOptions) setDefaults() {
+	if o.DonePoll <= 0 {
+		o.DonePoll = handshake.DefaultDonePoll
+	}
+	if o.WaitLogEvery <= 0 {
+		o.WaitLogEvery = 30 * time.Second
+	}
+	if o.TrainerTimeout <= 0 {
+		o.TrainerTimeout = 24 * time.Hour
+	}
+	if o.AdapterPrefix == "" {
+		o.AdapterPrefix = "parley"
+	}
+	if o.MaxFailedFraction <= 0 {
+		o.MaxFailedFraction = 0.5
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+}
+
+// loadRunState reads the run's state.json, or starts the state of a new
+// run; a state without a nonce gets one, saved at once, so that the run's
+// adapter names never change.
+func loadRunState(opts LoopOptions) (State, error) {
+	st, ok, err := LoadState(opts.Dir.StatePath())
+	if err != nil {
+		return State{}, err
 	}
 	if !ok {
 		st = State{Version: StateVersion, RunID: opts.RunID, Seed: opts.Seed, RoleBaseline: grpo.NewRoleBaseline()}
@@ -213,21 +239,17 @@ func NewLoop(opts LoopOptions) (*Loop, error) {
 	if st.Nonce == "" {
 		var b [4]byte
 		if _, err := rand.Read(b[:]); err != nil {
-			return nil, fmt.Errorf("train.NewLoop: %w", err)
+			return State{}, fmt.Errorf("train.NewLoop: %w", err)
 		}
 		st.Nonce = hex.EncodeToString(b[:])
 		if err := SaveState(opts.Dir.StatePath(), st); err != nil {
-			return nil, err
+			return State{}, err
 		}
 	}
 	if st.RoleBaseline == nil {
 		st.RoleBaseline = grpo.NewRoleBaseline()
 	}
-	recorded, evals, err := recordedSteps(opts.Dir.MetricsPath())
-	if err != nil {
-		return nil, err
-	}
-	return &Loop{opts: opts, log: opts.Logger, state: st, recorded: recorded, evalRecorded: evals, baseline: st.RoleBaseline.Clone()}, nil
+	return st, nil
 }
 
 // progress starts a progress bar through opts.Progress, or nothing.
@@ -299,7 +321,7 @@ var adapterFiles = [][]string{{"adapter_config.json"}, {"adapter_model.safetenso
 // or absolute inside it), else the checkpoint directory itself, after
 // checking that it holds an adapter. An error names the step, what is
 // missing and what to remove to train the step again.
-func (l *Loop) adapterDir(step int, done Done) (string, error) {
+func (l *Loop) adapterDir(step int, done handshake.Done) (string, error) {
 	ck, err := filepath.Abs(l.opts.Dir.CheckpointDir(step))
 	if err != nil {
 		return "", fmt.Errorf("train.Loop step %d: %w", step, err)
@@ -333,7 +355,7 @@ func (l *Loop) adapterDir(step int, done Done) (string, error) {
 
 // trainedAdapter reads step's DONE and returns its checked adapter folder.
 func (l *Loop) trainedAdapter(step int) (string, error) {
-	done, ok, err := ReadDone(l.opts.Dir.CheckpointDir(step))
+	done, ok, err := handshake.ReadDone(l.opts.Dir.CheckpointDir(step))
 	if err != nil {
 		return "", fmt.Errorf("train.Loop step %d: %w", step, err)
 	}
@@ -343,158 +365,11 @@ func (l *Loop) trainedAdapter(step int) (string, error) {
 	return l.adapterDir(step, done)
 }
 
-func (l *Loop) sidecarPath(step int) string { return SidecarPath(l.opts.Dir, step) }
-
-// ensureBatch samples, judges and writes step's rollouts and batch unless
-// they are final: a batch with a verified .ready, or any batch of a step
-// the trainer already finished (DONE). A step with DONE is never sampled
-// again, even when its batch no longer verifies; a pending batch that does
-// not verify is sampled again, and the log says why.
-func (l *Loop) ensureBatch(ctx context.Context, step int) error {
-	_, verr := dataset.VerifyBatch(l.opts.Dir.BatchPath(step), step)
-	_, trained, derr := ReadDone(l.opts.Dir.CheckpointDir(step))
-	if derr != nil {
-		return fmt.Errorf("train.Loop step %d: %w", step, derr)
-	}
-	if verr == nil || trained {
-		if verr != nil {
-			l.log.Warn("step was trained (DONE), but its batch no longer verifies; going on with its adapter and never sampling it again",
-				zap.Int("step", step), zap.Error(verr))
-		}
-		// The trainer may have trained this batch: never sample it again.
-		sc, err := l.readSidecar(step)
-		switch {
-		case err == nil:
-			l.baseline = sc.RoleBaseline
-		case trained:
-			l.log.Warn("step was trained, but the metrics of its sampling are lost; its metrics line will hold the trainer's",
-				zap.Int("step", step), zap.Error(err))
-		default:
-			return fmt.Errorf("train.Loop: step %d's batch is written but its metrics are not: %w", step, err)
-		}
-		l.log.Info("batch already written", zap.Int("step", step))
-		return nil
-	}
-	if _, err := os.Stat(l.opts.Dir.ReadyPath(step)); err == nil {
-		l.log.Warn("the step's written batch does not verify against its .ready; sampling it again",
-			zap.Int("step", step), zap.String("batch", l.opts.Dir.BatchPath(step)), zap.Error(verr))
-	}
-	// Load the sampling adapter again before every step: an inference
-	// server restarted since (or a resumed run) no longer holds it.
-	if l.state.Adapter != "" {
-		dir, err := l.trainedAdapter(l.state.PolicyVersion)
-		if err != nil {
-			return err
-		}
-		if err := l.opts.Adapters.LoadLoRA(ctx, l.state.Adapter, dir); err != nil {
-			return fmt.Errorf("train.Loop step %d: load adapter %s: %w", step, l.state.Adapter, err)
-		}
-	}
-	pv := l.state.PolicyVersion
-	model := l.opts.Rollout.Model
-	if l.state.Adapter != "" {
-		model = l.state.Adapter
-	}
-	ro := l.opts.Rollout
-	ro.Model, ro.Step, ro.PolicyVersion, ro.RunID, ro.Seed = model, step, pv, l.opts.RunID, l.opts.Seed
-	runner, err := rollout.NewRunner(ro)
-	if err != nil {
-		return err
-	}
-	t0 := time.Now()
-	var (
-		rs      []dataset.Rollout
-		sum     rollout.Summary
-		cursors []SeriesCursor
-	)
-	if l.opts.Series != nil {
-		tick, end := l.progress(fmt.Sprintf("step %d rollouts", step), l.opts.Series.Slots*ro.GroupSize)
-		rs, sum, cursors, err = l.sampleSeries(ctx, runner, step, tick)
-		end(err != nil || ctx.Err() != nil)
-	} else {
-		prompts := rollout.SelectPrompts(l.opts.Prompts, l.opts.Mix, l.opts.PromptsPerStep, l.opts.Seed, step)
-		tick, end := l.progress(fmt.Sprintf("step %d rollouts", step), len(prompts)*ro.GroupSize)
-		sum, err = runner.Run(ctx, prompts, func(r *dataset.Rollout) error {
-			rs = append(rs, *r)
-			tick()
-			return nil
-		})
-		end(err != nil || ctx.Err() != nil)
-	}
-	if err != nil {
-		return fmt.Errorf("train.Loop step %d: %w", step, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("train.Loop step %d: %w", step, err)
-	}
-	// Completion order varies with timing; the step's files do not.
-	sort.Slice(rs, func(i, j int) bool { return rs[i].RolloutID < rs[j].RolloutID })
-	sampleSec := time.Since(t0).Seconds()
-	t1 := time.Now()
-	baseline := l.baseline.Clone()
-	tick, end := l.progress(fmt.Sprintf("step %d judging", step), len(rs))
-	res, err := ScoreStep(ctx, l.opts.Judge, rs, baseline, ScoreOptions{
-		RunID: l.opts.RunID, Step: step, PolicyVersion: pv,
-		Advantage: l.opts.Advantage, Mask: l.opts.Mask, JudgeConcurrency: l.opts.JudgeConcurrency,
-		OnJudged: tick,
-	})
-	end(err != nil)
-	if err != nil {
-		return fmt.Errorf("train.Loop step %d: %w", step, err)
-	}
-	judgeSec := time.Since(t1).Seconds()
-	for cause, n := range sum.Errors {
-		l.log.Warn("rollouts failed", zap.Int("step", step), zap.Int("count", n), zap.String("cause", cause))
-	}
-	if failed := sum.Failed + res.Judge.Failed; float64(failed) > l.opts.MaxFailedFraction*float64(max(len(rs), 1)) {
-		msg := fmt.Sprintf("train.Loop step %d: %d of %d rollouts failed (%d sampling, %d judging), more than train.max_failed_fraction %g; first error",
-			step, failed, len(rs), sum.Failed, res.Judge.Failed, l.opts.MaxFailedFraction)
-		if sum.FirstErr != nil {
-			return fmt.Errorf("%s: %w", msg, sum.FirstErr)
-		}
-		return fmt.Errorf("%s: %s", msg, firstError(rs))
-	}
-	if len(res.Rows) == 0 {
-		l.log.Warn("the step's batch is empty (every group dropped or failed)", zap.Int("step", step),
-			zap.Int("groups_zero_variance", res.Advantage.DroppedZeroVariance), zap.Int("rollouts_failed", sum.Failed))
-	}
-
-	m := map[string]any{
-		"step": step, "policy_version": pv,
-		"score_min": res.Advantage.ScoreMin, "score_mean": res.Advantage.ScoreMean, "score_max": res.Advantage.ScoreMax,
-		"reward_mean": res.Advantage.RewardMean, "reward_std": res.Advantage.RewardStd,
-		"agreement_rate": sum.AgreementRate, "rounds_to_agreement": sum.RoundsToAgree, "mean_rounds": sum.MeanRounds,
-		"rollouts": sum.Rollouts, "rollouts_failed": sum.Failed,
-		"judge_failed": res.Judge.Failed, "judge_cached": res.Judge.Cached,
-		"groups": res.Advantage.Groups, "groups_dropped_zero_variance": res.Advantage.DroppedZeroVariance,
-		"prompt_tokens": sum.PromptTokens, "sampled_tokens": sum.SampledTokens, "prefix_breaks": sum.PrefixBreaks,
-		"sequences_per_rollout": sum.SequencesPerRollout, "trainer_tokens_per_sampled_token": sum.TrainerTokensPerSampled,
-		"prompt_tokens_sent": sum.PromptTokensSent, "closed_turns": sum.ClosedTurns,
-		"batch_rows": res.Batch.Rows, "batch_tokens": res.Batch.Tokens, "trained_tokens": res.Batch.TrainedTokens,
-		"sample_seconds": sampleSec, "judge_seconds": judgeSec,
-	}
-	addRoleMetrics(m, res.Advantage.Roles)
-	if spec, ok := rollout.Lookup(l.opts.Rollout.Game.Name()); ok && spec.Metrics != nil {
-		for k, v := range spec.Metrics(rs) {
-			m[k] = v
-		}
-	}
-	b, err := json.Marshal(sidecar{Metrics: m, RoleBaseline: baseline, Series: cursors})
-	if err != nil {
-		return fmt.Errorf("train.Loop step %d: metrics: %w", step, err)
-	}
-	ready, err := WriteStep(l.opts.Dir, step, pv, rs, res.Rows, res.Scale, b, l.log)
-	if err != nil {
-		return err
-	}
-	l.baseline = baseline
-	l.log.Info("batch written", zap.Int("step", step), zap.Int("policy_version", pv), zap.Int("rows", ready.Rows), zap.Int64("tokens", ready.Tokens),
-		zap.Float64("reward_mean", res.Advantage.RewardMean), zap.Float64("agreement_rate", sum.AgreementRate), zap.Int("rollouts_failed", sum.Failed))
-	return nil
-}
-
-// finish waits for step's DONE, loads its adapter, records its metrics
-// and saves the state.
+// finish completes step once the trainer has: it waits for the step's
+// DONE, serves the new adapter, records the step's metrics line and then
+// the state, and queues the step's evaluation. A crash between two of
+// these resumes here: DONE is final, the adapter is loaded again, a
+// recorded line is not appended twice, and the state is saved last.
 func (l *Loop) finish(ctx context.Context, step int) error {
 	t0 := time.Now()
 	tick, end := l.progress(fmt.Sprintf("step %d trainer", step), 1)
@@ -509,6 +384,30 @@ func (l *Loop) finish(ctx context.Context, step int) error {
 	crashpoint.Hit("after-done") // the step trained, nothing recorded yet
 	waitSec := time.Since(t0).Seconds()
 	name := l.AdapterName(step)
+	if err := l.serveAdapter(ctx, step, name, done); err != nil {
+		return err
+	}
+	m, baseline, err := l.recordStep(step, done, waitSec)
+	if err != nil {
+		return err
+	}
+	crashpoint.Hit("after-metrics") // the metrics line written, the state not
+	if err := l.saveState(step, name, baseline); err != nil {
+		return err
+	}
+	if l.opts.OnStep != nil {
+		l.opts.OnStep(m.Strings())
+	}
+	// Queued, not run: the evaluation goes on beside the next steps.
+	if err := l.ev.queue(step); err != nil {
+		l.log.Warn("the step's evaluation cannot run", zap.Int("step", step), zap.Error(err))
+	}
+	return nil
+}
+
+// serveAdapter loads the adapter trained on step (its DONE, done) into
+// every endpoint under name, then unloads the adapter it replaces.
+func (l *Loop) serveAdapter(ctx context.Context, step int, name string, done handshake.Done) error {
 	dir, err := l.adapterDir(step, done)
 	if err != nil {
 		return err
@@ -521,158 +420,147 @@ func (l *Loop) finish(ctx context.Context, step int) error {
 			l.log.Warn("unload of the previous adapter failed", zap.String("adapter", prev), zap.Error(err))
 		}
 	}
+	return nil
+}
+
+// recordStep appends step's metrics line unless metrics.jsonl holds it:
+// the sampling's metrics (the sidecar's), the wait for the trainer and the
+// trainer's metrics from done. It returns the line and the role baseline
+// after the step.
+func (l *Loop) recordStep(step int, done handshake.Done, waitSec float64) (metrics.Line, *grpo.RoleBaseline, error) {
 	sc, err := l.readSidecar(step)
 	if err != nil {
-		// Only a trained step gets here without its sidecar (ensureBatch
+		// Only a trained step gets here without its sidecar (resumeBatch
 		// said so): record what the trainer reported.
-		sc = sidecar{Metrics: map[string]any{"sample_metrics_lost": true}, RoleBaseline: l.baseline.Clone()}
+		sc = sidecar{Metrics: metrics.Line{metrics.KeySampleMetricsLost: true}, RoleBaseline: l.baseline.Clone()}
 	}
 	m := sc.Metrics
-	m["step"] = step
-	m["wait_trainer_seconds"] = waitSec
+	m[metrics.KeyStep] = step
+	m[metrics.KeyWaitTrainerSeconds] = waitSec
 	for k, v := range done.Metrics {
-		m["trainer/"+k] = v
+		m[metrics.TrainerPrefix+metrics.Key(k)] = v
 	}
 	if !l.recorded[step] {
 		l.metricsMu.Lock()
 		err := AppendMetrics(l.opts.Dir.MetricsPath(), m)
 		l.metricsMu.Unlock()
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		l.recorded[step] = true
 	}
-	crashpoint.Hit("after-metrics") // the metrics line written, the state not
-	// With staleness 1 the step after this one was sampled by the policy of
-	// the step before; the state records the newest trained policy.
+	return m, sc.RoleBaseline, nil
+}
+
+// saveState records step as the last completed one and its adapter (name)
+// as the policy served. With staleness 1 the step after this one was
+// sampled by the policy of the step before; the state records the newest
+// trained policy.
+func (l *Loop) saveState(step int, name string, baseline *grpo.RoleBaseline) error {
 	l.state.Step = step
 	l.state.PolicyVersion = step
 	l.state.Adapter = name
-	l.state.RoleBaseline = sc.RoleBaseline
+	l.state.RoleBaseline = baseline
 	l.state.RunID = l.opts.RunID
 	l.state.Seed = l.opts.Seed
 	l.state.UpdatedUnixMS = time.Now().UnixMilli()
-	if err := SaveState(l.opts.Dir.StatePath(), l.state); err != nil {
-		return err
-	}
-	if l.opts.OnStep != nil {
-		l.opts.OnStep(m)
-	}
-	// Queued, not run: the evaluation goes on beside the next steps.
-	if err := l.ev.queue(step); err != nil {
-		l.log.Warn("the step's evaluation cannot run", zap.Int("step", step), zap.Error(err))
-	}
-	return nil
+	return SaveState(l.opts.Dir.StatePath(), l.state)
 }
 
-// waitTrainer waits for step's DONE, saying so while it waits and when the
-// trainer parley started is down.
-func (l *Loop) waitTrainer(ctx context.Context, step int) (Done, error) {
-	if d, ok, err := ReadDone(l.opts.Dir.CheckpointDir(step)); err == nil && ok {
+// waitTrainer waits for step's DONE (train.trainer_timeout at most),
+// checking the trainer at every poll (checkTrainer).
+func (l *Loop) waitTrainer(ctx context.Context, step int) (handshake.Done, error) {
+	if d, ok, err := handshake.ReadDone(l.opts.Dir.CheckpointDir(step)); err == nil && ok {
 		return d, nil
 	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, l.opts.TrainerTimeout)
 	defer cancel()
 	type result struct {
-		d   Done
+		d   handshake.Done
 		err error
 	}
 	ch := make(chan result, 1)
 	go func() {
-		d, err := WaitDone(ctx, l.opts.Dir.CheckpointDir(step), l.opts.DonePoll)
+		d, err := handshake.WaitDone(ctx, l.opts.Dir.CheckpointDir(step), l.opts.DonePoll)
 		ch <- result{d, err}
 	}()
 	poll := time.NewTicker(l.opts.DonePoll)
 	defer poll.Stop()
-	start, lastLog := time.Now(), time.Now()
-	wasDown := false
+	w := &trainerWatch{start: time.Now(), lastLog: time.Now()}
 	for {
 		select {
 		case r := <-ch:
-			if r.err != nil {
-				if parent.Err() != nil {
-					return Done{}, fmt.Errorf("train.Loop step %d: waiting for the trainer: %w", step, parent.Err())
-				}
-				if errors.Is(r.err, context.DeadlineExceeded) {
-					return Done{}, fmt.Errorf("train.Loop step %d: no DONE from the trainer after %s (train.trainer_timeout); is the trainer running on %s?", step, l.opts.TrainerTimeout, l.opts.Dir.Root())
-				}
-				return Done{}, fmt.Errorf("train.Loop step %d: %w", step, r.err)
-			}
-			if wasDown {
-				l.log.Info("trainer is back", zap.Int("step", step))
-			}
-			return r.d, nil
+			return l.trainerDone(parent, step, r.d, r.err, w.wasDown)
 		case <-poll.C:
-			// Checked at every poll, so a trainer that refuses the batch
-			// or has crashed for good is seen at once.
-			if ref, ok := ReadRefused(l.opts.Dir.CheckpointDir(step)); ok {
-				return Done{}, fmt.Errorf("train.Loop step %d: the trainer refused the batch %s: %s; "+
-					"remove %s, %s and %s to have the step sampled again", step, l.opts.Dir.BatchPath(step), ref.Reason,
-					l.opts.Dir.BatchPath(step), l.opts.Dir.ReadyPath(step), filepath.Join(l.opts.Dir.CheckpointDir(step), RefusedFile))
-			}
-			if l.opts.TrainerGone != nil {
-				if err := l.opts.TrainerGone(); err != nil {
-					return Done{}, fmt.Errorf("train.Loop step %d: %w", step, err)
-				}
-			}
-			down := false
-			if l.opts.TrainerAlive != nil {
-				if err := l.opts.TrainerAlive(); err != nil {
-					if !wasDown {
-						l.log.Warn("the trainer is not running", zap.Int("step", step), zap.Error(err))
-					}
-					wasDown, down = true, true
-				}
-			}
-			if time.Since(lastLog) >= l.opts.WaitLogEvery {
-				lastLog = time.Now()
-				fields := []zap.Field{zap.Int("step", step), zap.Duration("waited", time.Since(start).Round(time.Second))}
-				if down {
-					l.log.Warn("waiting for the trainer, which is not running", fields...)
-				} else {
-					l.log.Info("waiting for the trainer", fields...)
-				}
+			if err := l.checkTrainer(step, w); err != nil {
+				return handshake.Done{}, err
 			}
 		}
 	}
 }
 
-// addRoleMetrics adds reward_mean/<role> for every trained role when the
-// roles' rewards differ (a zero-sum game's sides, five parties); roles that
-// share one reward (the deliberation game) add nothing beyond reward_mean.
-func addRoleMetrics(m map[string]any, roles map[string]grpo.RoleStats) {
-	differ := false
-	first := true
-	var mean float64
-	for _, r := range roles {
-		if first {
-			mean, first = r.RewardMean, false
-		} else if r.RewardMean != mean {
-			differ = true
-		}
-	}
-	if !differ {
-		return
-	}
-	for role, r := range roles {
-		m["reward_mean/"+role] = r.RewardMean
-	}
+// trainerWatch is what waitTrainer remembers between polls: when it began
+// waiting and last logged, and whether the trainer was seen down.
+type trainerWatch struct {
+	start, lastLog time.Time
+	wasDown        bool
 }
 
-// firstError is the first failure message among rs (sampling, then judging).
-func firstError(rs []dataset.Rollout) string {
-	for _, r := range rs {
-		if r.Failed {
-			return r.Error
+// trainerDone is waitTrainer's answer once WaitDone returned d or err:
+// the error says whether the run was stopped, the trainer timed out or
+// its DONE is bad.
+func (l *Loop) trainerDone(parent context.Context, step int, d handshake.Done, err error, wasDown bool) (handshake.Done, error) {
+	if err != nil {
+		if parent.Err() != nil {
+			return handshake.Done{}, fmt.Errorf("train.Loop step %d: waiting for the trainer: %w", step, parent.Err())
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			return handshake.Done{}, fmt.Errorf("train.Loop step %d: no DONE from the trainer after %s (train.trainer_timeout); is the trainer running on %s?", step, l.opts.TrainerTimeout, l.opts.Dir.Root())
+		}
+		return handshake.Done{}, fmt.Errorf("train.Loop step %d: %w", step, err)
+	}
+	if wasDown {
+		l.log.Info("trainer is back", zap.Int("step", step))
+	}
+	return d, nil
+}
+
+// checkTrainer runs at every poll of the wait for step's DONE, so that a
+// trainer that refuses the batch or has failed for good is seen at once:
+// it fails the wait on a REFUSED marker or a trainer parley gave up
+// restarting, and says when the trainer parley started is down and, every
+// WaitLogEvery, that the wait goes on.
+func (l *Loop) checkTrainer(step int, w *trainerWatch) error {
+	if ref, ok := handshake.ReadRefused(l.opts.Dir.CheckpointDir(step)); ok {
+		return fmt.Errorf("train.Loop step %d: the trainer refused the batch %s: %s; "+
+			"remove %s, %s and %s to have the step sampled again", step, l.opts.Dir.BatchPath(step), ref.Reason,
+			l.opts.Dir.BatchPath(step), l.opts.Dir.ReadyPath(step), filepath.Join(l.opts.Dir.CheckpointDir(step), handshake.RefusedFile))
+	}
+	if l.opts.TrainerGone != nil {
+		if err := l.opts.TrainerGone(); err != nil {
+			return fmt.Errorf("train.Loop step %d: %w", step, err)
 		}
 	}
-	for _, r := range rs {
-		if r.JudgeError != "" {
-			return r.JudgeError
+	down := false
+	if l.opts.TrainerAlive != nil {
+		if err := l.opts.TrainerAlive(); err != nil {
+			if !w.wasDown {
+				l.log.Warn("the trainer is not running", zap.Int("step", step), zap.Error(err))
+			}
+			w.wasDown, down = true, true
 		}
 	}
-	return "none recorded"
+	if time.Since(w.lastLog) >= l.opts.WaitLogEvery {
+		w.lastLog = time.Now()
+		fields := []zap.Field{zap.Int("step", step), zap.Duration("waited", time.Since(w.start).Round(time.Second))}
+		if down {
+			l.log.Warn("waiting for the trainer, which is not running", fields...)
+		} else {
+			l.log.Info("waiting for the trainer", fields...)
+		}
+	}
+	return nil
 }
 
 // recordedSteps reads the steps whose line metrics.jsonl already holds,
@@ -704,7 +592,7 @@ func recordedSteps(path string) (steps, evals map[int]bool, err error) {
 		if json.Unmarshal(sc.Bytes(), &m) != nil || m.Step == nil {
 			continue
 		}
-		if m.Kind == EvalKind {
+		if m.Kind == metrics.EvalKind {
 			evals[*m.Step] = true
 		} else {
 			steps[*m.Step] = true

@@ -15,6 +15,7 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
+	"github.com/parleyhq/parley/handshake"
 	"github.com/parleyhq/parley/internal/retry"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/reward"
@@ -42,7 +43,7 @@ type fakeTrainer struct {
 func (f *fakeTrainer) run(ctx context.Context) {
 	step := 1
 	for ctx.Err() == nil {
-		if _, ok, _ := train.ReadDone(f.dir.CheckpointDir(step)); ok {
+		if _, ok, _ := handshake.ReadDone(f.dir.CheckpointDir(step)); ok {
 			step++
 			continue
 		}
@@ -63,7 +64,7 @@ func (f *fakeTrainer) run(ctx context.Context) {
 		_ = os.MkdirAll(ck, 0o755)
 		_ = os.WriteFile(filepath.Join(ck, "adapter_config.json"), []byte("{}"), 0o644)
 		_ = os.WriteFile(filepath.Join(ck, "adapter_model.safetensors"), []byte("weights"), 0o644)
-		_ = train.WriteDone(ck, train.Done{Step: step, Metrics: map[string]float64{"loss": float64(step)}})
+		_ = handshake.WriteDone(ck, handshake.Done{Step: step, Metrics: map[string]float64{"loss": float64(step)}})
 		if f.log != "" {
 			// A step is trained once it has its DONE (a trainer killed
 			// before DONE trains the step again, as it should).

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/handshake"
 	"github.com/parleyhq/parley/internal/fsutil"
 	"github.com/parleyhq/parley/internal/proc"
 	"github.com/parleyhq/parley/llm"
@@ -31,8 +32,12 @@ const (
 // (the llm client).
 type Server interface {
 	AdapterLoader
+	// Health checks that every endpoint answers.
 	Health(ctx context.Context) error
+	// Preflight checks that every endpoint serves model and returns what
+	// each is (its version, its models).
 	Preflight(ctx context.Context, model string) ([]llm.ServerInfo, error)
+	// CheckLoRA checks that the endpoints load adapters at run time.
 	CheckLoRA(ctx context.Context) error
 }
 
@@ -141,67 +146,96 @@ func Run(ctx context.Context, opts RunOptions) (State, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	dir := opts.Loop.Dir
-	if err := dir.Create(); err != nil {
+	if err := prepareDir(opts.Loop.Dir, opts.FrozenConfig, log); err != nil {
 		return State{}, err
 	}
-	if err := cleanTemps(dir, log); err != nil {
-		return State{}, err
-	}
-	if err := freezeConfig(dir.ConfigPath(), opts.FrozenConfig); err != nil {
-		return State{}, err
-	}
-	var children []*proc.Supervisor
-	defer func() {
-		for i := len(children) - 1; i >= 0; i-- {
-			children[i].Stop(10 * time.Second)
-		}
-	}()
 	srv, err := startServer(ctx, opts, log)
 	if err != nil {
 		return State{}, err
 	}
 	if srv != nil {
-		children = append(children, srv)
+		defer srv.Stop(10 * time.Second)
 	}
 	if err := preflight(ctx, opts); err != nil {
 		return State{}, err
 	}
+	loop, stopTrainer, err := startTrainer(opts, log)
+	defer stopTrainer()
+	if err != nil {
+		return State{}, err
+	}
+	return runLoop(ctx, loop, srv, opts, log)
+}
 
+// prepareDir creates the run directory, removes what interrupted writes
+// left in it and freezes the config of a new run.
+func prepareDir(dir dataset.RunDir, frozen []byte, log *zap.Logger) error {
+	if err := dir.Create(); err != nil {
+		return err
+	}
+	if err := cleanTemps(dir, log); err != nil {
+		return err
+	}
+	return freezeConfig(dir.ConfigPath(), frozen)
+}
+
+// startTrainer starts the HTTP handshake server (HTTP mode) and the
+// trainer when parley starts it, or logs how to start one, and returns the
+// loop's options wired to them (the adapters loaded into opts.Server, the
+// trainer's health). stop closes the handshake server, then stops the
+// trainer; it is to be called even when startTrainer fails.
+func startTrainer(opts RunOptions, log *zap.Logger) (loop LoopOptions, stop func(), err error) {
+	var hs *handshake.Server
+	var tr *proc.Supervisor
+	stop = func() {
+		if hs != nil {
+			hs.Close()
+		}
+		if tr != nil {
+			tr.Stop(10 * time.Second)
+		}
+	}
+	loop = opts.Loop
+	loop.Adapters = opts.Server
 	trainerArgs, hint, env := opts.TrainerCommand, opts.TrainerHint, []string(nil)
 	if opts.Handshake == HandshakeHTTP {
-		hs, extra, tokenEnv, err := startHandshake(opts, log)
-		if err != nil {
-			return State{}, err
+		var extra []string
+		var tokenEnv string
+		if hs, extra, tokenEnv, err = startHandshake(opts, log); err != nil {
+			return loop, stop, err
 		}
-		defer hs.Close()
 		if len(trainerArgs) > 0 {
 			trainerArgs = append(slices.Clone(trainerArgs), extra...)
 		}
 		hint = append(slices.Clone(hint), extra...)
 		env = append(env, tokenEnv)
 	}
-	loop := opts.Loop
-	loop.Adapters = opts.Server
-	if len(trainerArgs) > 0 {
-		tr, err := proc.Start(proc.Options{Name: "trainer", Argv: trainerArgs, Env: env, Environ: childEnv(opts.Secrets, opts.TrainerEnv),
-			LogPath: filepath.Join(dir.Root(), "trainer.out"), Restart: true, MaxRestarts: maxTrainerRestarts,
-			FatalExitCodes: []int{trainerUsageExit}, Logger: log})
-		if err != nil {
-			return State{}, err
-		}
-		children = append(children, tr)
-		loop.TrainerAlive, loop.TrainerGone = tr.Alive, tr.GaveUp
-		onStep := loop.OnStep
-		loop.OnStep = func(m map[string]any) {
-			tr.ResetRestarts() // a completed step is progress: the budget is for crashes in a row
-			if onStep != nil {
-				onStep(m)
-			}
-		}
-	} else {
+	if len(trainerArgs) == 0 {
 		log.Info("waiting for an external trainer; start it with: " + shellLine(hint))
+		return loop, stop, nil
 	}
+	tr, err = proc.Start(proc.Options{Name: "trainer", Argv: trainerArgs, Env: env, Environ: childEnv(opts.Secrets, opts.TrainerEnv),
+		LogPath: filepath.Join(opts.Loop.Dir.Root(), "trainer.out"), Restart: true, MaxRestarts: maxTrainerRestarts,
+		FatalExitCodes: []int{trainerUsageExit}, Logger: log})
+	if err != nil {
+		return loop, stop, err
+	}
+	loop.TrainerAlive, loop.TrainerGone = tr.Alive, tr.GaveUp
+	onStep := loop.OnStep
+	loop.OnStep = func(m map[string]any) {
+		tr.ResetRestarts() // a completed step is progress: the budget is for crashes in a row
+		if onStep != nil {
+			onStep(m)
+		}
+	}
+	return loop, stop, nil
+}
+
+// runLoop runs the loop to its end. When the inference engine parley
+// started (srv) dies (vLLM's EngineDeadError), it restarts it, at most
+// maxEngineRestarts times, and goes on from the state: the step in
+// progress had written nothing and is sampled again.
+func runLoop(ctx context.Context, loop LoopOptions, srv *proc.Supervisor, opts RunOptions, log *zap.Logger) (State, error) {
 	for restarts := 0; ; restarts++ {
 		l, err := NewLoop(loop)
 		if err != nil {
@@ -212,9 +246,6 @@ func Run(ctx context.Context, opts RunOptions) (State, error) {
 			!(errors.Is(err, llm.ErrEngineDead) || errors.Is(err, llm.ErrNotRunning)) {
 			return l.State(), err
 		}
-		// The engine parley started died (vLLM's EngineDeadError): restart
-		// it and go on from the state; the step in progress had written
-		// nothing and is sampled again.
 		log.Warn("the inference engine died; restarting it", zap.Int("restart", restarts+1), zap.Error(err))
 		srv.Kill(10 * time.Second)
 		if err := waitHealthy(ctx, srv, opts); err != nil {
@@ -290,18 +321,18 @@ func waitHealthy(ctx context.Context, srv *proc.Supervisor, opts RunOptions) err
 
 // startHandshake starts the HTTP handshake server and returns the trainer
 // flags that point to it and the environment entry that passes the token.
-func startHandshake(opts RunOptions, log *zap.Logger) (*HandshakeServer, []string, string, error) {
+func startHandshake(opts RunOptions, log *zap.Logger) (*handshake.Server, []string, string, error) {
 	token := opts.Token
 	if token == "" {
 		if len(opts.TrainerCommand) == 0 {
 			return nil, nil, "", fmt.Errorf("train.Run: the HTTP handshake needs a bearer token in %s (train.token_env) that the remote trainer also has", opts.TokenEnv)
 		}
 		var err error
-		if token, err = NewToken(); err != nil {
+		if token, err = handshake.NewToken(); err != nil {
 			return nil, nil, "", err
 		}
 	}
-	hs, err := NewHandshakeServer(HandshakeOptions{Dir: opts.Loop.Dir.Root(), Token: token, Addr: opts.HTTPAddr, Logger: log.Named("handshake")})
+	hs, err := handshake.NewServer(handshake.Options{Dir: opts.Loop.Dir.Root(), Token: token, Addr: opts.HTTPAddr, Logger: log.Named("handshake")})
 	if err != nil {
 		return nil, nil, "", err
 	}

@@ -104,18 +104,11 @@ func WriteStep(d dataset.RunDir, step, policyVersion int, rs []dataset.Rollout, 
 		return dataset.Ready{}, err
 	}
 	if sidecar != nil {
-		if err := fsutil.WriteFileAtomic(SidecarPath(d, step), sidecar, 0o644); err != nil {
+		if err := fsutil.WriteFileAtomic(d.SidecarPath(step), sidecar, 0o644); err != nil {
 			return dataset.Ready{}, err
 		}
 	}
 	return dataset.WriteBatch(d.BatchPath(step), step, policyVersion, rows)
-}
-
-// SidecarPath is rollouts/step-N.metrics.json: what a step's sampling
-// leaves beside its rollouts for the step's metrics line and the role
-// baseline, so that a resumed run that skips the written batch has both.
-func SidecarPath(d dataset.RunDir, step int) string {
-	return filepath.Join(d.RolloutsDir(), dataset.StepName(step)+".metrics.json")
 }
 
 // RescoreOptions configure Rescore.
@@ -166,17 +159,9 @@ func Rescore(ctx context.Context, opts RescoreOptions) (RescoreSummary, error) {
 	if len(rs) == 0 {
 		return sum, fmt.Errorf("train.Rescore: %s holds no rollouts", opts.In)
 	}
-	step, pv := opts.Step, opts.PolicyVersion
-	if step < 0 {
-		step = max(int(rs[0].Step), 1) // trainers take steps from 1
-	}
-	if pv < 0 {
-		pv = int(rs[0].PolicyVersion)
-		for _, r := range rs {
-			if int(r.PolicyVersion) != pv {
-				return sum, fmt.Errorf("train.Rescore: %s mixes policy versions %d and %d (rollout %s): pass --policy-version to score them as one", opts.In, pv, r.PolicyVersion, r.RolloutID)
-			}
-		}
+	step, pv, err := rescoreStep(opts, rs)
+	if err != nil {
+		return sum, err
 	}
 	if _, err := os.Stat(opts.Out.ReadyPath(step)); err == nil && !opts.Force {
 		return sum, fmt.Errorf("train.Rescore: %s already holds a batch for step %d (a trainer may have taken it): pass --force to replace it", opts.Out, step)
@@ -219,6 +204,25 @@ func Rescore(ctx context.Context, opts RescoreOptions) (RescoreSummary, error) {
 		return sum, err
 	}
 	return sum, nil
+}
+
+// rescoreStep is the step and policy version Rescore stamps rs with:
+// opts', or when negative the rollouts' (the step at least 1; one policy
+// version for all).
+func rescoreStep(opts RescoreOptions, rs []dataset.Rollout) (step, pv int, err error) {
+	step, pv = opts.Step, opts.PolicyVersion
+	if step < 0 {
+		step = max(int(rs[0].Step), 1) // trainers take steps from 1
+	}
+	if pv < 0 {
+		pv = int(rs[0].PolicyVersion)
+		for _, r := range rs {
+			if int(r.PolicyVersion) != pv {
+				return 0, 0, fmt.Errorf("train.Rescore: %s mixes policy versions %d and %d (rollout %s): pass --policy-version to score them as one", opts.In, pv, r.PolicyVersion, r.RolloutID)
+			}
+		}
+	}
+	return step, pv, nil
 }
 
 // checkFailed is the train.max_failed_fraction rule: an error naming the

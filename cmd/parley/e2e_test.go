@@ -19,7 +19,9 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/handshake"
 	"github.com/parleyhq/parley/internal/vllmtest"
+	"github.com/parleyhq/parley/metrics"
 	"github.com/parleyhq/parley/train"
 )
 
@@ -109,7 +111,7 @@ func metricSteps(t *testing.T, runDir string) (steps, evals []int) {
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatalf("metrics line %q: %v", line, err)
 		}
-		if m.Kind == train.EvalKind {
+		if m.Kind == metrics.EvalKind {
 			evals = append(evals, m.Step)
 		} else {
 			steps = append(steps, m.Step)
@@ -199,7 +201,7 @@ finished:
 		if trained[s] > 1 {
 			t.Errorf("step %d trained %d times, want once", s, trained[s])
 		}
-		if _, ok, err := train.ReadDone(filepath.Join(runDir, "checkpoints", dataset.StepName(s))); !ok || err != nil {
+		if _, ok, err := handshake.ReadDone(filepath.Join(runDir, "checkpoints", dataset.StepName(s))); !ok || err != nil {
 			t.Errorf("step %d has no DONE: %v", s, err)
 		}
 		ready, err := dataset.VerifyBatch(dataset.RunDir(runDir).BatchPath(s), s)
@@ -399,7 +401,7 @@ func TestTrainHTTPHandshake(t *testing.T) {
 		t.Errorf("no handshake server in the log")
 	}
 	for s := 1; s <= 3; s++ {
-		done, ok, err := train.ReadDone(filepath.Join(runDir, "checkpoints", dataset.StepName(s)))
+		done, ok, err := handshake.ReadDone(filepath.Join(runDir, "checkpoints", dataset.StepName(s)))
 		if !ok || err != nil {
 			t.Fatalf("step %d: no DONE uploaded: %v", s, err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/parleyhq/parley/internal/summary"
 	"github.com/parleyhq/parley/internal/telemetry"
 	"github.com/parleyhq/parley/llm"
+	"github.com/parleyhq/parley/metrics"
 	"github.com/parleyhq/parley/rollout"
 	"github.com/parleyhq/parley/train"
 	"github.com/spf13/cobra"
@@ -177,13 +178,17 @@ func runTrain(ctx context.Context, a *cli, cfg config.Config, runDir dataset.Run
 		return err
 	}
 	defer closeJudge()
-	evalOpts, closeEval, err := evalOptions(cfg, judge, runDir.Root(), log)
+	every, evalOpts, closeEval, err := evalOptions(cfg, judge, runDir.Root(), log)
 	if err != nil {
 		return err
 	}
 	defer closeEval()
 	bars := a.bars()
 	defer bars.Wait()
+	evals, err := loopEval(every, evalOpts, ro, bars.Start, log)
+	if err != nil {
+		return err
+	}
 	rep := &stepReporter{bar: bars.Add("steps", int64(cfg.Train.Steps)), tm: tm, log: log, start: time.Now()}
 	opts := supervision(cfg, runDir, frozen, policy, log)
 	opts.Loop = train.LoopOptions{
@@ -193,7 +198,7 @@ func runTrain(ctx context.Context, a *cli, cfg config.Config, runDir dataset.Run
 		Rollout: ro, Judge: judge, JudgeConcurrency: cfg.Judge.Concurrency,
 		Advantage: advantageOptions(cfg.GRPO), Mask: cfg.GRPO.Mask, AdapterPrefix: cfg.Train.AdapterPrefix,
 		TrainerTimeout: cfg.Train.TrainerTimeout, MaxFailedFraction: cfg.Train.MaxFailedFraction, Logger: log,
-		Eval: evalOpts, OnStart: rep.onStart, Progress: bars.Start, OnStep: rep.onStep,
+		Eval: evals, OnStart: rep.onStart, Progress: bars.Start, OnStep: rep.onStep,
 	}
 	st, err := train.Run(ctx, opts)
 	if err != nil {
@@ -263,16 +268,18 @@ func (r *stepReporter) onStep(m map[string]any) {
 		r.first = m
 	}
 	r.last = m
-	r.log.Info("step done", zap.Any("step", m["step"]), zap.Any("reward_mean", m["reward_mean"]),
-		zap.Any("score_max", m["score_max"]), zap.Any("agreement_rate", m["agreement_rate"]),
-		zap.Any("loss", m["trainer/loss"]), zap.Any("sampled_tokens", m["sampled_tokens"]))
+	get := func(k metrics.Key) any { return m[string(k)] }
+	r.log.Info("step done", zap.Any("step", get(metrics.KeyStep)), zap.Any("reward_mean", get(metrics.KeyRewardMean)),
+		zap.Any("score_max", get(metrics.KeyScoreMax)), zap.Any("agreement_rate", get(metrics.KeyAgreementRate)),
+		zap.Any("loss", get(metrics.KeyTrainerLoss)), zap.Any("sampled_tokens", get(metrics.KeySampledTokens)))
 }
 
 // trainSummary is parley train's closing table: steps done and how the
 // step metrics moved from the first step of this invocation to the last.
 func trainSummary(steps int, first, last map[string]any, elapsed time.Duration) *summary.Table {
 	t := summary.New("train").Add("steps", steps).Add("elapsed", elapsed)
-	for _, k := range []string{"reward_mean", "agreement_rate", "rounds_to_agreement", "trainer/loss"} {
+	for _, key := range []metrics.Key{metrics.KeyRewardMean, metrics.KeyAgreementRate, metrics.KeyRoundsToAgreement, metrics.KeyTrainerLoss} {
+		k := string(key)
 		a, okA := first[k].(float64)
 		b, okB := last[k].(float64)
 		if !okA || !okB {

@@ -52,7 +52,7 @@ func TestEvalOptions(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer closeJudge()
-			o, closeEval, err := evalOptions(cfg, judge, t.TempDir(), zap.NewNop())
+			every, o, closeEval, err := evalOptions(cfg, judge, t.TempDir(), zap.NewNop())
 			if len(tt.wantErr) > 0 {
 				if err == nil {
 					t.Fatalf("evalOptions = nil error, want %q", tt.wantErr)
@@ -68,8 +68,8 @@ func TestEvalOptions(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer closeEval()
-			if o.Every != tt.every || len(o.Prompts) != tt.prompts {
-				t.Fatalf("evalOptions = every %d, %d prompts; want %d, %d", o.Every, len(o.Prompts), tt.every, tt.prompts)
+			if every != tt.every || len(o.Prompts) != tt.prompts {
+				t.Fatalf("evalOptions = every %d, %d prompts; want %d, %d", every, len(o.Prompts), tt.every, tt.prompts)
 			}
 			if tt.every == 0 {
 				return

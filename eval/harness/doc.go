@@ -14,7 +14,11 @@
 //   - benchmark checks (table 4): generation for IFEval, GPQA Diamond and
 //     AIME 2024/2025 through the policy client with Qwen3's sampling
 //     presets, responses kept as JSONL for offline re-scoring, and scoring
-//     into report.BenchResult (mean ± SD over runs).
+//     into report.BenchResult (mean ± SD over runs);
+//   - the evaluation of a step's adapter while training (train.eval_every,
+//     StepEvaluator): the pairwise comparison above against the base
+//     model on the held-out prompts, recorded as RUN/evals/step-N.json
+//     (EvalResult) and a metrics.jsonl line.
 //
 // The package never reads flags or config: callers pass policies, judges
 // and options. Tables for a terminal are written by the Write*Table

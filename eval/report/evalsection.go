@@ -8,10 +8,11 @@ import (
 	"sort"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/metrics"
 )
 
 // EvalSetup is how an evaluation during training was made, the head of
-// each RUN/evals/step-N.json the training loop writes (train.EvalResult
+// each RUN/evals/step-N.json the training loop writes (harness.EvalResult
 // embeds it): the step, the base model, the held-out set and its size, the
 // decoding, how the finals were compared and by which judge.
 type EvalSetup struct {
@@ -44,10 +45,10 @@ func firstEvalFile(runDir string) (EvalSetup, bool) {
 // how they were made, a table per evaluated step and the curves. A run
 // without evaluation lines has no section.
 func (g *generator) evalSection(m *Metrics) error {
-	steps, _ := m.Series(KeyEvalWinRate)
+	steps, _ := m.Series(metrics.KeyEvalWinRate)
 	if len(steps) == 0 {
-		if m.Has(KeyEvalScoreMean) || m.Has(KeyEvalAgreementRate) {
-			g.note("metrics.jsonl has evaluation keys but no `%s`: no evaluation section", KeyEvalWinRate)
+		if m.Has(metrics.KeyEvalScoreMean) || m.Has(metrics.KeyEvalAgreementRate) {
+			g.note("metrics.jsonl has evaluation keys but no `%s`: no evaluation section", metrics.KeyEvalWinRate)
 		}
 		return nil
 	}
@@ -79,20 +80,20 @@ func (g *generator) evalIntro() string {
 // evalTable has a row per evaluated step: the win rate and its verdicts,
 // and each side's score, agreement rate and rounds to agreement.
 func (g *generator) evalTable(m *Metrics) {
-	val := func(row map[string]float64, key string) string {
+	val := func(row map[metrics.Key]float64, key metrics.Key) string {
 		v, ok := row[key]
 		if !ok {
 			return "–"
 		}
 		return f2(v)
 	}
-	pair := func(row map[string]float64, key string) string {
-		return val(row, EvalPrefix+key) + " / " + val(row, EvalPrefix+KeyBasePrefix+key)
+	pair := func(row map[metrics.Key]float64, key metrics.Key) string {
+		return val(row, metrics.EvalPrefix+key) + " / " + val(row, metrics.EvalPrefix+metrics.KeyBasePrefix+key)
 	}
 	var rows [][]string
 	for i, s := range m.Steps {
 		r := m.Rows[i]
-		wr, ok := r[KeyEvalWinRate]
+		wr, ok := r[metrics.KeyEvalWinRate]
 		if !ok {
 			continue
 		}
@@ -100,9 +101,9 @@ func (g *generator) evalTable(m *Metrics) {
 		if wr > 50 {
 			cell = "**" + cell + "**"
 		}
-		verdicts := fmt.Sprintf("%g / %g / %g", r[KeyEvalWins], r[KeyEvalTies], r[KeyEvalLosses])
+		verdicts := fmt.Sprintf("%g / %g / %g", r[metrics.KeyEvalWins], r[metrics.KeyEvalTies], r[metrics.KeyEvalLosses])
 		rows = append(rows, []string{fmt.Sprint(s), cell, verdicts,
-			pair(r, KeyScoreMean), pair(r, KeyAgreementRate), pair(r, KeyRoundsToAgreement)})
+			pair(r, metrics.KeyScoreMean), pair(r, metrics.KeyAgreementRate), pair(r, metrics.KeyRoundsToAgreement)})
 	}
 	g.table([]string{"step", "win rate vs. base, %", "wins / ties / losses",
 		"score (" + g.scoreLabel() + "), adapter / base", "agreement rate, adapter / base", "rounds to agreement, adapter / base"}, rows)
@@ -112,7 +113,7 @@ func (g *generator) evalTable(m *Metrics) {
 // entropy, gradient norm, clip fraction) when the run recorded them.
 func (g *generator) trainerSection(m *Metrics, w int) error {
 	panels := trainerPanels()
-	var keys []string
+	var keys []metrics.Key
 	for _, c := range panels {
 		keys = append(keys, c.keys()...)
 	}

@@ -4,6 +4,7 @@ import (
 	"image/color"
 
 	"github.com/parleyhq/parley/figure"
+	"github.com/parleyhq/parley/metrics"
 	"github.com/parleyhq/parley/stats"
 )
 
@@ -19,7 +20,7 @@ var (
 
 // smoothed returns a key's series as a trailing running average over window
 // steps (stats.RunningAverageBy), and whether the key has data.
-func smoothed(m *Metrics, key string, window int) (x, y []float64, ok bool) {
+func smoothed(m *Metrics, key metrics.Key, window int) (x, y []float64, ok bool) {
 	x, raw := m.Series(key)
 	if len(x) == 0 {
 		return nil, nil, false

@@ -12,32 +12,16 @@ import (
 	"sort"
 
 	"github.com/parleyhq/parley/internal/textfile"
-)
-
-// Keys of a run's metrics.jsonl that the report charts, as the training loop
-// writes them. The score keys are the judge score (CA 1–5, a rule's 0–1, …)
-// min/mean/max within each group,
-// averaged over the step's groups. Keys under EvalPrefix are the same
-// metrics on the evaluation set ("eval/score_mean", …), written on the steps
-// that evaluate.
-const (
-	KeyStep              = "step"
-	KeyScoreMin          = "score_min"
-	KeyScoreMean         = "score_mean"
-	KeyScoreMax          = "score_max"
-	KeyAgreementRate     = "agreement_rate"
-	KeyRoundsToAgreement = "rounds_to_agreement"
-	KeyRewardMean        = "reward_mean"
-	EvalPrefix           = "eval/"
+	"github.com/parleyhq/parley/metrics"
 )
 
 // Metrics is a run's metrics.jsonl read into numeric series: one merged row
 // per step, in step order.
 type Metrics struct {
-	File  string               // the path read
-	Steps []int                // ascending, distinct
-	Rows  []map[string]float64 // Rows[i] holds the numeric values of step Steps[i]
-	Notes []string             // lines skipped and why
+	File  string                    // the path read
+	Steps []int                     // ascending, distinct
+	Rows  []map[metrics.Key]float64 // Rows[i] holds the numeric values of step Steps[i]
+	Notes []string                  // lines skipped and why
 }
 
 // ReadMetrics reads a metrics.jsonl file: one JSON object per line with a
@@ -64,7 +48,7 @@ func ReadMetrics(path string) (*Metrics, error) {
 func decodeMetrics(r io.Reader, path string) (*Metrics, error) {
 	name := filepath.Base(path)
 	m := &Metrics{File: path}
-	bySteps := map[int]map[string]float64{}
+	bySteps := map[int]map[metrics.Key]float64{}
 	br := textfile.NewReader(r, 64<<10)
 	for line := 1; ; line++ {
 		b, err := br.ReadBytes('\n')
@@ -78,16 +62,16 @@ func decodeMetrics(r io.Reader, path string) (*Metrics, error) {
 			if derr := dec.Decode(&obj); derr != nil || dec.More() || obj == nil {
 				m.Notes = append(m.Notes, fmt.Sprintf("%s line %d: not a JSON object, skipped", name, line))
 			} else {
-				vals := map[string]float64{}
+				vals := map[metrics.Key]float64{}
 				flatten("", obj, vals)
-				step, ok := vals[KeyStep]
+				step, ok := vals[metrics.KeyStep]
 				if !ok || step != math.Trunc(step) {
-					m.Notes = append(m.Notes, fmt.Sprintf("%s line %d: no integer %q, skipped", name, line, KeyStep))
+					m.Notes = append(m.Notes, fmt.Sprintf("%s line %d: no integer %q, skipped", name, line, metrics.KeyStep))
 				} else {
-					delete(vals, KeyStep)
+					delete(vals, metrics.KeyStep)
 					row := bySteps[int(step)]
 					if row == nil {
-						row = map[string]float64{}
+						row = map[metrics.Key]float64{}
 						bySteps[int(step)] = row
 					}
 					for k, v := range vals {
@@ -110,13 +94,13 @@ func decodeMetrics(r io.Reader, path string) (*Metrics, error) {
 	return m, nil
 }
 
-func flatten(prefix string, obj map[string]any, out map[string]float64) {
+func flatten(prefix string, obj map[string]any, out map[metrics.Key]float64) {
 	for k, v := range obj {
 		key := prefix + k
 		switch x := v.(type) {
 		case json.Number:
 			if f, err := x.Float64(); err == nil && !math.IsInf(f, 0) {
-				out[key] = f
+				out[metrics.Key(key)] = f
 			}
 		case map[string]any:
 			flatten(key+"/", x, out)
@@ -125,7 +109,7 @@ func flatten(prefix string, obj map[string]any, out map[string]float64) {
 }
 
 // Has reports whether any step has a value for key.
-func (m *Metrics) Has(key string) bool {
+func (m *Metrics) Has(key metrics.Key) bool {
 	for _, r := range m.Rows {
 		if _, ok := r[key]; ok {
 			return true
@@ -135,7 +119,7 @@ func (m *Metrics) Has(key string) bool {
 }
 
 // Series returns the steps that have a finite value for key, and the values.
-func (m *Metrics) Series(key string) (steps, values []float64) {
+func (m *Metrics) Series(key metrics.Key) (steps, values []float64) {
 	for i, r := range m.Rows {
 		if v, ok := r[key]; ok && !math.IsNaN(v) {
 			steps = append(steps, float64(m.Steps[i]))
@@ -146,14 +130,14 @@ func (m *Metrics) Series(key string) (steps, values []float64) {
 }
 
 // Keys returns every key that has a value at some step, sorted.
-func (m *Metrics) Keys() []string {
-	seen := map[string]bool{}
+func (m *Metrics) Keys() []metrics.Key {
+	seen := map[metrics.Key]bool{}
 	for _, r := range m.Rows {
 		for k := range r {
 			seen[k] = true
 		}
 	}
-	keys := make([]string, 0, len(seen))
+	keys := make([]metrics.Key, 0, len(seen))
 	for k := range seen {
 		keys = append(keys, k)
 	}

@@ -8,43 +8,14 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/figure"
-)
-
-// Keys of the evaluation lines the training loop writes every
-// train.eval_every steps ({"step": N, "kind": "eval", …}): the step's
-// adapter against the base model on the held-out prompts. Win rate is in
-// percent of verdicts, a tie counting half; KeyBasePrefix marks the base
-// model's side.
-const (
-	KeyBasePrefix                = "base_"
-	KeyEvalWinRate               = EvalPrefix + "win_rate"
-	KeyEvalWins                  = EvalPrefix + "wins"
-	KeyEvalTies                  = EvalPrefix + "ties"
-	KeyEvalLosses                = EvalPrefix + "losses"
-	KeyEvalScoreMean             = EvalPrefix + KeyScoreMean
-	KeyEvalBaseScoreMean         = EvalPrefix + KeyBasePrefix + KeyScoreMean
-	KeyEvalAgreementRate         = EvalPrefix + KeyAgreementRate
-	KeyEvalBaseAgreementRate     = EvalPrefix + KeyBasePrefix + KeyAgreementRate
-	KeyEvalRoundsToAgreement     = EvalPrefix + KeyRoundsToAgreement
-	KeyEvalBaseRoundsToAgreement = EvalPrefix + KeyBasePrefix + KeyRoundsToAgreement
-)
-
-// Keys of the trainer's metrics as the loop records them from each
-// step's DONE (under "trainer/").
-const (
-	KeyTrainerLoss        = "trainer/loss"
-	KeyTrainerKL          = "trainer/approx_kl"
-	KeyTrainerKLRef       = "trainer/kl_ref"
-	KeyTrainerEntropy     = "trainer/entropy"
-	KeyTrainerGradNorm    = "trainer/grad_norm"
-	KeyTrainerGradNormMax = "trainer/grad_norm_max"
-	KeyTrainerClipFrac    = "trainer/clip_frac"
+	"github.com/parleyhq/parley/metrics"
 )
 
 // chartLine is one metric key drawn as a line of a panel.
 type chartLine struct {
-	key, label, style string
-	color             color.Color // nil: by style (lineColor)
+	key          metrics.Key
+	label, style string
+	color        color.Color // nil: by style (lineColor)
 }
 
 // panel is one chart of the report, drawn from metric keys.
@@ -52,7 +23,7 @@ type panel struct {
 	file, title, ylab string
 	lines             []chartLine
 	// band shades between two keys (lo, hi), labelled bandLabel.
-	band      [2]string
+	band      [2]metrics.Key
 	bandLabel string
 	// raw draws the values as recorded (evaluation points), not as
 	// running averages.
@@ -82,64 +53,64 @@ func trainingPanels(scoreLabel string) []panel {
 	return []panel{
 		{file: "reward.png", title: "(a) Reward per group, training set", ylab: "score (" + scoreLabel + ")",
 			lines: []chartLine{
-				{key: KeyScoreMax, label: "group max", style: figure.StyleDashDotted},
-				{key: KeyScoreMean, label: "group mean", style: figure.StyleSolid},
-				{key: KeyScoreMin, label: "group min", style: figure.StyleDashed},
+				{key: metrics.KeyScoreMax, label: "group max", style: figure.StyleDashDotted},
+				{key: metrics.KeyScoreMean, label: "group mean", style: figure.StyleSolid},
+				{key: metrics.KeyScoreMin, label: "group min", style: figure.StyleDashed},
 			},
-			band: [2]string{KeyScoreMin, KeyScoreMax}, bandLabel: "group min–max",
+			band: [2]metrics.Key{metrics.KeyScoreMin, metrics.KeyScoreMax}, bandLabel: "group min–max",
 			zeroWhy: "no rollout scored above 0"},
 		{file: "agreement_rate.png", title: "(b) Agreement rate, training set", ylab: "agreement rate",
-			lines: []chartLine{{key: KeyAgreementRate, style: figure.StyleSolid}}, zeroWhy: "no rollout reached agreement"},
+			lines: []chartLine{{key: metrics.KeyAgreementRate, style: figure.StyleSolid}}, zeroWhy: "no rollout reached agreement"},
 		{file: "rounds_to_agreement.png", title: "(c) Average rounds to agreement, training set", ylab: "rounds",
-			lines: []chartLine{{key: KeyRoundsToAgreement, style: figure.StyleSolid}}},
+			lines: []chartLine{{key: metrics.KeyRoundsToAgreement, style: figure.StyleSolid}}},
 	}
 }
 
 // evalPanels are the curves of the evaluations during training: the
 // step's adapter against the base model on the held-out prompts.
 func evalPanels(scoreLabel string) []panel {
-	sides := func(key string) []chartLine {
+	sides := func(key metrics.Key) []chartLine {
 		return []chartLine{
-			{key: EvalPrefix + key, label: "step's adapter", style: figure.StyleSolid, color: colorAdapter},
-			{key: EvalPrefix + KeyBasePrefix + key, label: "base model", style: figure.StyleDashed, color: colorBase},
+			{key: metrics.EvalPrefix + key, label: "step's adapter", style: figure.StyleSolid, color: colorAdapter},
+			{key: metrics.EvalPrefix + metrics.KeyBasePrefix + key, label: "base model", style: figure.StyleDashed, color: colorBase},
 		}
 	}
 	return []panel{
 		{file: "eval_win_rate.png", title: "(d) Win rate against the base model, held-out prompts", raw: true,
 			ylab: "win rate, % of verdicts (tie = ½)", ref: &reference{50, "parity (50 %)"},
-			lines:   []chartLine{{key: KeyEvalWinRate, label: "step's adapter vs. base", style: figure.StyleSolid, color: colorAdapter}},
+			lines:   []chartLine{{key: metrics.KeyEvalWinRate, label: "step's adapter vs. base", style: figure.StyleSolid, color: colorAdapter}},
 			zeroWhy: "the base model won every verdict"},
 		{file: "eval_score.png", title: "(e) Mean score, held-out prompts", raw: true, ylab: "score (" + scoreLabel + ")",
-			lines: sides(KeyScoreMean), zeroWhy: "no held-out rollout scored above 0"},
+			lines: sides(metrics.KeyScoreMean), zeroWhy: "no held-out rollout scored above 0"},
 		{file: "eval_agreement_rate.png", title: "(f) Agreement rate, held-out prompts", raw: true, ylab: "agreement rate",
-			lines: sides(KeyAgreementRate), zeroWhy: "no held-out rollout of either side reached agreement"},
+			lines: sides(metrics.KeyAgreementRate), zeroWhy: "no held-out rollout of either side reached agreement"},
 		{file: "eval_rounds_to_agreement.png", title: "(g) Average rounds to agreement, held-out prompts", raw: true, ylab: "rounds",
-			lines: sides(KeyRoundsToAgreement)},
+			lines: sides(metrics.KeyRoundsToAgreement)},
 	}
 }
 
 // trainerPanels are the trainer's optimisation metrics, step by step.
 func trainerPanels() []panel {
-	one := func(key string) []chartLine { return []chartLine{{key: key, style: figure.StyleSolid}} }
+	one := func(key metrics.Key) []chartLine { return []chartLine{{key: key, style: figure.StyleSolid}} }
 	return []panel{
-		{file: "trainer_loss.png", title: "(h) Trainer loss", ylab: "loss", lines: one(KeyTrainerLoss)},
+		{file: "trainer_loss.png", title: "(h) Trainer loss", ylab: "loss", lines: one(metrics.KeyTrainerLoss)},
 		{file: "trainer_kl.png", title: "(i) KL divergence", ylab: "KL (nats per token)", lines: []chartLine{
-			{key: KeyTrainerKL, label: "approx. KL, updated vs. sampling policy", style: figure.StyleSolid, color: colorMean},
-			{key: KeyTrainerKLRef, label: "KL to the reference model", style: figure.StyleDashed, color: colorMin},
+			{key: metrics.KeyTrainerKL, label: "approx. KL, updated vs. sampling policy", style: figure.StyleSolid, color: colorMean},
+			{key: metrics.KeyTrainerKLRef, label: "KL to the reference model", style: figure.StyleDashed, color: colorMin},
 		}, zeroWhy: "the update did not move the policy measurably"},
-		{file: "trainer_entropy.png", title: "(j) Policy entropy on trained tokens", ylab: "entropy (nats per token)", lines: one(KeyTrainerEntropy)},
+		{file: "trainer_entropy.png", title: "(j) Policy entropy on trained tokens", ylab: "entropy (nats per token)", lines: one(metrics.KeyTrainerEntropy)},
 		{file: "trainer_grad_norm.png", title: "(k) Gradient norm (before clipping)", ylab: "gradient norm", lines: []chartLine{
-			{key: KeyTrainerGradNorm, label: "mean over optimizer steps", style: figure.StyleSolid, color: colorMean},
-			{key: KeyTrainerGradNormMax, label: "max", style: figure.StyleDashDotted, color: colorMax},
+			{key: metrics.KeyTrainerGradNorm, label: "mean over optimizer steps", style: figure.StyleSolid, color: colorMean},
+			{key: metrics.KeyTrainerGradNormMax, label: "max", style: figure.StyleDashDotted, color: colorMax},
 		}, zeroWhy: "every advantage was 0, so nothing was learned"},
-		{file: "trainer_clip_frac.png", title: "(l) Clip fraction", ylab: "share of trained tokens clipped", lines: one(KeyTrainerClipFrac),
+		{file: "trainer_clip_frac.png", title: "(l) Clip fraction", ylab: "share of trained tokens clipped", lines: one(metrics.KeyTrainerClipFrac),
 			zeroWhy: "no token's probability ratio left the clip range, as with one optimizer step per batch (on-policy: ratio 1)"},
 	}
 }
 
 // keys are the panel's metric keys.
-func (c panel) keys() []string {
-	var out []string
+func (c panel) keys() []metrics.Key {
+	var out []metrics.Key
 	for _, l := range c.lines {
 		out = append(out, l.key)
 	}
@@ -171,7 +142,7 @@ func flatZero(m *Metrics, c panel) (zero bool, n int, exact bool) {
 
 // series is a key's values as c draws them: as recorded, or as running
 // averages over w steps.
-func (c panel) series(m *Metrics, key string, w int) (x, y []float64, ok bool) {
+func (c panel) series(m *Metrics, key metrics.Key, w int) (x, y []float64, ok bool) {
 	if c.raw {
 		x, y = m.Series(key)
 		return x, y, len(x) > 0
@@ -232,7 +203,7 @@ func (g *generator) panelLines(m *Metrics, c panel, w int) (lines []figure.Line,
 	for _, l := range c.lines {
 		x, y, ok := c.series(m, l.key, w)
 		if !ok {
-			missing = append(missing, "`"+l.key+"`")
+			missing = append(missing, "`"+string(l.key)+"`")
 			continue
 		}
 		col := l.color
@@ -275,11 +246,11 @@ func referenceLine(ref reference, lines []figure.Line) figure.Line {
 
 // quoteKeys lists the keys of keys that have data, in backticks, with
 // the verb that agrees with them ("is", "are").
-func quoteKeys(keys []string, m *Metrics) (string, string) {
+func quoteKeys(keys []metrics.Key, m *Metrics) (string, string) {
 	var out []string
 	for _, k := range keys {
 		if m.Has(k) {
-			out = append(out, "`"+k+"`")
+			out = append(out, "`"+string(k)+"`")
 		}
 	}
 	if len(out) > 1 {

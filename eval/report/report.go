@@ -22,6 +22,7 @@ import (
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/internal/fsutil"
 	"github.com/parleyhq/parley/internal/textfile"
+	"github.com/parleyhq/parley/metrics"
 	"github.com/parleyhq/parley/rollout"
 	"go.uber.org/zap"
 	"gopkg.in/yaml.v3"
@@ -257,7 +258,7 @@ func (g *generator) dynamics(m *Metrics) error {
 		"Scores (%s) are the min, mean and max within each group, averaged over the step's groups; "+
 		"the band spans the group min to the group max.\n\n", w, g.scoreLabel())
 	g.printf("### Training set\n\n")
-	g.summaryTable(m, []string{KeyScoreMin, KeyScoreMean, KeyScoreMax, KeyAgreementRate, KeyRoundsToAgreement, KeyRewardMean}, w)
+	g.summaryTable(m, []metrics.Key{metrics.KeyScoreMin, metrics.KeyScoreMean, metrics.KeyScoreMax, metrics.KeyAgreementRate, metrics.KeyRoundsToAgreement, metrics.KeyRewardMean}, w)
 	for _, c := range trainingPanels(g.scoreLabel()) {
 		if err := g.chart(m, c, w); err != nil {
 			return err
@@ -279,34 +280,34 @@ func (g *generator) scoreLabel() string {
 }
 
 // metricLabel is the table label of a metric key.
-func (g *generator) metricLabel(key string) string {
+func (g *generator) metricLabel(key metrics.Key) string {
 	switch key {
-	case KeyScoreMin:
+	case metrics.KeyScoreMin:
 		return "score (" + g.scoreLabel() + "), group min"
-	case KeyScoreMean:
+	case metrics.KeyScoreMean:
 		return "score (" + g.scoreLabel() + "), group mean"
-	case KeyScoreMax:
+	case metrics.KeyScoreMax:
 		return "score (" + g.scoreLabel() + "), group max"
 	}
 	return metricLabels[key]
 }
 
-var metricLabels = map[string]string{
-	KeyAgreementRate:      "agreement rate",
-	KeyRoundsToAgreement:  "rounds to agreement",
-	KeyRewardMean:         "reward mean",
-	KeyTrainerLoss:        "trainer loss",
-	KeyTrainerKL:          "approx. KL, updated vs. sampling policy",
-	KeyTrainerKLRef:       "KL to the reference model",
-	KeyTrainerEntropy:     "entropy of trained tokens",
-	KeyTrainerGradNorm:    "gradient norm (mean)",
-	KeyTrainerGradNormMax: "gradient norm (max)",
-	KeyTrainerClipFrac:    "clip fraction",
+var metricLabels = map[metrics.Key]string{
+	metrics.KeyAgreementRate:      "agreement rate",
+	metrics.KeyRoundsToAgreement:  "rounds to agreement",
+	metrics.KeyRewardMean:         "reward mean",
+	metrics.KeyTrainerLoss:        "trainer loss",
+	metrics.KeyTrainerKL:          "approx. KL, updated vs. sampling policy",
+	metrics.KeyTrainerKLRef:       "KL to the reference model",
+	metrics.KeyTrainerEntropy:     "entropy of trained tokens",
+	metrics.KeyTrainerGradNorm:    "gradient norm (mean)",
+	metrics.KeyTrainerGradNormMax: "gradient norm (max)",
+	metrics.KeyTrainerClipFrac:    "clip fraction",
 }
 
 // summaryTable lists each key's mean over the first window and its
 // running average at the last step.
-func (g *generator) summaryTable(m *Metrics, keys []string, w int) {
+func (g *generator) summaryTable(m *Metrics, keys []metrics.Key, w int) {
 	var rows [][]string
 	for _, k := range keys {
 		x, y := m.Series(k)
@@ -322,7 +323,7 @@ func (g *generator) summaryTable(m *Metrics, keys []string, w int) {
 			}
 		}
 		_, ra, _ := smoothed(m, k, w)
-		rows = append(rows, []string{"`" + k + "`", g.metricLabel(k), fmt.Sprint(len(x)), f4(sum / float64(n)), f4(ra[len(ra)-1])})
+		rows = append(rows, []string{"`" + string(k) + "`", g.metricLabel(k), fmt.Sprint(len(x)), f4(sum / float64(n)), f4(ra[len(ra)-1])})
 	}
 	if len(rows) == 0 {
 		return

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parleyhq/parley/metrics"
 	"github.com/parleyhq/parley/stats"
 )
 
@@ -43,12 +44,12 @@ func TestReadMetrics(t *testing.T) {
 	}
 	// An evaluation line ("kind": "eval", written after later steps) is
 	// merged into the row of the step it evaluated.
-	if r := m.Rows[19]; r[KeyEvalWinRate] != 27.5 || r[KeyScoreMean] != 2.664 {
+	if r := m.Rows[19]; r[metrics.KeyEvalWinRate] != 27.5 || r[metrics.KeyScoreMean] != 2.664 {
 		t.Errorf("step 20 = %v, want its evaluation's win rate 27.5 merged with its score_mean 2.664", r)
 	}
-	if !m.Has(KeyEvalAgreementRate) || m.Has("eval/score_min") {
+	if !m.Has(metrics.KeyEvalAgreementRate) || m.Has("eval/score_min") {
 		t.Errorf("Has: %s %v, eval/score_min %v; want true, false",
-			KeyEvalAgreementRate, m.Has(KeyEvalAgreementRate), m.Has("eval/score_min"))
+			metrics.KeyEvalAgreementRate, m.Has(metrics.KeyEvalAgreementRate), m.Has("eval/score_min"))
 	}
 	if k := m.Keys(); len(k) == 0 || k[0] != "agreement_rate" {
 		t.Errorf("Keys() = %v", k)

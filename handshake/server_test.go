@@ -1,4 +1,4 @@
-package train
+package handshake
 
 import (
 	"archive/tar"
@@ -26,17 +26,17 @@ const testToken = "test-token-0123456789abcdef"
 
 // newTestServer starts a handshake server on a run directory nested one
 // level inside a temp dir, so that tests can plant a secret beside it.
-func newTestServer(t *testing.T, mod func(*HandshakeOptions)) (*HandshakeServer, dataset.RunDir, string) {
+func newTestServer(t *testing.T, mod func(*Options)) (*Server, dataset.RunDir, string) {
 	t.Helper()
 	outer := t.TempDir()
 	run := dataset.RunDir(filepath.Join(outer, "run"))
-	opts := HandshakeOptions{Dir: string(run), Token: testToken, PollInterval: 5 * time.Millisecond}
+	opts := Options{Dir: string(run), Token: testToken, PollInterval: 5 * time.Millisecond}
 	if mod != nil {
 		mod(&opts)
 	}
-	s, err := NewHandshakeServer(opts)
+	s, err := NewServer(opts)
 	if err != nil {
-		t.Fatalf("NewHandshakeServer() = %v", err)
+		t.Fatalf("NewServer() = %v", err)
 	}
 	t.Cleanup(func() {
 		if err := s.Close(); err != nil {
@@ -61,7 +61,7 @@ func writeBatch(t *testing.T, run dataset.RunDir, step int, content string) data
 	return ready
 }
 
-func request(t *testing.T, s *HandshakeServer, method, path, token string, body io.Reader) (*http.Response, []byte) {
+func request(t *testing.T, s *Server, method, path, token string, body io.Reader) (*http.Response, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, s.URL()+path, body)
 	if err != nil {
@@ -84,7 +84,7 @@ func request(t *testing.T, s *HandshakeServer, method, path, token string, body 
 
 // rawGet sends the request line exactly as given, bypassing any client-side
 // path cleaning.
-func rawGet(t *testing.T, s *HandshakeServer, rawPath string) (int, string) {
+func rawGet(t *testing.T, s *Server, rawPath string) (int, string) {
 	t.Helper()
 	c, err := net.Dial("tcp", s.Addr())
 	if err != nil {
@@ -240,24 +240,24 @@ func TestHandshakeListenAddress(t *testing.T) {
 		{"0.0.0.0:0", true, false},
 	}
 	for _, tt := range tests {
-		s, err := NewHandshakeServer(HandshakeOptions{Dir: dir, Token: testToken, Addr: tt.addr, AllowRemote: tt.allowRemote})
+		s, err := NewServer(Options{Dir: dir, Token: testToken, Addr: tt.addr, AllowRemote: tt.allowRemote})
 		if (err != nil) != tt.wantErr {
-			t.Errorf("NewHandshakeServer(addr %q, remote %v) error = %v, want error %v", tt.addr, tt.allowRemote, err, tt.wantErr)
+			t.Errorf("NewServer(addr %q, remote %v) error = %v, want error %v", tt.addr, tt.allowRemote, err, tt.wantErr)
 		}
 		if err != nil {
 			continue
 		}
 		host, _, _ := net.SplitHostPort(s.Addr())
 		if ip := net.ParseIP(host); !tt.allowRemote && (ip == nil || !ip.IsLoopback()) {
-			t.Errorf("NewHandshakeServer(addr %q) listens on %s, want loopback", tt.addr, s.Addr())
+			t.Errorf("NewServer(addr %q) listens on %s, want loopback", tt.addr, s.Addr())
 		}
 		s.Close()
 	}
-	if _, err := NewHandshakeServer(HandshakeOptions{Dir: dir}); err == nil {
-		t.Error("NewHandshakeServer(no token) = nil error")
+	if _, err := NewServer(Options{Dir: dir}); err == nil {
+		t.Error("NewServer(no token) = nil error")
 	}
-	if _, err := NewHandshakeServer(HandshakeOptions{Token: testToken}); err == nil {
-		t.Error("NewHandshakeServer(no dir) = nil error")
+	if _, err := NewServer(Options{Token: testToken}); err == nil {
+		t.Error("NewServer(no dir) = nil error")
 	}
 }
 
@@ -327,7 +327,7 @@ func TestHandshakeNext(t *testing.T) {
 func TestHandshakeLongPoll(t *testing.T) {
 	var once sync.Once
 	appeared := make(chan struct{})
-	s, run, _ := newTestServer(t, func(o *HandshakeOptions) {
+	s, run, _ := newTestServer(t, func(o *Options) {
 		dir := dataset.RunDir(o.Dir)
 		o.pollHook = func() {
 			// The first empty scan of the long poll: now the batch appears
@@ -356,7 +356,7 @@ func TestHandshakeCloseEndsLongPoll(t *testing.T) {
 	dir := t.TempDir()
 	started := make(chan struct{})
 	var once sync.Once
-	s, err := NewHandshakeServer(HandshakeOptions{Dir: dir, Token: testToken, PollInterval: 5 * time.Millisecond,
+	s, err := NewServer(Options{Dir: dir, Token: testToken, PollInterval: 5 * time.Millisecond,
 		pollHook: func() { once.Do(func() { close(started) }) }})
 	if err != nil {
 		t.Fatal(err)
@@ -544,7 +544,7 @@ func TestHandshakeDoneUpload(t *testing.T) {
 }
 
 func TestHandshakeDoneRejects(t *testing.T) {
-	s, run, outer := newTestServer(t, func(o *HandshakeOptions) { o.MaxUploadBytes = 64 << 10; o.MaxUploadEntries = 20 })
+	s, run, outer := newTestServer(t, func(o *Options) { o.MaxUploadBytes = 64 << 10; o.MaxUploadEntries = 20 })
 	writeBatch(t, run, 1, "one")
 	// An incomplete checkpoint from an earlier attempt must be replaced, not
 	// merged, once an upload succeeds; until then it is left alone.
@@ -719,7 +719,7 @@ func TestHandshakeNextCarriesStepMetrics(t *testing.T) {
 	for step := 1; step <= 3; step++ {
 		writeBatch(t, run, step, "batch")
 		if sc, ok := sidecars[step]; ok {
-			if err := os.WriteFile(SidecarPath(run, step), []byte(sc), 0o644); err != nil {
+			if err := os.WriteFile(run.SidecarPath(step), []byte(sc), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -1,4 +1,4 @@
-package train
+package handshake
 
 import (
 	"archive/tar"
@@ -30,23 +30,23 @@ import (
 	"go.uber.org/zap"
 )
 
-// Defaults of HandshakeOptions.
+// Defaults of Options.
 const (
-	DefaultHandshakeAddr    = "127.0.0.1:0"
+	DefaultAddr             = "127.0.0.1:0"
 	DefaultMaxWait          = 30 * time.Second
-	DefaultHandshakePoll    = 250 * time.Millisecond
+	DefaultPollInterval     = 250 * time.Millisecond
 	DefaultMaxUploadBytes   = 16 << 30
 	DefaultMaxUploadEntries = 10000
 )
 
-// HandshakeOptions configures NewHandshakeServer.
-type HandshakeOptions struct {
+// Options configure NewServer.
+type Options struct {
 	// Dir is the run directory.
 	Dir string
 	// Token is the bearer token every request must carry. Required; see
 	// NewToken.
 	Token string
-	// Addr is the listen address; empty means DefaultHandshakeAddr. A
+	// Addr is the listen address; empty means DefaultAddr. A
 	// non-loopback address (including ":port", all interfaces) is refused
 	// unless AllowRemote.
 	Addr        string
@@ -58,7 +58,7 @@ type HandshakeOptions struct {
 	// DefaultMaxWait.
 	MaxWait time.Duration
 	// PollInterval is how often a long poll looks at batches/; 0 means
-	// DefaultHandshakePoll.
+	// DefaultPollInterval.
 	PollInterval time.Duration
 	// MaxUploadBytes caps a done upload's body; 0 means
 	// DefaultMaxUploadBytes.
@@ -72,7 +72,7 @@ type HandshakeOptions struct {
 	pollHook func()
 }
 
-// HandshakeServer is the orchestrator's side of the HTTP handshake: it
+// Server is the orchestrator's side of the HTTP handshake: it
 // serves a run directory's batches to a trainer on another machine and
 // receives its checkpoints. The trainer's side must follow this wire format.
 //
@@ -89,7 +89,7 @@ type HandshakeOptions struct {
 //	    metrics of the step's sampling (the sidecar's; absent when it is
 //	    lost), which the trainer reports beside its own (TensorBoard,
 //	    W&B). When there is none it waits up to S
-//	    seconds (default and maximum HandshakeOptions.MaxWait, 30 s;
+//	    seconds (default and maximum Options.MaxWait, 30 s;
 //	    0 answers at once), then answers 204 with no body. A client sets
 //	    its read timeout above S.
 //	GET /v1/batches/{step}
@@ -122,11 +122,11 @@ type HandshakeOptions struct {
 // built from that integer through dataset.RunDir. The only request data that names
 // a file is a tar member name, validated as above and opened through an
 // os.Root confined to the temporary directory.
-type HandshakeServer struct {
+type Server struct {
 	dir      dataset.RunDir
 	tokenSum [sha256.Size]byte
 	log      *zap.Logger
-	opts     HandshakeOptions
+	opts     Options
 	ln       net.Listener
 	srv      *http.Server
 	handler  http.Handler
@@ -141,28 +141,28 @@ type HandshakeServer struct {
 func NewToken() (string, error) {
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("train.NewToken: %w", err)
+		return "", fmt.Errorf("handshake.NewToken: %w", err)
 	}
 	return hex.EncodeToString(b[:]), nil
 }
 
-// NewHandshakeServer listens on opts.Addr and serves the handshake until
+// NewServer listens on opts.Addr and serves the handshake until
 // Close. It creates the run directory's subdirectories if missing.
-func NewHandshakeServer(opts HandshakeOptions) (*HandshakeServer, error) {
+func NewServer(opts Options) (*Server, error) {
 	if opts.Dir == "" {
-		return nil, errors.New("train.NewHandshakeServer: Dir is empty")
+		return nil, errors.New("handshake.NewServer: Dir is empty")
 	}
 	if opts.Token == "" {
-		return nil, errors.New("train.NewHandshakeServer: Token is empty")
+		return nil, errors.New("handshake.NewServer: Token is empty")
 	}
 	if opts.Addr == "" {
-		opts.Addr = DefaultHandshakeAddr
+		opts.Addr = DefaultAddr
 	}
 	if opts.MaxWait <= 0 {
 		opts.MaxWait = DefaultMaxWait
 	}
 	if opts.PollInterval <= 0 {
-		opts.PollInterval = DefaultHandshakePoll
+		opts.PollInterval = DefaultPollInterval
 	}
 	if opts.MaxUploadBytes <= 0 {
 		opts.MaxUploadBytes = DefaultMaxUploadBytes
@@ -175,28 +175,28 @@ func NewHandshakeServer(opts HandshakeOptions) (*HandshakeServer, error) {
 	}
 	host, _, err := net.SplitHostPort(opts.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("train.NewHandshakeServer: address %q: %w", opts.Addr, err)
+		return nil, fmt.Errorf("handshake.NewServer: address %q: %w", opts.Addr, err)
 	}
 	if !opts.AllowRemote && !isLoopbackHost(host) {
-		return nil, fmt.Errorf("train.NewHandshakeServer: address %q is not loopback; set AllowRemote to serve other machines", opts.Addr)
+		return nil, fmt.Errorf("handshake.NewServer: address %q is not loopback; set AllowRemote to serve other machines", opts.Addr)
 	}
 	abs, err := filepath.Abs(opts.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("train.NewHandshakeServer: %w", err)
+		return nil, fmt.Errorf("handshake.NewServer: %w", err)
 	}
 	dir := dataset.RunDir(abs)
 	if err := dir.Create(); err != nil {
-		return nil, fmt.Errorf("train.NewHandshakeServer: %w", err)
+		return nil, fmt.Errorf("handshake.NewServer: %w", err)
 	}
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("train.NewHandshakeServer: %w", err)
+		return nil, fmt.Errorf("handshake.NewServer: %w", err)
 	}
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !opts.AllowRemote && !tcp.IP.IsLoopback() {
 		ln.Close()
-		return nil, fmt.Errorf("train.NewHandshakeServer: %q resolved to non-loopback %s", opts.Addr, tcp)
+		return nil, fmt.Errorf("handshake.NewServer: %q resolved to non-loopback %s", opts.Addr, tcp)
 	}
-	s := &HandshakeServer{
+	s := &Server{
 		dir:      dir,
 		tokenSum: sha256.Sum256([]byte(opts.Token)),
 		log:      opts.Logger.Named("handshake"),
@@ -242,18 +242,18 @@ func isLoopbackHost(host string) bool {
 }
 
 // Addr is the address the server listens on (host:port).
-func (s *HandshakeServer) Addr() string { return s.ln.Addr().String() }
+func (s *Server) Addr() string { return s.ln.Addr().String() }
 
 // URL is "http://" + Addr().
-func (s *HandshakeServer) URL() string { return "http://" + s.Addr() }
+func (s *Server) URL() string { return "http://" + s.Addr() }
 
 // Handler is the server's authenticated handler, for embedding in another
 // server.
-func (s *HandshakeServer) Handler() http.Handler { return s.handler }
+func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close stops the server: long polls answer 204 at once, other requests get
 // up to five seconds to finish, then connections are closed.
-func (s *HandshakeServer) Close() error {
+func (s *Server) Close() error {
 	s.once.Do(func() {
 		close(s.closing)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -263,14 +263,14 @@ func (s *HandshakeServer) Close() error {
 		}
 		<-s.served
 		if s.closeErr != nil {
-			s.closeErr = fmt.Errorf("train.HandshakeServer.Close: %w", s.closeErr)
+			s.closeErr = fmt.Errorf("handshake.Server.Close: %w", s.closeErr)
 		}
 	})
 	return s.closeErr
 }
 
 // authenticate requires the bearer token on every request.
-func (s *HandshakeServer) authenticate(next http.Handler) http.Handler {
+func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
@@ -296,7 +296,7 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, map[string]string{"error": msg})
 }
 
-func (s *HandshakeServer) handleHealth(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
@@ -320,12 +320,29 @@ func parseStep(v string) (int, bool) {
 type NextBatch struct {
 	Step  int           `json:"step"`
 	Ready dataset.Ready `json:"ready"`
-	// Metrics are the step's sampling metrics (SidecarPath), nil when
-	// they are lost.
+	// Metrics are the step's sampling metrics (dataset.RunDir.SidecarPath),
+	// nil when they are lost.
 	Metrics map[string]any `json:"metrics,omitempty"`
 }
 
-func (s *HandshakeServer) handleNext(w http.ResponseWriter, r *http.Request) {
+// readStepMetrics reads the "metrics" object of step's sidecar
+// (dataset.RunDir.SidecarPath), which the loop writes before the step's
+// batch.
+func readStepMetrics(d dataset.RunDir, step int) (map[string]any, error) {
+	b, err := os.ReadFile(d.SidecarPath(step))
+	if err != nil {
+		return nil, err
+	}
+	var sc struct {
+		Metrics map[string]any `json:"metrics"`
+	}
+	if err := json.Unmarshal(b, &sc); err != nil {
+		return nil, fmt.Errorf("%s: %w", d.SidecarPath(step), err)
+	}
+	return sc.Metrics, nil
+}
+
+func (s *Server) handleNext(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	after := -1
 	if v := q.Get("after"); v != "" {
@@ -360,8 +377,8 @@ func (s *HandshakeServer) handleNext(w http.ResponseWriter, r *http.Request) {
 		}
 		if found {
 			nb := NextBatch{Step: step, Ready: ready}
-			if sc, err := readSidecar(s.dir, step); err == nil {
-				nb.Metrics = sc.Metrics
+			if m, err := readStepMetrics(s.dir, step); err == nil {
+				nb.Metrics = m
 			} else {
 				s.log.Warn("the step's metrics are not sent with its batch", zap.Int("step", step), zap.Error(err))
 			}
@@ -385,7 +402,7 @@ func (s *HandshakeServer) handleNext(w http.ResponseWriter, r *http.Request) {
 
 // nextReady finds the smallest step > after that is ready and not yet done.
 // File names come from the directory listing, never from the request.
-func (s *HandshakeServer) nextReady(after int) (int, dataset.Ready, bool, error) {
+func (s *Server) nextReady(after int) (int, dataset.Ready, bool, error) {
 	entries, err := os.ReadDir(s.dir.BatchesDir())
 	if err != nil {
 		return 0, dataset.Ready{}, false, err
@@ -416,7 +433,7 @@ func (s *HandshakeServer) nextReady(after int) (int, dataset.Ready, bool, error)
 
 // readReady reads and checks the .ready marker of step, and checks that its
 // batch exists.
-func (s *HandshakeServer) readReady(step int) (dataset.Ready, error) {
+func (s *Server) readReady(step int) (dataset.Ready, error) {
 	var ready dataset.Ready
 	b, err := os.ReadFile(s.dir.ReadyPath(step))
 	if err != nil {
@@ -438,7 +455,7 @@ func (s *HandshakeServer) readReady(step int) (dataset.Ready, error) {
 	return ready, nil
 }
 
-func (s *HandshakeServer) handleBatch(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 	step, ok := parseStep(r.PathValue("step"))
 	if !ok {
 		writeError(w, http.StatusBadRequest, "step must be a non-negative decimal integer")
@@ -483,7 +500,7 @@ func badUpload(format string, args ...any) error {
 	return &uploadError{code: http.StatusBadRequest, err: fmt.Errorf(format, args...)}
 }
 
-func (s *HandshakeServer) handleRefused(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleRefused(w http.ResponseWriter, r *http.Request) {
 	step, ok := parseStep(r.PathValue("step"))
 	if !ok {
 		writeError(w, http.StatusBadRequest, "step must be a non-negative decimal integer")
@@ -515,7 +532,7 @@ func (s *HandshakeServer) handleRefused(w http.ResponseWriter, r *http.Request) 
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 }
 
-func (s *HandshakeServer) handleDone(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleDone(w http.ResponseWriter, r *http.Request) {
 	step, ok := parseStep(r.PathValue("step"))
 	if !ok {
 		writeError(w, http.StatusBadRequest, "step must be a non-negative decimal integer")
@@ -570,7 +587,7 @@ func (s *HandshakeServer) handleDone(w http.ResponseWriter, r *http.Request) {
 }
 
 // extract unpacks a done upload into dir and returns its DONE marker.
-func (s *HandshakeServer) extract(body io.Reader, dir string, step int) (Done, int, int64, error) {
+func (s *Server) extract(body io.Reader, dir string, step int) (Done, int, int64, error) {
 	var done Done
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -745,7 +762,7 @@ func memberName(name string, isDir bool) (clean string, skip bool, err error) {
 // finalize publishes an extracted checkpoint: rename to checkpoints/step-N/
 // (replacing an incomplete one), then write DONE atomically. exists is set
 // when another upload finished the step first.
-func (s *HandshakeServer) finalize(tmp, final string, done Done) (Done, bool, error) {
+func (s *Server) finalize(tmp, final string, done Done) (Done, bool, error) {
 	s.doneMu.Lock()
 	defer s.doneMu.Unlock()
 	if d, ok, err := ReadDone(final); err == nil && ok {

@@ -1,4 +1,4 @@
-package train
+package handshake
 
 import (
 	"bytes"
@@ -102,14 +102,14 @@ func ReadDone(checkpointDir string) (Done, bool, error) {
 		return Done{}, false, nil
 	}
 	if err != nil {
-		return Done{}, false, fmt.Errorf("train.ReadDone: %w", err)
+		return Done{}, false, fmt.Errorf("handshake.ReadDone: %w", err)
 	}
 	d, err := parseDone(b)
 	if err == nil {
 		err = checkDoneStep(checkpointDir, &d)
 	}
 	if err != nil {
-		return Done{}, false, fmt.Errorf("train.ReadDone: %w", err)
+		return Done{}, false, fmt.Errorf("handshake.ReadDone: %w", err)
 	}
 	return d, true, nil
 }
@@ -119,15 +119,15 @@ func ReadDone(checkpointDir string) (Done, bool, error) {
 func WriteDone(checkpointDir string, d Done) error {
 	for k, v := range d.Metrics {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("train.WriteDone: metric %q is %v", k, v)
+			return fmt.Errorf("handshake.WriteDone: metric %q is %v", k, v)
 		}
 	}
 	b, err := json.Marshal(d)
 	if err != nil {
-		return fmt.Errorf("train.WriteDone: %w", err)
+		return fmt.Errorf("handshake.WriteDone: %w", err)
 	}
 	if err := fsutil.WriteFileAtomic(filepath.Join(checkpointDir, dataset.DoneFile), append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("train.WriteDone: %w", err)
+		return fmt.Errorf("handshake.WriteDone: %w", err)
 	}
 	return nil
 }
@@ -151,9 +151,9 @@ func WaitDone(ctx context.Context, checkpointDir string, poll time.Duration) (Do
 		select {
 		case <-ctx.Done():
 			if lastErr != nil {
-				return Done{}, fmt.Errorf("train.WaitDone: %w (last: %w)", ctx.Err(), lastErr)
+				return Done{}, fmt.Errorf("handshake.WaitDone: %w (last: %w)", ctx.Err(), lastErr)
 			}
-			return Done{}, fmt.Errorf("train.WaitDone: %s: %w", path, ctx.Err())
+			return Done{}, fmt.Errorf("handshake.WaitDone: %s: %w", path, ctx.Err())
 		case <-t.C:
 		}
 		info, statErr := os.Stat(path)
@@ -170,7 +170,7 @@ func WaitDone(ctx context.Context, checkpointDir string, poll time.Duration) (Do
 				badInfo = info
 			}
 		} else if !errors.Is(statErr, fs.ErrNotExist) {
-			return Done{}, fmt.Errorf("train.WaitDone: %w", statErr)
+			return Done{}, fmt.Errorf("handshake.WaitDone: %w", statErr)
 		}
 		t.Reset(poll)
 	}

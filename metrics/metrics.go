@@ -1,0 +1,150 @@
+// Package metrics declares the keys of a run's metrics.jsonl, once: the
+// training loop (package train) writes them, the evaluation during
+// training (eval/harness) writes its own, and the report (eval/report) and
+// the command line read them back.
+//
+// metrics.jsonl holds one JSON object a line:
+//
+//   - a step line per completed step: the Key… constants below for the
+//     step's sampling, judging and batch, reward_mean/<role> when the
+//     roles' rewards differ (RoleRewardPrefix), the game's own keys
+//     (rollout.Spec.Metrics, the game's strings), and the trainer's
+//     metrics from the step's DONE under TrainerPrefix;
+//   - an evaluation line per evaluated step, {"step": N, "kind": "eval",
+//     …} (KeyKind, EvalKind), its keys under EvalPrefix.
+//
+// The package imports only the standard library, so that any package may
+// use it.
+package metrics
+
+// Key is a key of a metrics.jsonl line.
+type Key string
+
+// Line is one metrics.jsonl line as parley builds it. It encodes to JSON
+// exactly as a map[string]any holding the same entries.
+type Line map[Key]any
+
+// Strings returns l keyed by plain strings, as the loop's callbacks and
+// the Prometheus gauges take a line.
+func (l Line) Strings() map[string]any {
+	out := make(map[string]any, len(l))
+	for k, v := range l {
+		out[string(k)] = v
+	}
+	return out
+}
+
+// Keys of every line.
+const (
+	// KeyStep is the step the line is about (steps count from 1).
+	KeyStep Key = "step"
+	// KeyKind tells an evaluation line (EvalKind) from a step line, which
+	// has none.
+	KeyKind Key = "kind"
+)
+
+// EvalKind is KeyKind's value on an evaluation line.
+const EvalKind = "eval"
+
+// Keys of a step line: the step's sampling, judging and batch. The score
+// keys are the judge's score (CA 1–5, a rule's 0–1, …) min, mean and max
+// within each group, averaged over the step's groups.
+const (
+	// KeyPolicyVersion is the version of the policy that sampled the step.
+	KeyPolicyVersion Key = "policy_version"
+	KeyScoreMin      Key = "score_min"
+	KeyScoreMean     Key = "score_mean"
+	KeyScoreMax      Key = "score_max"
+	// KeyRewardMean and KeyRewardStd (population) are over the step's
+	// scored (rollout, trained role) outcomes.
+	KeyRewardMean Key = "reward_mean"
+	KeyRewardStd  Key = "reward_std"
+	// KeyAgreementRate is the share of rollouts that reached agreement;
+	// KeyRoundsToAgreement their mean rounds; KeyMeanRounds the mean
+	// rounds of every rollout.
+	KeyAgreementRate     Key = "agreement_rate"
+	KeyRoundsToAgreement Key = "rounds_to_agreement"
+	KeyMeanRounds        Key = "mean_rounds"
+	// KeyRollouts counts the step's rollouts, KeyRolloutsFailed those whose
+	// sampling failed.
+	KeyRollouts       Key = "rollouts"
+	KeyRolloutsFailed Key = "rollouts_failed"
+	// KeyJudgeFailed counts the rollouts whose judging failed (left out,
+	// never scored 0), KeyJudgeCached those the judge's cache answered.
+	KeyJudgeFailed Key = "judge_failed"
+	KeyJudgeCached Key = "judge_cached"
+	// KeyGroups counts the step's groups, KeyGroupsDroppedZeroVariance
+	// those dropped because every reward in them was equal.
+	KeyGroups                    Key = "groups"
+	KeyGroupsDroppedZeroVariance Key = "groups_dropped_zero_variance"
+	// Token counts of the step's sampling (rollout.Summary).
+	KeyPromptTokens                 Key = "prompt_tokens"
+	KeySampledTokens                Key = "sampled_tokens"
+	KeyPrefixBreaks                 Key = "prefix_breaks"
+	KeySequencesPerRollout          Key = "sequences_per_rollout"
+	KeyTrainerTokensPerSampledToken Key = "trainer_tokens_per_sampled_token"
+	KeyPromptTokensSent             Key = "prompt_tokens_sent"
+	KeyClosedTurns                  Key = "closed_turns"
+	// The step's batch (grpo.BatchStats): its rows, tokens and the
+	// tokens with gradient.
+	KeyBatchRows     Key = "batch_rows"
+	KeyBatchTokens   Key = "batch_tokens"
+	KeyTrainedTokens Key = "trained_tokens"
+	// Timings of the step's phases, in seconds.
+	KeySampleSeconds      Key = "sample_seconds"
+	KeyJudgeSeconds       Key = "judge_seconds"
+	KeyWaitTrainerSeconds Key = "wait_trainer_seconds"
+	// KeySampleMetricsLost is true on the line of a trained step whose
+	// sampling metrics were lost: it holds the trainer's alone.
+	KeySampleMetricsLost Key = "sample_metrics_lost"
+)
+
+// Prefixes of a step line's keys.
+const (
+	// RoleRewardPrefix + role is a trained role's reward mean, written
+	// when the roles' rewards differ (a zero-sum game's sides).
+	RoleRewardPrefix = KeyRewardMean + "/"
+	// TrainerPrefix + name is the trainer's metric name from the step's
+	// DONE.
+	TrainerPrefix Key = "trainer/"
+)
+
+// Keys of the trainer's metrics, as the loop records them from each step's
+// DONE (under TrainerPrefix), that the report charts.
+const (
+	KeyTrainerLoss        = TrainerPrefix + "loss"
+	KeyTrainerKL          = TrainerPrefix + "approx_kl"
+	KeyTrainerKLRef       = TrainerPrefix + "kl_ref"
+	KeyTrainerEntropy     = TrainerPrefix + "entropy"
+	KeyTrainerGradNorm    = TrainerPrefix + "grad_norm"
+	KeyTrainerGradNormMax = TrainerPrefix + "grad_norm_max"
+	KeyTrainerClipFrac    = TrainerPrefix + "clip_frac"
+)
+
+// Keys of an evaluation line (train.eval_every): the step's adapter
+// against the base model on the held-out prompts. The keys under
+// EvalPrefix are the step line's metrics on the evaluation set
+// ("eval/score_mean", …) for the step's adapter, and under EvalPrefix +
+// KeyBasePrefix for the base model. Win rate is in percent of verdicts, a
+// tie counting half.
+const (
+	EvalPrefix    Key = "eval/"
+	KeyBasePrefix Key = "base_"
+
+	KeyEvalWinRate               = EvalPrefix + "win_rate"
+	KeyEvalWins                  = EvalPrefix + "wins"
+	KeyEvalTies                  = EvalPrefix + "ties"
+	KeyEvalLosses                = EvalPrefix + "losses"
+	KeyEvalScoreMean             = EvalPrefix + KeyScoreMean
+	KeyEvalBaseScoreMean         = EvalPrefix + KeyBasePrefix + KeyScoreMean
+	KeyEvalAgreementRate         = EvalPrefix + KeyAgreementRate
+	KeyEvalBaseAgreementRate     = EvalPrefix + KeyBasePrefix + KeyAgreementRate
+	KeyEvalRoundsToAgreement     = EvalPrefix + KeyRoundsToAgreement
+	KeyEvalBaseRoundsToAgreement = EvalPrefix + KeyBasePrefix + KeyRoundsToAgreement
+	// KeyEvalExcluded counts the comparisons left out (a side's rollout or
+	// the judge failed), KeyEvalPrompts the held-out prompts,
+	// KeyEvalSeconds the evaluation's time.
+	KeyEvalExcluded = EvalPrefix + "excluded"
+	KeyEvalPrompts  = EvalPrefix + "prompts"
+	KeyEvalSeconds  = EvalPrefix + "seconds"
+)

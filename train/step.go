@@ -1,0 +1,288 @@
+package train
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/grpo"
+	"github.com/parleyhq/parley/handshake"
+	"github.com/parleyhq/parley/metrics"
+	"github.com/parleyhq/parley/rollout"
+	"go.uber.org/zap"
+)
+
+// ensureBatch makes step's batch final. A batch already final is kept
+// (resumeBatch); otherwise the step is sampled, judged and written. The
+// phases before writeBatch leave nothing in the run directory, and
+// writeBatch writes the .ready last, so a crash before it samples the step
+// again from scratch and a crash after it never samples it again: no batch
+// is lost, none is repeated.
+func (l *Loop) ensureBatch(ctx context.Context, step int) error {
+	if final, err := l.resumeBatch(step); final || err != nil {
+		return err
+	}
+	s, err := l.sample(ctx, step)
+	if err != nil {
+		return err
+	}
+	j, err := l.judge(ctx, step, s)
+	if err != nil {
+		return err
+	}
+	return l.writeBatch(step, s, j, l.stepMetrics(step, s, j))
+}
+
+// resumeBatch reports whether step's batch is final, and then restores the
+// role baseline after it from its sidecar. A batch that verifies against
+// its .ready is final: the trainer may have taken it. Any batch of a step
+// the trainer finished (DONE) is final too, even one that no longer
+// verifies: its adapter exists. A final batch is never sampled again; a
+// pending batch that does not verify is sampled again, and the log says
+// why.
+func (l *Loop) resumeBatch(step int) (bool, error) {
+	_, verr := dataset.VerifyBatch(l.opts.Dir.BatchPath(step), step)
+	_, trained, derr := handshake.ReadDone(l.opts.Dir.CheckpointDir(step))
+	if derr != nil {
+		return false, fmt.Errorf("train.Loop step %d: %w", step, derr)
+	}
+	if verr != nil && !trained {
+		if _, err := os.Stat(l.opts.Dir.ReadyPath(step)); err == nil {
+			l.log.Warn("the step's written batch does not verify against its .ready; sampling it again",
+				zap.Int("step", step), zap.String("batch", l.opts.Dir.BatchPath(step)), zap.Error(verr))
+		}
+		return false, nil
+	}
+	if verr != nil {
+		l.log.Warn("step was trained (DONE), but its batch no longer verifies; going on with its adapter and never sampling it again",
+			zap.Int("step", step), zap.Error(verr))
+	}
+	sc, err := l.readSidecar(step)
+	switch {
+	case err == nil:
+		l.baseline = sc.RoleBaseline
+	case trained:
+		l.log.Warn("step was trained, but the metrics of its sampling are lost; its metrics line will hold the trainer's",
+			zap.Int("step", step), zap.Error(err))
+	default:
+		return false, fmt.Errorf("train.Loop: step %d's batch is written but its metrics are not: %w", step, err)
+	}
+	l.log.Info("batch already written", zap.Int("step", step))
+	return true, nil
+}
+
+// sampled is a step's sampling: the policy version that sampled it, its
+// rollouts in RolloutID order, their summary, the series cursors after the
+// step (series training) and its time.
+type sampled struct {
+	pv      int
+	rs      []dataset.Rollout
+	sum     rollout.Summary
+	cursors []SeriesCursor
+	seconds float64
+}
+
+// sample plays step's groups with the policy now served: the next game of
+// each series (series training) or GroupSize rollouts of each of the
+// step's prompt rows.
+func (l *Loop) sample(ctx context.Context, step int) (sampled, error) {
+	s := sampled{pv: l.state.PolicyVersion}
+	runner, err := l.stepRunner(ctx, step)
+	if err != nil {
+		return s, err
+	}
+	t0 := time.Now()
+	if l.opts.Series != nil {
+		tick, end := l.progress(fmt.Sprintf("step %d rollouts", step), l.opts.Series.Slots*l.opts.Rollout.GroupSize)
+		s.rs, s.sum, s.cursors, err = l.sampleSeries(ctx, runner, step, tick)
+		end(err != nil || ctx.Err() != nil)
+	} else {
+		s.rs, s.sum, err = l.samplePrompts(ctx, runner, step)
+	}
+	if err != nil {
+		return s, fmt.Errorf("train.Loop step %d: %w", step, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return s, fmt.Errorf("train.Loop step %d: %w", step, err)
+	}
+	// Completion order varies with timing; the step's files do not.
+	sort.Slice(s.rs, func(i, j int) bool { return s.rs[i].RolloutID < s.rs[j].RolloutID })
+	s.seconds = time.Since(t0).Seconds()
+	return s, nil
+}
+
+// stepRunner returns step's runner, sampling with the adapter now served
+// (or the base model before the first). It loads that adapter again first:
+// an inference server restarted since, or the one of a resumed run, no
+// longer holds it.
+func (l *Loop) stepRunner(ctx context.Context, step int) (*rollout.Runner, error) {
+	model := l.opts.Rollout.Model
+	if name := l.state.Adapter; name != "" {
+		dir, err := l.trainedAdapter(l.state.PolicyVersion)
+		if err != nil {
+			return nil, err
+		}
+		if err := l.opts.Adapters.LoadLoRA(ctx, name, dir); err != nil {
+			return nil, fmt.Errorf("train.Loop step %d: load adapter %s: %w", step, name, err)
+		}
+		model = name
+	}
+	ro := l.opts.Rollout
+	ro.Model, ro.Step, ro.PolicyVersion, ro.RunID, ro.Seed = model, step, l.state.PolicyVersion, l.opts.RunID, l.opts.Seed
+	return rollout.NewRunner(ro)
+}
+
+// samplePrompts plays GroupSize rollouts of each of step's prompt rows
+// (rollout.SelectPrompts), in completion order.
+func (l *Loop) samplePrompts(ctx context.Context, runner *rollout.Runner, step int) ([]dataset.Rollout, rollout.Summary, error) {
+	prompts := rollout.SelectPrompts(l.opts.Prompts, l.opts.Mix, l.opts.PromptsPerStep, l.opts.Seed, step)
+	tick, end := l.progress(fmt.Sprintf("step %d rollouts", step), len(prompts)*l.opts.Rollout.GroupSize)
+	var rs []dataset.Rollout
+	sum, err := runner.Run(ctx, prompts, func(r *dataset.Rollout) error {
+		rs = append(rs, *r)
+		tick()
+		return nil
+	})
+	end(err != nil || ctx.Err() != nil)
+	return rs, sum, err
+}
+
+// judged is a step's judging: the scored batch, the role baseline after
+// it (a copy: the loop's moves on only once the batch is written) and its
+// time.
+type judged struct {
+	res      ScoreResult
+	baseline *grpo.RoleBaseline
+	seconds  float64
+}
+
+// judge scores step's rollouts, computes their advantages and builds the
+// batch (ScoreStep), then checks the step's failures (checkFailures).
+func (l *Loop) judge(ctx context.Context, step int, s sampled) (judged, error) {
+	t0 := time.Now()
+	j := judged{baseline: l.baseline.Clone()}
+	tick, end := l.progress(fmt.Sprintf("step %d judging", step), len(s.rs))
+	res, err := ScoreStep(ctx, l.opts.Judge, s.rs, j.baseline, ScoreOptions{
+		RunID: l.opts.RunID, Step: step, PolicyVersion: s.pv,
+		Advantage: l.opts.Advantage, Mask: l.opts.Mask, JudgeConcurrency: l.opts.JudgeConcurrency,
+		OnJudged: tick,
+	})
+	end(err != nil)
+	if err != nil {
+		return j, fmt.Errorf("train.Loop step %d: %w", step, err)
+	}
+	j.res, j.seconds = res, time.Since(t0).Seconds()
+	return j, l.checkFailures(step, s, res)
+}
+
+// checkFailures logs step's sampling failures by cause and fails the step
+// when more of its rollouts failed, in sampling or judging, than
+// train.max_failed_fraction allows, naming the first error; an empty batch
+// is only warned of.
+func (l *Loop) checkFailures(step int, s sampled, res ScoreResult) error {
+	for cause, n := range s.sum.Errors {
+		l.log.Warn("rollouts failed", zap.Int("step", step), zap.Int("count", n), zap.String("cause", cause))
+	}
+	if failed := s.sum.Failed + res.Judge.Failed; float64(failed) > l.opts.MaxFailedFraction*float64(max(len(s.rs), 1)) {
+		msg := fmt.Sprintf("train.Loop step %d: %d of %d rollouts failed (%d sampling, %d judging), more than train.max_failed_fraction %g; first error",
+			step, failed, len(s.rs), s.sum.Failed, res.Judge.Failed, l.opts.MaxFailedFraction)
+		if s.sum.FirstErr != nil {
+			return fmt.Errorf("%s: %w", msg, s.sum.FirstErr)
+		}
+		return fmt.Errorf("%s: %s", msg, firstError(s.rs))
+	}
+	if len(res.Rows) == 0 {
+		l.log.Warn("the step's batch is empty (every group dropped or failed)", zap.Int("step", step),
+			zap.Int("groups_zero_variance", res.Advantage.DroppedZeroVariance), zap.Int("rollouts_failed", s.sum.Failed))
+	}
+	return nil
+}
+
+// stepMetrics is the metrics of step's sampling and judging: the step
+// line's keys (package metrics), the roles' reward means when they differ
+// and the game's own metrics.
+func (l *Loop) stepMetrics(step int, s sampled, j judged) metrics.Line {
+	sum, adv, res := s.sum, j.res.Advantage, j.res
+	m := metrics.Line{
+		metrics.KeyStep: step, metrics.KeyPolicyVersion: s.pv,
+		metrics.KeyScoreMin: adv.ScoreMin, metrics.KeyScoreMean: adv.ScoreMean, metrics.KeyScoreMax: adv.ScoreMax,
+		metrics.KeyRewardMean: adv.RewardMean, metrics.KeyRewardStd: adv.RewardStd,
+		metrics.KeyAgreementRate: sum.AgreementRate, metrics.KeyRoundsToAgreement: sum.RoundsToAgree, metrics.KeyMeanRounds: sum.MeanRounds,
+		metrics.KeyRollouts: sum.Rollouts, metrics.KeyRolloutsFailed: sum.Failed,
+		metrics.KeyJudgeFailed: res.Judge.Failed, metrics.KeyJudgeCached: res.Judge.Cached,
+		metrics.KeyGroups: adv.Groups, metrics.KeyGroupsDroppedZeroVariance: adv.DroppedZeroVariance,
+		metrics.KeyPromptTokens: sum.PromptTokens, metrics.KeySampledTokens: sum.SampledTokens, metrics.KeyPrefixBreaks: sum.PrefixBreaks,
+		metrics.KeySequencesPerRollout: sum.SequencesPerRollout, metrics.KeyTrainerTokensPerSampledToken: sum.TrainerTokensPerSampled,
+		metrics.KeyPromptTokensSent: sum.PromptTokensSent, metrics.KeyClosedTurns: sum.ClosedTurns,
+		metrics.KeyBatchRows: res.Batch.Rows, metrics.KeyBatchTokens: res.Batch.Tokens, metrics.KeyTrainedTokens: res.Batch.TrainedTokens,
+		metrics.KeySampleSeconds: s.seconds, metrics.KeyJudgeSeconds: j.seconds,
+	}
+	addRoleMetrics(m, adv.Roles)
+	if spec, ok := rollout.Lookup(l.opts.Rollout.Game.Name()); ok && spec.Metrics != nil {
+		for k, v := range spec.Metrics(s.rs) {
+			m[metrics.Key(k)] = v
+		}
+	}
+	return m
+}
+
+// writeBatch writes step's files (WriteStep): the rollouts, the sidecar
+// (the metrics m, the role baseline and the series cursors after the step,
+// for a resumed run that skips the batch), then the batch and last its
+// .ready, which makes it final. Only then does the loop's role baseline
+// move on.
+func (l *Loop) writeBatch(step int, s sampled, j judged, m metrics.Line) error {
+	b, err := json.Marshal(sidecar{Metrics: m, RoleBaseline: j.baseline, Series: s.cursors})
+	if err != nil {
+		return fmt.Errorf("train.Loop step %d: metrics: %w", step, err)
+	}
+	ready, err := WriteStep(l.opts.Dir, step, s.pv, s.rs, j.res.Rows, j.res.Scale, b, l.log)
+	if err != nil {
+		return err
+	}
+	l.baseline = j.baseline
+	l.log.Info("batch written", zap.Int("step", step), zap.Int("policy_version", s.pv), zap.Int("rows", ready.Rows), zap.Int64("tokens", ready.Tokens),
+		zap.Float64("reward_mean", j.res.Advantage.RewardMean), zap.Float64("agreement_rate", s.sum.AgreementRate), zap.Int("rollouts_failed", s.sum.Failed))
+	return nil
+}
+
+// addRoleMetrics adds reward_mean/<role> for every trained role when the
+// roles' rewards differ (a zero-sum game's sides, five parties); roles that
+// share one reward (the deliberation game) add nothing beyond reward_mean.
+func addRoleMetrics(m metrics.Line, roles map[string]grpo.RoleStats) {
+	differ := false
+	first := true
+	var mean float64
+	for _, r := range roles {
+		if first {
+			mean, first = r.RewardMean, false
+		} else if r.RewardMean != mean {
+			differ = true
+		}
+	}
+	if !differ {
+		return
+	}
+	for role, r := range roles {
+		m[metrics.RoleRewardPrefix+metrics.Key(role)] = r.RewardMean
+	}
+}
+
+// firstError is the first failure message among rs (sampling, then judging).
+func firstError(rs []dataset.Rollout) string {
+	for _, r := range rs {
+		if r.Failed {
+			return r.Error
+		}
+	}
+	for _, r := range rs {
+		if r.JudgeError != "" {
+			return r.JudgeError
+		}
+	}
+	return "none recorded"
+}

@@ -4,7 +4,7 @@ File mode: poll RUN/batches/ for the smallest step-N.ready above the last
 finished step whose checkpoint has no DONE; read and verify step-N.parquet.
 The checkpoint and DONE are written straight into RUN/checkpoints/.
 
-HTTP mode (trainer on another machine; grpo.HandshakeServer on parley's
+HTTP mode (trainer on another machine; handshake.Server on parley's
 side): GET {url}/v1/batches/next?after=N&wait=S (200 {step, ready} or 204),
 GET {url}/v1/batches/{step} (the parquet), and POST
 {url}/v1/batches/{step}/done with the checkpoint as an uncompressed tar
@@ -241,7 +241,7 @@ class HTTPHandshake:
 
 def sidecar_path(run_dir: str | Path, step: int) -> Path:
     """rollouts/step-N.metrics.json, where parley leaves a step's metrics
-    (train.SidecarPath)."""
+    (dataset.RunDir.SidecarPath)."""
     return Path(run_dir) / "rollouts" / f"step-{step:06d}.metrics.json"
 
 

@@ -146,7 +146,7 @@ def test_bad_batch_fails_naming_the_column(tiny_model, tmp_path):
 
 
 class _FakeOrchestrator:
-    """The orchestrator's side of the HTTP handshake (grpo.HandshakeServer's
+    """The orchestrator's side of the HTTP handshake (handshake.Server's
     wire format), serving one run directory."""
 
     def __init__(self, run: Path, token: str) -> None:

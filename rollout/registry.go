@@ -27,8 +27,6 @@ import (
 type Spec struct {
 	// Name is the game's env name: game.env, the rollouts' env column.
 	Name string
-	// Summary is one line for help texts and docs.
-	Summary string
 	// Config returns a new section holding the game's defaults, as a
 	// pointer to a struct with yaml tags. Nil means the game has no
 	// settings.

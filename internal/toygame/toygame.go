@@ -36,7 +36,7 @@ func (c *Config) Validate() error {
 
 func init() {
 	rollout.Register(rollout.Spec{
-		Name: Name, Summary: "a toy game for tests: a running total carried across a series",
+		Name:   Name,
 		Config: func() any { return &Config{Turns: 2} },
 		New: func(section any, _ rollout.Shared) (rollout.Game, error) {
 			return &Game{turns: section.(*Config).Turns}, nil

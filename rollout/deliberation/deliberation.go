@@ -47,9 +47,8 @@ func (c *Config) Validate() error {
 
 func init() {
 	rollout.Register(rollout.Spec{
-		Name:    Name,
-		Summary: "seed 000's negotiation: agents A and B with opposing personas, then a judged final completion",
-		Config:  func() any { return DefaultConfig() },
+		Name:   Name,
+		Config: func() any { return DefaultConfig() },
 		New: func(section any, shared rollout.Shared) (rollout.Game, error) {
 			c := section.(*Config)
 			return New(Options{MaxRounds: c.MaxRounds, Marker: c.AgreementMarker, TurnTokens: shared.TurnTokens, FinalTokens: shared.FinalTokens}), nil

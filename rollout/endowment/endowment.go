@@ -159,9 +159,8 @@ func (c *Config) Validate() error {
 
 func init() {
 	rollout.Register(rollout.Spec{
-		Name:    Name,
-		Summary: "seed 001's endowment game: a requester asks a holder told to keep $100; a ledger judge records commitments",
-		Config:  func() any { return DefaultConfig() },
+		Name:   Name,
+		Config: func() any { return DefaultConfig() },
 		New: func(section any, shared rollout.Shared) (rollout.Game, error) {
 			return New(*section.(*Config), shared)
 		},

@@ -43,9 +43,8 @@ const Name = "multiparty"
 
 func init() {
 	rollout.Register(rollout.Spec{
-		Name:    Name,
-		Summary: "seed 002's repeated five-party negotiation: proposals and 4-of-5 votes, a covert adversary, trust carried across a series",
-		Config:  func() any { return DefaultConfig() },
+		Name:   Name,
+		Config: func() any { return DefaultConfig() },
 		New: func(section any, shared rollout.Shared) (rollout.Game, error) {
 			return New(*section.(*Config), shared.TurnTokens), nil
 		},

@@ -19,8 +19,7 @@ const Name = "single"
 
 func init() {
 	rollout.Register(rollout.Spec{
-		Name:    Name,
-		Summary: "seed 000's single-agent baseline: one judged answer",
+		Name: Name,
 		New: func(_ any, shared rollout.Shared) (rollout.Game, error) {
 			return New(Options{Tokens: shared.FinalTokens}), nil
 		},

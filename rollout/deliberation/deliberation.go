@@ -15,6 +15,7 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/llm"
+	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
 )
 
@@ -59,8 +60,8 @@ func init() {
 }
 
 // CollectiveAgency is the objective both agents (and the single agent) are
-// given: seed 000's alignment target.
-const CollectiveAgency = "Collective Agency: seek the course of action that most expands the agency of everyone involved — their capacities, options, understanding and freedom to choose — now and over time, integrating the values at stake rather than sacrificing one side to the other."
+// given: seed 000's alignment target (reward.CAObjective).
+const CollectiveAgency = reward.CAObjective
 
 // Options configure the deliberation game.
 type Options struct {

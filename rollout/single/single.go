@@ -10,8 +10,8 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/llm"
+	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
-	"github.com/parleyhq/parley/rollout/deliberation"
 )
 
 // Name is the game's env name.
@@ -59,7 +59,7 @@ func (g *Game) Validate(p dataset.Prompt) error {
 // Play implements rollout.Game.
 func (g *Game) Play(ctx context.Context, p dataset.Prompt, agents rollout.Agents, rec *dataset.Rollout) error {
 	msgs := []llm.Message{
-		{Role: "system", Content: "You are a thoughtful assistant. Your objective — " + deliberation.CollectiveAgency},
+		{Role: "system", Content: "You are a thoughtful assistant. Your objective — " + reward.CAObjective},
 		{Role: "user", Content: p.Task},
 	}
 	reply, err := agents.Turn(ctx, "single", msgs, rollout.TurnOptions{Kind: dataset.KindFinal, MaxTokens: g.opts.Tokens})

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"sync"
 
@@ -23,7 +24,8 @@ import (
 //   - the Game interface (and SeriesGame if state carries from one game of
 //     a series to the next), built from the section by New;
 //   - what its curriculum rows need (Curriculum);
-//   - optionally its step metrics (Metrics) and report section (Report).
+//   - optionally its step metrics (Metrics), report section (Report) and
+//     serve-sim answers (Sim).
 type Spec struct {
 	// Name is the game's env name: game.env, the rollouts' env column.
 	Name string
@@ -66,6 +68,33 @@ type Spec struct {
 	// series` plays such a plan; series training (train.SeriesOptions)
 	// takes one series per slot from a plan per generation.
 	Series func(section any, prompts []dataset.Prompt, n int, seed int64) ([]Series, error)
+	// Sim, if set, returns the game's answers in serve-sim (package sim):
+	// the replies of its scripted agents and the verdicts of its judge,
+	// for games whose prompts the simulator's persona agents and built-in
+	// judge cannot answer (seed 001's holders, requesters and ledger
+	// judge; seed 002's parties). options are the game's serve-sim
+	// settings (serve-sim --game-option <game>.<key>=<value>, nil for
+	// none); an unknown key or a bad value is an error.
+	Sim func(options map[string]string) (SimAnswerer, error)
+}
+
+// SimAnswerer is a game's side of serve-sim: the methods of the interface
+// sim.Answerer, which package sim declares where it uses them (see there
+// for their contract). The methods take standard types only, so a game
+// implements them without importing sim and sim imports no game; the
+// composition root (cmd/parley serve-sim) hands every registered game's
+// to sim.New.
+type SimAnswerer interface {
+	// Reply is the game's agent's reply to a prompt (its chat messages'
+	// roles and contents, in order) as the model named model; ok is false
+	// when the prompt is not the game's, and then nothing is drawn from
+	// rng.
+	Reply(model string, roles, contents []string, rng *rand.Rand) (text string, ok bool)
+	// Judge is the game's judge's answer to question, asked with the
+	// response_format schema named schema ("" for none); ok is false when
+	// the question is not the game's. outOfRange asks for an answer with a
+	// value outside the schema.
+	Judge(schema, question string, outOfRange bool) (content string, ok bool)
 }
 
 // Curriculum describes the prompt rows a game plays.

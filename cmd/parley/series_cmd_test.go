@@ -50,7 +50,7 @@ func TestScenarioCmd(t *testing.T) {
 // TestSeriesCmd plays configs/multiparty.yaml's game against serve-sim
 // with short series, runs it again (everything resumed), and reports it.
 func TestSeriesCmd(t *testing.T) {
-	srv, err := sim.New(sim.Options{})
+	srv, err := sim.New(sim.Options{Games: mustSimGames(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,12 +6,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parleyhq/parley/rollout/endowment"
 	"github.com/parleyhq/parley/sim"
 )
 
-// startSim runs serve-sim behind a real HTTP server.
+// startSim runs serve-sim, answering the endowment game's prompts
+// (endowment.NewSim), behind a real HTTP server.
 func startSim(t testing.TB, opts sim.Options) string {
 	t.Helper()
+	answers, err := endowment.NewSim(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Games = []sim.Answerer{answers}
 	srv, err := sim.New(opts)
 	if err != nil {
 		t.Fatal(err)

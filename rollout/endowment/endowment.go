@@ -170,6 +170,13 @@ func init() {
 		Report:     Report,
 		Scorer:     func(any) (reward.Judge, error) { return Scorer{}, nil },
 		UsesJudge:  true,
+		Sim: func(options map[string]string) (rollout.SimAnswerer, error) {
+			s, err := NewSim(options)
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		},
 	})
 }
 

@@ -22,8 +22,9 @@ import (
 	"github.com/parleyhq/parley/sim"
 )
 
-// simEnv is serve-sim behind a real HTTP server with the policy and judge
-// clients parley would use.
+// simEnv is serve-sim, answering the game's prompts (endowment.NewSim),
+// behind a real HTTP server with the policy and judge clients parley
+// would use.
 type simEnv struct {
 	srv    *sim.Server
 	url    string
@@ -33,6 +34,9 @@ type simEnv struct {
 
 func newSimEnv(t *testing.T, opts sim.Options, adapters ...string) *simEnv {
 	t.Helper()
+	if opts.Games == nil {
+		opts.Games = []sim.Answerer{mustSim(t, nil)}
+	}
 	srv, err := sim.New(opts)
 	if err != nil {
 		t.Fatal(err)

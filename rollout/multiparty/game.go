@@ -59,6 +59,13 @@ func init() {
 		Series: func(section any, prompts []dataset.Prompt, n int, seed int64) ([]rollout.Series, error) {
 			return Plan(*section.(*Config), prompts, n, seed)
 		},
+		Sim: func(options map[string]string) (rollout.SimAnswerer, error) {
+			s, err := NewSim(options)
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		},
 	})
 }
 

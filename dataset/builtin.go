@@ -4,13 +4,16 @@ import (
 	"bytes"
 	_ "embed"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 )
 
 // BuiltinPrefix marks a path that names a bundled file rather than one on
-// disk: "builtin:dilemmas" and "builtin:open-ended" for LoadPrompts,
-// "builtin:personas" for LoadPersonaPairs. Configs may use these paths.
+// disk: "builtin:dilemmas" and "builtin:open-ended" for LoadPrompts (and
+// the games' own curricula, LoadOptions.Builtins), "builtin:personas" for
+// LoadPersonaPairs. Configs may use these paths.
 const BuiltinPrefix = "builtin:"
 
 // BuiltinPersonas is the path of the bundled persona library.
@@ -76,8 +79,9 @@ func SampleCurriculum(name string) ([]Prompt, error) {
 	return prompts, nil
 }
 
-// builtinCurriculum returns the bytes of a bundled curriculum.
-func builtinCurriculum(name string) ([]byte, error) {
+// builtinCurriculum returns the bytes of the bundled curriculum name: this
+// package's, else one of extra (a game's, LoadOptions.Builtins).
+func builtinCurriculum(name string, extra map[string][]byte) ([]byte, error) {
 	switch name {
 	case SampleDilemmas:
 		return dilemmasJSONL, nil
@@ -86,5 +90,12 @@ func builtinCurriculum(name string) ([]byte, error) {
 	case SampleEndowment:
 		return endowmentJSONL, nil
 	}
-	return nil, fmt.Errorf("unknown builtin curriculum %q (want %s%s, %s%s or %s%s)", BuiltinPrefix+name, BuiltinPrefix, SampleDilemmas, BuiltinPrefix, SampleOpenEnded, BuiltinPrefix, SampleEndowment)
+	if b, ok := extra[name]; ok {
+		return b, nil
+	}
+	var known []string
+	for _, n := range append(SampleCurricula(), slices.Sorted(maps.Keys(extra))...) {
+		known = append(known, BuiltinPrefix+n)
+	}
+	return nil, fmt.Errorf("unknown builtin curriculum %q (want %s)", BuiltinPrefix+name, strings.Join(known, ", "))
 }

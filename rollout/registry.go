@@ -2,7 +2,9 @@ package rollout
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 
@@ -23,7 +25,8 @@ import (
 //     the section;
 //   - the Game interface (and SeriesGame if state carries from one game of
 //     a series to the next), built from the section by New;
-//   - what its curriculum rows need (Curriculum);
+//   - what its curriculum rows need, and its bundled curricula
+//     (Curriculum);
 //   - optionally its step metrics (Metrics), report section (Report) and
 //     serve-sim answers (Sim).
 type Spec struct {
@@ -99,19 +102,51 @@ type SimAnswerer interface {
 
 // Curriculum describes the prompt rows a game plays.
 type Curriculum struct {
-	// Default is the curriculum path used when none is configured
-	// (builtin:dilemmas, builtin:open-ended, a scenario set).
+	// Default is the curriculum path used when curriculum.path is not
+	// configured: builtin:dilemmas, builtin:open-ended, or one of the
+	// game's Builtins.
 	Default string
 	// RequirePersonas is set when every row needs personas for roles A
 	// and B (the deliberation game).
 	RequirePersonas bool
 	// RequireScenario is set when every row needs the game's scenario
-	// (Prompt.Scenario).
+	// (Prompt.Scenario): a row without one is an error naming the file
+	// and line when the curriculum is loaded.
 	RequireScenario bool
 	// Categories are the row categories the game adds to dataset.Categories
-	// (seed 002's scenario types); curriculum loading and curriculum.mix
-	// accept them.
+	// (seed 001's endowment, seed 002's scenario types); curriculum
+	// loading and curriculum.mix accept them.
 	Categories []string
+	// Builtins are the game's bundled curricula (embedded in its package),
+	// by name: builtin:<name> loads one, whichever game is configured
+	// (Builtins, Spec.LoadOptions). Names are unique across games and
+	// distinct from dataset's own (dataset.SampleCurricula).
+	Builtins map[string][]byte
+}
+
+// LoadOptions are the options to load a curriculum of the game with
+// (dataset.LoadPrompts): what its rows need, its categories, and every
+// registered game's bundled curricula, so that any builtin:<name>
+// resolves.
+func (s Spec) LoadOptions() dataset.LoadOptions {
+	return dataset.LoadOptions{
+		RequirePersonas: s.Curriculum.RequirePersonas,
+		RequireScenario: s.Curriculum.RequireScenario,
+		Categories:      s.Curriculum.Categories,
+		Builtins:        Builtins(),
+	}
+}
+
+// Builtins returns every registered game's bundled curricula by name
+// (Curriculum.Builtins), for dataset.LoadOptions.Builtins.
+func Builtins() map[string][]byte {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	out := map[string][]byte{}
+	for _, s := range registry {
+		maps.Copy(out, s.Curriculum.Builtins)
+	}
+	return out
 }
 
 // Shared are the settings every game is built with, from the config's
@@ -145,8 +180,9 @@ var (
 )
 
 // Register adds a game to the registry. It panics on an empty or duplicate
-// name or a missing New: a registration is a program's wiring, checked at
-// start.
+// name, a missing New, or a bundled curriculum name another game or
+// package dataset already uses: a registration is a program's wiring,
+// checked at start.
 func Register(s Spec) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
@@ -155,6 +191,16 @@ func Register(s Spec) {
 	}
 	if _, dup := registry[s.Name]; dup {
 		panic(fmt.Sprintf("rollout.Register: game %q registered twice", s.Name))
+	}
+	for name := range s.Curriculum.Builtins {
+		if slices.Contains(dataset.SampleCurricula(), name) {
+			panic(fmt.Sprintf("rollout.Register: game %q: curriculum %s%s is dataset's", s.Name, dataset.BuiltinPrefix, name))
+		}
+		for _, o := range registry {
+			if _, dup := o.Curriculum.Builtins[name]; dup {
+				panic(fmt.Sprintf("rollout.Register: game %q: curriculum %s%s is game %q's", s.Name, dataset.BuiltinPrefix, name, o.Name))
+			}
+		}
 	}
 	registry[s.Name] = s
 }

@@ -23,7 +23,6 @@ const BuiltinPersonas = BuiltinPrefix + "personas"
 const (
 	SampleDilemmas  = "dilemmas"   // 40 dilemmas, 12/16/12 professional/interpersonal/micro_ethics, persona pairs p01…p25 cycled; 10 (3/4/3) in split eval
 	SampleOpenEnded = "open-ended" // 20 open-ended questions for the single-agent baseline; 5 in split eval
-	SampleEndowment = "endowment"  // 12 endowment-game scenarios: 6 causes, each in the singular and the group framing
 )
 
 var (
@@ -33,8 +32,6 @@ var (
 	dilemmasJSONL []byte
 	//go:embed curricula/sample-open-ended.jsonl
 	openEndedJSONL []byte
-	//go:embed curricula/sample-endowment.jsonl
-	endowmentJSONL []byte
 )
 
 var library = sync.OnceValues(func() ([]PersonaPair, error) {
@@ -64,8 +61,9 @@ func PersonaLibrary() []PersonaPair {
 	return slices.Clone(pairs)
 }
 
-// SampleCurricula lists the names SampleCurriculum accepts.
-func SampleCurricula() []string { return []string{SampleDilemmas, SampleOpenEnded, SampleEndowment} }
+// SampleCurricula lists the names SampleCurriculum accepts: the curricula
+// bundled with this package (games bundle their own, LoadOptions.Builtins).
+func SampleCurricula() []string { return []string{SampleDilemmas, SampleOpenEnded} }
 
 // SampleCurriculum returns a bundled curriculum by name: "dilemmas" (40
 // dilemmas in the 30/40/30 category mix, each with a persona pair from
@@ -87,8 +85,6 @@ func builtinCurriculum(name string, extra map[string][]byte) ([]byte, error) {
 		return dilemmasJSONL, nil
 	case SampleOpenEnded:
 		return openEndedJSONL, nil
-	case SampleEndowment:
-		return endowmentJSONL, nil
 	}
 	if b, ok := extra[name]; ok {
 		return b, nil

@@ -80,7 +80,8 @@ func run(ctx context.Context, opts Options) (Summary, error) {
 	if err != nil {
 		return sum, err
 	}
-	scen, err := dataset.LoadPrompts(s.Scenarios, dataset.LoadOptions{})
+	spec, _ := rollout.Lookup(endowment.Name)
+	scen, err := dataset.LoadPrompts(s.Scenarios, spec.LoadOptions())
 	if err != nil {
 		return sum, fmt.Errorf("key scenarios: %w", err)
 	}

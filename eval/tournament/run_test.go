@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/rollout/endowment"
 	"github.com/parleyhq/parley/sim"
 )
 
@@ -108,7 +109,7 @@ func TestScheduleCounts(t *testing.T) {
 		b.WriteString("  - {name: a" + string(rune('a'+i)) + ", endpoint: http://x, model: m}\n")
 	}
 	spec := mustSpec(t, b.String())
-	scen, err := dataset.SampleCurriculum(dataset.SampleEndowment)
+	scen, err := endowment.SampleCurriculum()
 	if err != nil {
 		t.Fatal(err)
 	}

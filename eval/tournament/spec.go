@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/rollout/endowment"
 	"gopkg.in/yaml.v3"
 )
@@ -202,7 +201,7 @@ type AnalysisSpec struct {
 func DefaultSpec() Spec {
 	return Spec{
 		Seed: 1, Rounds: 5, Framings: []string{endowment.FramingSingular, endowment.FramingGroup}, Schedule: ScheduleAlternate,
-		Scenarios: dataset.BuiltinPrefix + dataset.SampleEndowment, Game: *endowment.DefaultConfig(),
+		Scenarios: endowment.BuiltinCurriculum, Game: *endowment.DefaultConfig(),
 		Judge:       JudgeSpec{MaxRetries: 3, Timeout: 2 * time.Minute, Concurrency: 16, StructuredOutput: true},
 		Sampling:    SamplingSpec{Temperature: 0.7, TopP: 1, MaxTokens: 1024},
 		Concurrency: 8, MaxAttempts: 3, RetryWait: 5 * time.Second, RequestTimeout: 5 * time.Minute, MaxRetries: 4, Preflight: true,

@@ -164,7 +164,7 @@ func init() {
 		New: func(section any, shared rollout.Shared) (rollout.Game, error) {
 			return New(*section.(*Config), shared)
 		},
-		Curriculum: rollout.Curriculum{Default: dataset.BuiltinPrefix + dataset.SampleEndowment, RequireScenario: true},
+		Curriculum: curriculum,
 		Kinds:      []string{dataset.KindDialogue},
 		Metrics:    Metrics,
 		Report:     Report,

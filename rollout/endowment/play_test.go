@@ -65,7 +65,7 @@ func newSimEnv(t *testing.T, opts sim.Options, adapters ...string) *simEnv {
 
 func scenarioRow(id, framing string, amount float64) dataset.Prompt {
 	sc := endowment.Scenario{Endowment: amount, Framing: framing, Cause: "c01", Appeal: "Amina Yusuf, a 9-year-old girl in Kano, needs heart surgery."}
-	return dataset.Prompt{ID: id, Category: dataset.CategoryEndowment, Task: "raise money", Scenario: sc.JSON()}
+	return dataset.Prompt{ID: id, Category: endowment.Category, Task: "raise money", Scenario: sc.JSON()}
 }
 
 // play runs n rollouts of row with the given players and returns them.

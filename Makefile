@@ -62,7 +62,7 @@ multiparty-model: build venv $(MP)-cold/model.safetensors
 
 $(MP)/model.safetensors: scripts/parley_trainer/tiny_model.py scripts/requirements.txt
 	$(PY) -m parley_trainer.tiny_model --out $(MP) --max-position-embeddings 8192 \
-		--corpus $(CORPUS) dataset/scenarios/both.jsonl
+		--corpus $(CORPUS) rollout/multiparty/scenario/sets/both.jsonl
 
 $(MP_PROMPTS): $(MP)/model.safetensors
 	rm -rf runs/multiparty-prompts

@@ -48,10 +48,15 @@ func init() {
 		New: func(section any, shared rollout.Shared) (rollout.Game, error) {
 			return New(*section.(*Config), shared.TurnTokens), nil
 		},
-		Curriculum: rollout.Curriculum{Default: "dataset/scenarios/2hb2g.jsonl", RequireScenario: true, Categories: scenario.Types},
-		Kinds:      []string{dataset.KindDialogue},
-		Metrics:    StepMetrics,
-		Report:     Report,
+		Curriculum: rollout.Curriculum{
+			Default:         dataset.BuiltinPrefix + scenario.Type2HB2G,
+			RequireScenario: true,
+			Categories:      scenario.Types,
+			Builtins:        scenario.Builtins(),
+		},
+		Kinds:   []string{dataset.KindDialogue},
+		Metrics: StepMetrics,
+		Report:  Report,
 		Scorer: func(section any) (reward.Judge, error) {
 			c := section.(*Config)
 			return NewScorer(c.InvalidPenalty, c.Reward), nil

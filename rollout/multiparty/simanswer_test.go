@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/rollout/multiparty"
 	"github.com/parleyhq/parley/rollout/multiparty/protocol"
 	"github.com/parleyhq/parley/rollout/multiparty/scenario"
@@ -54,7 +55,7 @@ func mustPost(t testing.TB, url string, body, v any) {
 // party, on both the token-level completions and the chat API; other
 // prompts still get the persona agents.
 func TestSimParties(t *testing.T) {
-	set, err := scenario.LoadSet("../../dataset/scenarios/2hb2g.jsonl")
+	set, err := scenario.LoadSet(dataset.BuiltinPrefix + scenario.Type2HB2G)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ package config
 var fieldDocs = map[string]string{
 	"github.com/parleyhq/parley/config.Config.Roles":                                "Roles maps a game role to what plays it when not the trained policy.",
 	"github.com/parleyhq/parley/config.Curriculum.Mix":                              "Mix weighs categories when sampling rows (empty = as in the file).",
-	"github.com/parleyhq/parley/config.Curriculum.Path":                             "Path is a JSONL or parquet file of prompts, or builtin:dilemmas / builtin:open-ended.",
+	"github.com/parleyhq/parley/config.Curriculum.Path":                             "Path is a JSONL or parquet file of prompts, or a bundled curriculum (builtin:dilemmas, builtin:open-ended, or a game's own such as builtin:endowment or builtin:2hb2g). When it is not given, the configured game's default curriculum is used (builtin:dilemmas for deliberation).",
 	"github.com/parleyhq/parley/config.Curriculum.Personas":                         "Personas is a JSONL or parquet persona-pair library (\"\" = the built-in 25).",
 	"github.com/parleyhq/parley/config.Curriculum.Split":                            "Split keeps only rows of this split: train (rows without a split are train rows), eval (held out), or \"\" for every row. parley train refuses eval rows.",
 	"github.com/parleyhq/parley/config.GRPO.Advantage":                              "Advantage is group, group_mean or role_baseline.",

@@ -57,12 +57,17 @@ $(TINY)/model.safetensors: scripts/parley_tools/tiny_model.py scripts/requiremen
 # parties (its votes read leniently); its replies are replaced by the
 # moves, so four tokens do.
 MP := models/tiny-mp
+# Its tokenizer corpus, before the five-party scenarios: the bundled
+# curricula in file-name order and the persona library (tiny_model.py's
+# default corpus).
+CORPUS := dataset/curricula/sample-dilemmas.jsonl rollout/endowment/curricula/sample-endowment.jsonl \
+	dataset/curricula/sample-open-ended.jsonl dataset/personas/library.jsonl
 MP_PROMPTS := runs/multiparty-prompts/rollouts/step-000000.parquet
 multiparty-model: build venv $(MP)-cold/model.safetensors
 
 $(MP)/model.safetensors: scripts/parley_tools/tiny_model.py scripts/requirements.txt
 	$(PY) -m parley_tools.tiny_model --out $(MP) --max-position-embeddings 8192 \
-		--corpus dataset/curricula/*.jsonl dataset/personas/library.jsonl dataset/scenarios/both.jsonl
+		--corpus $(CORPUS) rollout/multiparty/scenario/sets/both.jsonl
 
 $(MP_PROMPTS): $(MP)/model.safetensors
 	rm -rf runs/multiparty-prompts

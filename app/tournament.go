@@ -46,7 +46,7 @@ func Tournament(ctx context.Context, t config.Tournament, opts TournamentOptions
 	if err != nil {
 		return tournament.Summary{}, err
 	}
-	rows, err := dataset.LoadPrompts(t.Scenarios, dataset.LoadOptions{Categories: spec.Curriculum.Categories})
+	rows, err := dataset.LoadPrompts(t.Scenarios, spec.LoadOptions())
 	if err != nil {
 		return tournament.Summary{}, fmt.Errorf("key scenarios: %w", err)
 	}

@@ -67,9 +67,15 @@ func analyzeDir(t *testing.T, dir string, scheduled int, recs []tournament.Recor
 	return endowment.AnalyzeTournament(in)
 }
 
-// startSim runs serve-sim behind a real HTTP server.
+// startSim runs serve-sim, answering the endowment game's prompts
+// (endowment.NewSim), behind a real HTTP server.
 func startSim(t testing.TB, opts sim.Options) string {
 	t.Helper()
+	answers, err := endowment.NewSim(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Games = []sim.Answerer{answers}
 	srv, err := sim.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -397,7 +403,7 @@ func TestScheduleCounts(t *testing.T) {
 		b.WriteString("  - {name: a" + string(rune('a'+i)) + ", endpoint: http://x, model: m}\n")
 	}
 	spec := mustSpec(t, b.String())
-	scen, err := dataset.SampleCurriculum(dataset.SampleEndowment)
+	scen, err := endowment.SampleCurriculum()
 	if err != nil {
 		t.Fatal(err)
 	}

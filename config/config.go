@@ -100,7 +100,11 @@ type Sampling struct {
 
 // Curriculum is where prompt rows come from and how they are mixed.
 type Curriculum struct {
-	// Path is a JSONL or parquet file of prompts, or builtin:dilemmas / builtin:open-ended.
+	// Path is a JSONL or parquet file of prompts, or a bundled curriculum
+	// (builtin:dilemmas, builtin:open-ended, or a game's own such as
+	// builtin:endowment or builtin:2hb2g). When it is not given, the
+	// configured game's default curriculum is used (builtin:dilemmas for
+	// deliberation).
 	Path string `yaml:"path"`
 	// Personas is a JSONL or parquet persona-pair library ("" = the built-in 25).
 	Personas string `yaml:"personas"`
@@ -386,6 +390,28 @@ type Log struct {
 	Format string `yaml:"format"`
 }
 
+// defaultEnv is the game a config plays when game.env is not given.
+const defaultEnv = "deliberation"
+
+// gameCurriculum is game env's default curriculum
+// (rollout.Spec.Curriculum.Default), or "" for none.
+func gameCurriculum(env string) string {
+	s, _ := rollout.Lookup(env)
+	return s.Curriculum.Default
+}
+
+// useGameCurriculum sets curriculum.path, when neither the file, the
+// environment nor a flag gave it, to the configured game's default
+// curriculum, if it has one.
+func (c *Config) useGameCurriculum() {
+	if c.given["curriculum.path"] {
+		return
+	}
+	if p := gameCurriculum(c.Game.Env); p != "" {
+		c.Curriculum.Path = p
+	}
+}
+
 // Default returns the defaults every config starts from.
 func Default() Config {
 	return Config{
@@ -398,9 +424,9 @@ func Default() Config {
 			MaxRetries:               8,
 		},
 		Sampling: Sampling{Temperature: 1.0, TopP: 1.0, MaxTokens: 256, FinalMaxTokens: 512},
-		Game:     defaultGame("deliberation"),
+		Game:     defaultGame(defaultEnv),
 		Curriculum: Curriculum{
-			Path:  "builtin:dilemmas",
+			Path:  gameCurriculum(defaultEnv),
 			Split: "train",
 		},
 		Rollout: Rollout{GroupSize: 8, PromptsPerStep: 16, Concurrency: 256, History: "tokens"},

@@ -387,3 +387,47 @@ func TestReportTo(t *testing.T) {
 		t.Errorf("Changes(default, report_to wandb) = %v, %v; want trainer.report_to operational", op, frozen)
 	}
 }
+
+// TestGameCurriculum: without curriculum.path, a config plays its game's
+// default curriculum (rollout.Spec.Curriculum.Default); a path the file,
+// the environment or a flag gives wins.
+func TestGameCurriculum(t *testing.T) {
+	tests := []struct {
+		name, body, env, flag, want string
+	}{
+		{"defaults", "", "", "", "builtin:dilemmas"},
+		{"single", "game: {env: single}\ngrpo: {mask: final}\n", "", "", "builtin:open-ended"},
+		{"endowment", "game: {env: endowment}\n", "", "", "builtin:endowment"},
+		{"multiparty", "game: {env: multiparty}\n", "", "", "builtin:2hb2g"},
+		{"toy", "game: {env: toy}\ngrpo: {mask: final}\n", "", "", "builtin:open-ended"},
+		{"file", "game: {env: endowment}\ncurriculum: {path: mine.jsonl}\n", "", "", "mine.jsonl"},
+		{"environment", "game: {env: multiparty}\n", "env.jsonl", "", "env.jsonl"},
+		{"flag", "game: {env: multiparty}\n", "", "flag.jsonl", "flag.jsonl"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.env != "" {
+				t.Setenv(EnvName("curriculum.path"), tt.env)
+			}
+			fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+			RegisterFlags(fs)
+			if tt.flag != "" {
+				if err := fs.Parse([]string{"--curriculum.path=" + tt.flag}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg, err := Load(writeFile(t, tt.body), fs)
+			if err != nil {
+				t.Fatalf("Load(%q): %v", tt.body, err)
+			}
+			if cfg.Curriculum.Path != tt.want {
+				t.Errorf("Load(%q): curriculum.path = %q, want %q", tt.body, cfg.Curriculum.Path, tt.want)
+			}
+			if tt.env == "" && tt.flag == "" {
+				if p, err := Parse([]byte(tt.body)); err != nil || p.Curriculum.Path != tt.want {
+					t.Errorf("Parse(%q): curriculum.path = %q (%v), want %q", tt.body, p.Curriculum.Path, err, tt.want)
+				}
+			}
+		})
+	}
+}

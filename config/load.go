@@ -23,7 +23,8 @@ const EnvPrefix = "PARLEY"
 // Load reads the config: the defaults, then the YAML file at path (if not
 // empty), then PARLEY_* environment variables, then the flags of fs that
 // were set and whose names are keys ("run.seed") or that appear in
-// overrides' values. It validates the result. Unknown keys and wrong types
+// overrides' values; curriculum.path, if none of them gave it, is the
+// configured game's default curriculum. It validates the result. Unknown keys and wrong types
 // are errors naming the file, line and key path.
 func Load(path string, fs *pflag.FlagSet) (Config, error) {
 	cfg := Default()
@@ -40,6 +41,7 @@ func Load(path string, fs *pflag.FlagSet) (Config, error) {
 	if err := applyOverrides(&cfg, fs); err != nil {
 		return cfg, err
 	}
+	cfg.useGameCurriculum()
 	if err := cfg.Validate(); err != nil {
 		if path != "" {
 			return cfg, fmt.Errorf("config %s: %w", path, err)
@@ -57,6 +59,7 @@ func Parse(data []byte) (Config, error) {
 	if err := decodeStrict(data, &cfg); err != nil {
 		return cfg, fmt.Errorf("config: %w", err)
 	}
+	cfg.useGameCurriculum()
 	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("config: %w", err)
 	}

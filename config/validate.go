@@ -231,7 +231,7 @@ func splitJoined(err error) []error {
 
 func (c Config) validateCurriculum(k *checker) {
 	if c.Curriculum.Path == "" {
-		k.bad("curriculum.path", "must name a prompts file or builtin:dilemmas / builtin:open-ended")
+		k.bad("curriculum.path", "must name a prompts file or a bundled curriculum (builtin:dilemmas, builtin:open-ended, a game's builtin:<name>)")
 	}
 	cats := dataset.Categories
 	if spec, ok := rollout.Lookup(c.Game.Env); ok && len(spec.Curriculum.Categories) > 0 {

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	_ "embed"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 )
 
 // BuiltinPrefix marks a path that names a bundled file rather than one on
-// disk: "builtin:dilemmas" and "builtin:open-ended" for LoadPrompts,
-// "builtin:personas" for LoadPersonaPairs. Configs may use these paths.
+// disk: "builtin:dilemmas" and "builtin:open-ended" for LoadPrompts (and
+// the games' own curricula, LoadOptions.Builtins), "builtin:personas" for
+// LoadPersonaPairs. Configs may use these paths.
 const BuiltinPrefix = "builtin:"
 
 // BuiltinPersonas is the path of the bundled persona library.
@@ -20,7 +23,6 @@ const BuiltinPersonas = BuiltinPrefix + "personas"
 const (
 	SampleDilemmas  = "dilemmas"   // 40 dilemmas, 12/16/12 professional/interpersonal/micro_ethics, persona pairs p01…p25 cycled; 10 (3/4/3) in split eval
 	SampleOpenEnded = "open-ended" // 20 open-ended questions for the single-agent baseline; 5 in split eval
-	SampleEndowment = "endowment"  // 12 endowment-game scenarios: 6 causes, each in the singular and the group framing
 )
 
 var (
@@ -30,8 +32,6 @@ var (
 	dilemmasJSONL []byte
 	//go:embed curricula/sample-open-ended.jsonl
 	openEndedJSONL []byte
-	//go:embed curricula/sample-endowment.jsonl
-	endowmentJSONL []byte
 )
 
 var library = sync.OnceValues(func() ([]PersonaPair, error) {
@@ -61,8 +61,9 @@ func PersonaLibrary() []PersonaPair {
 	return slices.Clone(pairs)
 }
 
-// SampleCurricula lists the names SampleCurriculum accepts.
-func SampleCurricula() []string { return []string{SampleDilemmas, SampleOpenEnded, SampleEndowment} }
+// SampleCurricula lists the names SampleCurriculum accepts: the curricula
+// bundled with this package (games bundle their own, LoadOptions.Builtins).
+func SampleCurricula() []string { return []string{SampleDilemmas, SampleOpenEnded} }
 
 // SampleCurriculum returns a bundled curriculum by name: "dilemmas" (40
 // dilemmas in the 30/40/30 category mix, each with a persona pair from
@@ -76,15 +77,21 @@ func SampleCurriculum(name string) ([]Prompt, error) {
 	return prompts, nil
 }
 
-// builtinCurriculum returns the bytes of a bundled curriculum.
-func builtinCurriculum(name string) ([]byte, error) {
+// builtinCurriculum returns the bytes of the bundled curriculum name: this
+// package's, else one of extra (a game's, LoadOptions.Builtins).
+func builtinCurriculum(name string, extra map[string][]byte) ([]byte, error) {
 	switch name {
 	case SampleDilemmas:
 		return dilemmasJSONL, nil
 	case SampleOpenEnded:
 		return openEndedJSONL, nil
-	case SampleEndowment:
-		return endowmentJSONL, nil
 	}
-	return nil, fmt.Errorf("unknown builtin curriculum %q (want %s%s, %s%s or %s%s)", BuiltinPrefix+name, BuiltinPrefix, SampleDilemmas, BuiltinPrefix, SampleOpenEnded, BuiltinPrefix, SampleEndowment)
+	if b, ok := extra[name]; ok {
+		return b, nil
+	}
+	var known []string
+	for _, n := range append(SampleCurricula(), slices.Sorted(maps.Keys(extra))...) {
+		known = append(known, BuiltinPrefix+n)
+	}
+	return nil, fmt.Errorf("unknown builtin curriculum %q (want %s)", BuiltinPrefix+name, strings.Join(known, ", "))
 }

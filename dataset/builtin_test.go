@@ -173,3 +173,24 @@ func TestSampleCurricula(t *testing.T) {
 		t.Error(`SampleCurriculum("nope") = nil error, want one`)
 	}
 }
+
+// TestGameBuiltins: LoadOptions.Builtins adds a game's bundled curricula
+// to builtin:<name>; an unknown name lists every name there is.
+func TestGameBuiltins(t *testing.T) {
+	game := map[string][]byte{"toy-set": []byte(`{"id":"t1","category":"toy","task":"Count.","scenario":"{}"}` + "\n")}
+	opts := LoadOptions{Categories: []string{"toy"}, Builtins: game}
+	ps, err := LoadPrompts(BuiltinPrefix+"toy-set", opts)
+	if err != nil || len(ps) != 1 || ps[0].ID != "t1" || ps[0].Scenario != "{}" {
+		t.Fatalf("LoadPrompts(builtin:toy-set) = %+v, %v; want row t1", ps, err)
+	}
+	if ps, err := LoadPrompts(BuiltinPrefix+SampleOpenEnded, opts); err != nil || len(ps) != 20 {
+		t.Errorf("dataset's own curriculum beside a game's: %d rows, %v", len(ps), err)
+	}
+	_, err = LoadPrompts(BuiltinPrefix+"nope", opts)
+	if err == nil || !strings.Contains(err.Error(), `"builtin:nope"`) || !strings.Contains(err.Error(), "builtin:dilemmas, builtin:open-ended, builtin:toy-set") {
+		t.Errorf("LoadPrompts(builtin:nope) = %v, want an error listing builtin:dilemmas, builtin:open-ended, builtin:toy-set", err)
+	}
+	if _, err := LoadPrompts(BuiltinPrefix+"toy-set", LoadOptions{Categories: []string{"toy"}}); err == nil {
+		t.Error("a game's curriculum loaded without its Builtins")
+	}
+}

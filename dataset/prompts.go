@@ -86,15 +86,23 @@ type LoadOptions struct {
 	// means PersonaLibrary().
 	Personas []PersonaPair
 	// Categories are categories a game's rows may carry beyond Categories
-	// (seed 002's scenario types, rollout.Curriculum.Categories).
+	// (seed 001's endowment, seed 002's scenario types,
+	// rollout.Curriculum.Categories).
 	Categories []string
+	// RequireScenario is set for games whose rows are structured (seed
+	// 001, seed 002): every prompt must carry a scenario.
+	RequireScenario bool
+	// Builtins are bundled curricula beyond this package's own, by name
+	// without BuiltinPrefix: the games' (rollout.Curriculum.Builtins), so
+	// that "builtin:<name>" loads one.
+	Builtins map[string][]byte
 }
 
 // LoadPrompts reads and validates a curriculum. path is a JSON lines file
 // (.jsonl, .ndjson or .json: one Prompt object a line, blank lines
 // skipped), a parquet file (.parquet, columns named as the Prompt json
-// tags, all strings), or a bundled sample ("builtin:dilemmas",
-// "builtin:open-ended"). Errors name the file and the line (JSONL, from 1)
+// tags, all strings), or a bundled curriculum ("builtin:dilemmas",
+// "builtin:open-ended", or a game's in opts.Builtins). Errors name the file and the line (JSONL, from 1)
 // or row (parquet, from 0) and the field.
 //
 // A prompt gives its personas inline (persona_a and persona_b, with
@@ -114,7 +122,8 @@ func LoadPrompts(path string, opts LoadOptions) ([]Prompt, error) {
 func loadPrompts(path string, opts LoadOptions) ([]Prompt, error) {
 	v := newPromptValidator(opts)
 	var prompts []Prompt
-	err := readRecords(path, builtinCurriculum, promptColumns, func(loc string, r promptRecord) error {
+	builtin := func(name string) ([]byte, error) { return builtinCurriculum(name, opts.Builtins) }
+	err := readRecords(path, builtin, promptColumns, func(loc string, r promptRecord) error {
 		p := r.prompt()
 		if err := v.check(loc, &p); err != nil {
 			return fmt.Errorf("%s: %w", loc, err)
@@ -200,6 +209,9 @@ func (v *promptValidator) check(loc string, p *Prompt) error {
 		p.Personas = append(pair.Personas(), p.Personas...)
 	} else if v.opts.RequirePersonas {
 		return errors.New("fields persona_pair_id, persona_a, persona_b: no personas (the deliberation game needs persona_pair_id or persona_a and persona_b)")
+	}
+	if v.opts.RequireScenario && strings.TrimSpace(p.Scenario) == "" {
+		return errors.New("field scenario: empty (the game plays structured rows: each needs its scenario)")
 	}
 	return nil
 }

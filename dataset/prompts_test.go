@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -320,5 +321,27 @@ func TestSelectSplitAndCheckTrainRows(t *testing.T) {
 	}
 	if err := CheckTrainRows("x", many); err == nil || !strings.Contains(err.Error(), "7 rows are in split eval (ids e0, e1, e2, e3, e4, …)") {
 		t.Errorf("CheckTrainRows(7 eval rows) = %v", err)
+	}
+}
+
+// TestRequireScenario: for a game whose rows are structured, a row without
+// a scenario is an error naming the file, the line and the field.
+func TestRequireScenario(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rows.jsonl")
+	rows := `{"id":"r1","category":"open_ended","task":"Plan a trip.","scenario":"{\"x\":1}"}` + "\n" +
+		`{"id":"r2","category":"open_ended","task":"Plan a party."}` + "\n"
+	if err := os.WriteFile(path, []byte(rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadPrompts(path, LoadOptions{}); err != nil {
+		t.Errorf("without RequireScenario: %v", err)
+	}
+	_, err := LoadPrompts(path, LoadOptions{RequireScenario: true})
+	if err == nil || !strings.Contains(err.Error(), path+":2: field scenario: empty") {
+		t.Errorf("LoadPrompts with RequireScenario = %v, want an error naming %s:2 and field scenario", err, path)
+	}
+	err = ValidatePrompts([]Prompt{{ID: "a", Category: CategoryOpenEnded, Task: "t"}}, LoadOptions{RequireScenario: true})
+	if err == nil || !strings.Contains(err.Error(), "field scenario") {
+		t.Errorf("ValidatePrompts with RequireScenario = %v, want an error naming field scenario", err)
 	}
 }

@@ -6,17 +6,17 @@ package dataset
 
 // Curriculum categories: the three dilemma categories of seed 000 (mixed
 // 30/40/30 by default) and the open-ended questions of the single-agent
-// baseline.
+// baseline. Games add their own (rollout.Curriculum.Categories,
+// LoadOptions.Categories).
 const (
 	CategoryProfessional  = "professional"  // professional & high-stakes
 	CategoryInterpersonal = "interpersonal" // interpersonal & relational
 	CategoryMicroEthics   = "micro_ethics"  // micro-ethics & social etiquette
 	CategoryOpenEnded     = "open_ended"    // single-agent open-ended questions
-	CategoryEndowment     = "endowment"     // seed 001's endowment game scenarios
 )
 
-// Categories lists every valid category in a fixed order.
-var Categories = []string{CategoryProfessional, CategoryInterpersonal, CategoryMicroEthics, CategoryOpenEnded, CategoryEndowment}
+// Categories lists every category valid for any game, in a fixed order.
+var Categories = []string{CategoryProfessional, CategoryInterpersonal, CategoryMicroEthics, CategoryOpenEnded}
 
 // DilemmaCategories are the three dilemma categories of seed 000.
 var DilemmaCategories = []string{CategoryProfessional, CategoryInterpersonal, CategoryMicroEthics}

@@ -2,6 +2,9 @@ package rollout
 
 import (
 	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 
@@ -22,13 +25,13 @@ import (
 //     the section;
 //   - the Game interface (and SeriesGame if state carries from one game of
 //     a series to the next), built from the section by New;
-//   - what its curriculum rows need (Curriculum);
-//   - optionally its step metrics (Metrics) and report section (Report).
+//   - what its curriculum rows need, and its bundled curricula
+//     (Curriculum);
+//   - optionally its step metrics (Metrics), report section (Report) and
+//     serve-sim answers (Sim).
 type Spec struct {
 	// Name is the game's env name: game.env, the rollouts' env column.
 	Name string
-	// Summary is one line for help texts and docs.
-	Summary string
 	// Config returns a new section holding the game's defaults, as a
 	// pointer to a struct with yaml tags. Nil means the game has no
 	// settings.
@@ -79,23 +82,82 @@ type Spec struct {
 	// series` plays such a plan; series training (train.SeriesOptions)
 	// takes one series per slot from a plan per generation.
 	Series func(section any, prompts []dataset.Prompt, n int, seed int64) ([]Series, error)
+	// Sim, if set, returns the game's answers in serve-sim (package sim):
+	// the replies of its scripted agents and the verdicts of its judge,
+	// for games whose prompts the simulator's persona agents and built-in
+	// judge cannot answer (seed 001's holders, requesters and ledger
+	// judge; seed 002's parties). options are the game's serve-sim
+	// settings (serve-sim --game-option <game>.<key>=<value>, nil for
+	// none); an unknown key or a bad value is an error.
+	Sim func(options map[string]string) (SimAnswerer, error)
+}
+
+// SimAnswerer is a game's side of serve-sim: the methods of the interface
+// sim.Answerer, which package sim declares where it uses them (see there
+// for their contract). The methods take standard types only, so a game
+// implements them without importing sim and sim imports no game; the
+// composition root (cmd/parley serve-sim) hands every registered game's
+// to sim.New.
+type SimAnswerer interface {
+	// Reply is the game's agent's reply to a prompt (its chat messages'
+	// roles and contents, in order) as the model named model; ok is false
+	// when the prompt is not the game's, and then nothing is drawn from
+	// rng.
+	Reply(model string, roles, contents []string, rng *rand.Rand) (text string, ok bool)
+	// Judge is the game's judge's answer to question, asked with the
+	// response_format schema named schema ("" for none); ok is false when
+	// the question is not the game's. outOfRange asks for an answer with a
+	// value outside the schema.
+	Judge(schema, question string, outOfRange bool) (content string, ok bool)
 }
 
 // Curriculum describes the prompt rows a game plays.
 type Curriculum struct {
-	// Default is the curriculum path used when none is configured
-	// (builtin:dilemmas, builtin:open-ended, a scenario set).
+	// Default is the curriculum path used when curriculum.path is not
+	// configured: builtin:dilemmas, builtin:open-ended, or one of the
+	// game's Builtins.
 	Default string
 	// RequirePersonas is set when every row needs personas for roles A
 	// and B (the deliberation game).
 	RequirePersonas bool
 	// RequireScenario is set when every row needs the game's scenario
-	// (Prompt.Scenario).
+	// (Prompt.Scenario): a row without one is an error naming the file
+	// and line when the curriculum is loaded.
 	RequireScenario bool
 	// Categories are the row categories the game adds to dataset.Categories
-	// (seed 002's scenario types); curriculum loading and curriculum.mix
-	// accept them.
+	// (seed 001's endowment, seed 002's scenario types); curriculum
+	// loading and curriculum.mix accept them.
 	Categories []string
+	// Builtins are the game's bundled curricula (embedded in its package),
+	// by name: builtin:<name> loads one, whichever game is configured
+	// (Builtins, Spec.LoadOptions). Names are unique across games and
+	// distinct from dataset's own (dataset.SampleCurricula).
+	Builtins map[string][]byte
+}
+
+// LoadOptions are the options to load a curriculum of the game with
+// (dataset.LoadPrompts): what its rows need, its categories, and every
+// registered game's bundled curricula, so that any builtin:<name>
+// resolves.
+func (s Spec) LoadOptions() dataset.LoadOptions {
+	return dataset.LoadOptions{
+		RequirePersonas: s.Curriculum.RequirePersonas,
+		RequireScenario: s.Curriculum.RequireScenario,
+		Categories:      s.Curriculum.Categories,
+		Builtins:        Builtins(),
+	}
+}
+
+// Builtins returns every registered game's bundled curricula by name
+// (Curriculum.Builtins), for dataset.LoadOptions.Builtins.
+func Builtins() map[string][]byte {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	out := map[string][]byte{}
+	for _, s := range registry {
+		maps.Copy(out, s.Curriculum.Builtins)
+	}
+	return out
 }
 
 // EvalSet is a game's held-out evaluation set for pairwise win rates
@@ -143,8 +205,9 @@ var (
 )
 
 // Register adds a game to the registry. It panics on an empty or duplicate
-// name or a missing New: a registration is a program's wiring, checked at
-// start.
+// name, a missing New, or a bundled curriculum name another game or
+// package dataset already uses: a registration is a program's wiring,
+// checked at start.
 func Register(s Spec) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
@@ -153,6 +216,16 @@ func Register(s Spec) {
 	}
 	if _, dup := registry[s.Name]; dup {
 		panic(fmt.Sprintf("rollout.Register: game %q registered twice", s.Name))
+	}
+	for name := range s.Curriculum.Builtins {
+		if slices.Contains(dataset.SampleCurricula(), name) {
+			panic(fmt.Sprintf("rollout.Register: game %q: curriculum %s%s is dataset's", s.Name, dataset.BuiltinPrefix, name))
+		}
+		for _, o := range registry {
+			if _, dup := o.Curriculum.Builtins[name]; dup {
+				panic(fmt.Sprintf("rollout.Register: game %q: curriculum %s%s is game %q's", s.Name, dataset.BuiltinPrefix, name, o.Name))
+			}
+		}
 	}
 	registry[s.Name] = s
 }

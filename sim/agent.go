@@ -20,7 +20,7 @@ const (
 type agentProfile struct {
 	agreeProb float64 // chance of agreeing on a turn when nothing forces it
 	caBias    float64 // added to the share of Collective-Agency sentences
-	model     string  // the model or adapter answering (endowment.go's profiles)
+	model     string  // the model or adapter answering (Answerer.Reply's model)
 }
 
 // dialogueState is what a scripted agent reads from its prompt.
@@ -32,16 +32,19 @@ type dialogueState struct {
 	final       bool   // the last user message asks for the final solution
 	agreements  int    // agreement markers anywhere in the dialogue
 
-	// party is set when the prompt is a party's of seed 002's five-party
-	// negotiation (multiparty.go).
-	party *partyPrompt
+	// roles and contents are the prompt's messages, as Options.Games are
+	// asked about them (Answerer.Reply).
+	roles, contents []string
 }
 
 func readDialogue(p chatPrompt) dialogueState {
 	var st dialogueState
 	var ctx strings.Builder
 	firstUser := ""
-	for _, m := range p.msgs {
+	st.roles = make([]string, len(p.msgs))
+	st.contents = make([]string, len(p.msgs))
+	for i, m := range p.msgs {
+		st.roles[i], st.contents[i] = m.Role, m.Content
 		switch m.Role {
 		case "system", "developer":
 			ctx.WriteString(m.Content)
@@ -64,7 +67,6 @@ func readDialogue(p chatPrompt) dialogueState {
 	st.context = ctx.String()
 	st.otherAgreed = strings.Contains(st.lastOther, AgreeMarker)
 	st.final = containsFold(st.lastOther, "final") && containsFold(st.lastOther, "solution")
-	st.party = readParty(p.msgs)
 	return st
 }
 
@@ -308,18 +310,24 @@ func (c *composer) compose(open string, next func() string, closing string, minT
 	return c.text.String(), c.tokens
 }
 
-// agentReply writes the scripted agent's next message for a parsed prompt.
+// reply writes the simulated model's next message for a parsed prompt:
+// the first of Options.Games that answers it, else the persona agent's
+// (agentReply). It returns the text and its tokens without the closing
+// <|im_end|>. Every random choice comes from rng, so equal inputs give
+// equal replies.
+func (s *Server) reply(st dialogueState, prof agentProfile, rng *rand.Rand) (string, []int32) {
+	for _, g := range s.opts.Games {
+		if text, ok := g.Reply(prof.model, st.roles, st.contents, rng); ok {
+			return text, s.tok.Encode(text)
+		}
+	}
+	return s.tok.agentReply(st, prof, rng)
+}
+
+// agentReply writes the persona agent's next message for a parsed prompt.
 // It returns the text and its tokens without the closing <|im_end|>. Every
 // random choice comes from rng, so equal inputs give equal replies.
 func (t *Tokenizer) agentReply(st dialogueState, prof agentProfile, rng *rand.Rand) (string, []int32) {
-	if st.party != nil {
-		if text, toks, ok := t.partyReply(st.party, rng); ok {
-			return text, toks
-		}
-	}
-	if text, ok := endowmentReply(st, prof.model, rng); ok {
-		return text, t.Encode(text)
-	}
 	c := &composer{tok: t, rng: rng, kw: keywords(st.context, 24), other: keywords(st.lastOther, 12)}
 	if st.final {
 		pCA := 0.35 + prof.caBias

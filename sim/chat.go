@@ -119,10 +119,12 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, resp)
 }
 
-// chatContent decides a chat completion's reply: by the response_format
-// schema name (judge score, pairwise preference, dilemma generator), else a
-// scripted agent reply when the model is the policy or an adapter, else the
-// plain-text judge.
+// chatContent decides a chat completion's reply: the dilemma generator
+// (response_format schema "dilemmas"); else, without a schema, a reply of
+// the simulated model when the model is the policy or an adapter
+// (Server.reply); else a judge's: the first of Options.Games whose judge
+// answers the question, else the built-in judge by schema (score,
+// pairwise preference; plain text without a schema).
 func (s *Server) chatContent(req *chatRequest, msgs []Message, prompt []int32, model string) string {
 	lastUser := ""
 	for _, m := range msgs {
@@ -142,37 +144,41 @@ func (s *Server) chatContent(req *chatRequest, msgs []Message, prompt []int32, m
 			}
 		}
 	}
-	if schema == SchemaEndowmentLedger || schema == "" && isLedgerQuestion(lastUser) && model != s.opts.Model && !s.isAdapter(model) {
-		return endowmentJudgeContent(lastUser, s.opts.LedgerMode, s.judgeFault())
+	var seed uint64
+	if req.Seed != nil {
+		seed = uint64(*req.Seed)
 	}
-	switch schema {
-	case SchemaDilemmas:
-		var seed uint64
-		if req.Seed != nil {
-			seed = uint64(*req.Seed)
-		}
+	if schema == SchemaDilemmas {
 		rng := rand.New(rand.NewPCG(contentKey(prompt, model, sampling{}), seed))
 		out, _ := json.Marshal(map[string]any{"items": Dilemmas(firstInt(lastUser, 1, 200, 5), requestedCategory(lastUser), rng)})
 		return string(out)
-	case SchemaCAScore, SchemaPairwise:
-		return judgeContent(schema, lastUser, s.judgeFault())
-	case "":
-		if model == s.opts.Model || s.isAdapter(model) {
-			var seed uint64
-			if req.Seed != nil {
-				seed = uint64(*req.Seed)
+	}
+	if schema == "" && (model == s.opts.Model || s.isAdapter(model)) {
+		p := s.tok.parsePrompt(prompt)
+		prof := s.profile(model != s.opts.Model)
+		prof.model = model
+		text, _ := s.reply(readDialogue(p), prof, rand.New(rand.NewPCG(contentKey(prompt, model, sampling{}), seed)))
+		return text
+	}
+	fault := s.judgeFault()
+	if fault == judgeRefusal {
+		return JudgeRefusal
+	}
+	for _, g := range s.opts.Games {
+		if content, ok := g.Judge(schema, lastUser, fault == judgeOutOfRange); ok {
+			if fault == judgeMalformed {
+				// Truncated: strict parsing fails.
+				content = content[:len(content)*2/3]
 			}
-			p := s.tok.parsePrompt(prompt)
-			prof := s.profile(model != s.opts.Model)
-			prof.model = model
-			text, _ := s.tok.agentReply(readDialogue(p), prof,
-				rand.New(rand.NewPCG(contentKey(prompt, model, sampling{}), seed)))
-			return text
+			return content
 		}
-		return judgeContent("", lastUser, s.judgeFault())
+	}
+	switch schema {
+	case SchemaCAScore, SchemaPairwise, "":
+		return judgeContent(schema, lastUser, fault)
 	default:
 		// An unknown schema: answer the score object, the most common ask.
-		return judgeContent(SchemaCAScore, lastUser, s.judgeFault())
+		return judgeContent(SchemaCAScore, lastUser, fault)
 	}
 }
 

@@ -240,7 +240,7 @@ type generation struct {
 func (s *Server) generate(st dialogueState, key uint64, prof agentProfile, sp sampling, i int, think bool) generation {
 	seed := choiceSeed(sp, i)
 	rng := rand.New(rand.NewPCG(key, seed))
-	_, toks := s.tok.agentReply(st, prof, rng)
+	_, toks := s.reply(st, prof, rng)
 	var full []int32
 	if think {
 		full = s.tok.thinkBlock(st, rng)
@@ -376,11 +376,13 @@ func (s *Server) profile(adapter bool) agentProfile {
 }
 
 // dialogueFromPrompt parses a prompt into the agent's view of the dialogue;
-// a prompt without ChatML messages is all context.
+// a prompt without ChatML messages is all context (for Options.Games, one
+// system message).
 func (s *Server) dialogueFromPrompt(prompt []int32) dialogueState {
 	p := s.tok.parsePrompt(prompt)
 	if len(p.msgs) == 0 {
-		return dialogueState{context: s.tok.Decode(prompt)}
+		text := s.tok.Decode(prompt)
+		return dialogueState{context: text, roles: []string{"system"}, contents: []string{text}}
 	}
 	return readDialogue(p)
 }

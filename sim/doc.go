@@ -43,10 +43,12 @@
 // ignores it; no seed means a random draw), sampling parameters and model
 // name: never on request order, concurrency or injected faults.
 //
-// A prompt whose system message is a party's of seed 002's five-party
-// negotiation (rollout/multiparty) is answered instead by that game's
-// scripted party — a hard bargainer, a general agent or the adversary,
-// which votes NO on every proposal (multiparty.go).
+// A game with agents of its own answers its prompts through an Answerer in
+// Options.Games (serve-sim gives every registered game's, rollout.Spec.Sim):
+// seed 001's holders and requesters and seed 002's scripted parties
+// answer a prompt of their game instead of a persona agent, and a game's
+// judge (seed 001's ledger judge) answers its questions before the
+// built-in judge. sim itself imports no game.
 //
 // The judge on /v1/chat/completions picks its reply by
 // response_format.json_schema.name: "collective_agency_score" gives
@@ -58,7 +60,8 @@
 // first number in the prompt, else 5). Without a schema, the policy model
 // or an adapter answers as a scripted agent and any other model as a
 // plain-text judge ("Score: N\nRationale: ..."). Judge faults (malformed,
-// out-of-range, refusal) are injected at the Options.Judge*Rate rates.
+// out-of-range, refusal) are injected at the Options.Judge*Rate rates, on
+// the games' judges too.
 //
 // Transport faults (Options.ErrorRate, RateLimitRate, HangRate, DropRate)
 // and latency (lognormal with a heavy tail, plus per generated token) apply

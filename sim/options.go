@@ -105,11 +105,13 @@ type Options struct {
 	JudgeMalformedRate  float64
 	JudgeOutOfRangeRate float64
 	JudgeRefusalRate    float64
-	// LedgerMode is how the endowment game's ledger judge reads a holder's
-	// reply: LedgerStrict (the default: stated gifts, loans, conditions,
-	// retractions) or LedgerAnyNumber (any number in the reply is a gift of
-	// that many dollars: a reward a tiny random model can learn from).
-	LedgerMode string
+
+	// Games answer their own prompts (their agents' replies, their judges'
+	// verdicts) before the persona agents and the built-in judge, in
+	// order: serve-sim gives every registered game's (rollout.Spec.Sim).
+	// Nil means none: every prompt gets a persona agent or the built-in
+	// judge.
+	Games []Answerer
 
 	// Logger receives request errors; nil means no logging.
 	Logger *zap.Logger
@@ -184,7 +186,9 @@ func (o Options) withDefaults() (Options, error) {
 	check("JudgeMalformedRate (must be in [0,1])", prob(o.JudgeMalformedRate))
 	check("JudgeOutOfRangeRate (must be in [0,1])", prob(o.JudgeOutOfRangeRate))
 	check("JudgeRefusalRate (must be in [0,1])", prob(o.JudgeRefusalRate))
-	check("LedgerMode (must be strict or any-number)", o.LedgerMode != "" && o.LedgerMode != LedgerStrict && o.LedgerMode != LedgerAnyNumber)
+	for i, g := range o.Games {
+		check(fmt.Sprintf("Games[%d] (nil)", i), g == nil)
+	}
 	check("JudgeMalformedRate+JudgeOutOfRangeRate+JudgeRefusalRate (must not exceed 1)",
 		o.JudgeMalformedRate+o.JudgeOutOfRangeRate+o.JudgeRefusalRate > 1+1e-9)
 	return o, errors.Join(errs...)

@@ -98,7 +98,7 @@ func loadCurriculum(cfg config.Config) ([]dataset.Prompt, error) {
 // loadSplit loads the configured curriculum's prompts of split ("": all).
 func loadSplit(cfg config.Config, split string) ([]dataset.Prompt, error) {
 	spec, _ := rollout.Lookup(cfg.Game.Env)
-	opts := dataset.LoadOptions{RequirePersonas: spec.Curriculum.RequirePersonas, Categories: spec.Curriculum.Categories}
+	opts := spec.LoadOptions()
 	if cfg.Curriculum.Personas != "" {
 		pairs, err := dataset.LoadPersonaPairs(cfg.Curriculum.Personas)
 		if err != nil {

@@ -22,7 +22,7 @@ import (
 // game's script), scores them with the game's scorer into a batch, and
 // exports the holder's chats of the games it did not lose.
 func TestEndowmentTrainingStep(t *testing.T) {
-	srv, err := sim.New(sim.Options{Model: "hold-g40"})
+	srv, err := sim.New(sim.Options{Model: "hold-g40", Games: mustSimGames(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

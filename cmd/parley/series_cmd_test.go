@@ -33,7 +33,7 @@ func TestScenarioCmd(t *testing.T) {
 	buf.Reset()
 	cmd = newScenarioCmd(quietApp())
 	cmd.SetOut(&buf)
-	cmd.SetArgs([]string{"report", "../../dataset/scenarios/2hb2g.jsonl", "../../dataset/scenarios/1hb3g.jsonl"})
+	cmd.SetArgs([]string{"report", "builtin:2hb2g", "builtin:1hb3g"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestScenarioCmd(t *testing.T) {
 // TestSeriesCmd plays configs/multiparty.yaml's game against serve-sim
 // with short series, runs it again (everything resumed), and reports it.
 func TestSeriesCmd(t *testing.T) {
-	srv, err := sim.New(sim.Options{})
+	srv, err := sim.New(sim.Options{Games: mustSimGames(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestSeriesCmd(t *testing.T) {
 	out := t.TempDir()
 	args := []string{"--config", filepath.Join(root, "configs", "multiparty.yaml"), "--out", out, "--series", "1",
 		fmt.Sprintf("--policy.endpoints=%s", ts.URL), "--game.multiparty.series_length=3",
-		"--curriculum.path=" + filepath.Join(root, "dataset", "scenarios", "both.jsonl")}
+		"--curriculum.path=builtin:multiparty"}
 	for run, want := range []string{"24 series, 72 games played, 0 resumed", "24 series, 0 games played, 72 resumed"} {
 		var buf bytes.Buffer
 		cmd := newSeriesCmd(quietApp())

@@ -3,15 +3,56 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
+	"github.com/parleyhq/parley/rollout"
+	"github.com/parleyhq/parley/rollout/endowment"
 	"github.com/parleyhq/parley/sim"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 )
 
+// A game's serve-sim answers are sim's Answerer: rollout.SimAnswerer has
+// its methods.
+var _ sim.Answerer = rollout.SimAnswerer(nil)
+
+// simGames returns every registered game's serve-sim answers
+// (rollout.Spec.Sim), in the registry's order, built with the options
+// given as GAME.KEY=VALUE.
+func simGames(options []string) ([]sim.Answerer, error) {
+	byGame := map[string]map[string]string{}
+	for _, o := range options {
+		kv, v, ok := strings.Cut(o, "=")
+		game, k, ok2 := strings.Cut(kv, ".")
+		if !ok || !ok2 || game == "" || k == "" {
+			return nil, fmt.Errorf("serve-sim: --game-option %q: want GAME.KEY=VALUE", o)
+		}
+		if s, found := rollout.Lookup(game); !found || s.Sim == nil {
+			return nil, fmt.Errorf("serve-sim: --game-option %q: no game %q with serve-sim options (games: %v)", o, game, rollout.GameNames())
+		}
+		if byGame[game] == nil {
+			byGame[game] = map[string]string{}
+		}
+		byGame[game][k] = v
+	}
+	var out []sim.Answerer
+	for _, s := range rollout.Games() {
+		if s.Sim == nil {
+			continue
+		}
+		a, err := s.Sim(byGame[s.Name])
+		if err != nil {
+			return nil, fmt.Errorf("serve-sim: game %s: %w", s.Name, err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
 func newServeSimCmd(a *cli) *cobra.Command {
 	var o sim.Options
-	var addr, apiKeyEnv string
+	var addr, apiKeyEnv, ledgerMode string
+	var gameOptions []string
 	cmd := &cobra.Command{
 		Use:   "serve-sim",
 		Short: "Serve a SIMULATED vLLM policy server and judge (scripted persona agents, deterministic tokenizer, fault injection) for tests and dry runs",
@@ -25,6 +66,12 @@ func newServeSimCmd(a *cli) *cobra.Command {
 				if o.APIKey == "" {
 					return fmt.Errorf("serve-sim: --api-key-env %s is empty", apiKeyEnv)
 				}
+			}
+			if cmd.Flags().Changed("ledger-mode") {
+				gameOptions = append([]string{endowment.Name + "." + endowment.SimOptionLedgerMode + "=" + ledgerMode}, gameOptions...)
+			}
+			if o.Games, err = simGames(gameOptions); err != nil {
+				return err
 			}
 			o.Logger = log
 			srv, err := sim.New(o)
@@ -63,6 +110,7 @@ func newServeSimCmd(a *cli) *cobra.Command {
 	f.Float64Var(&o.JudgeMalformedRate, "judge-malformed-rate", 0, "fraction of judge replies that are not JSON")
 	f.Float64Var(&o.JudgeOutOfRangeRate, "judge-out-of-range-rate", 0, "fraction of judge scores out of range")
 	f.Float64Var(&o.JudgeRefusalRate, "judge-refusal-rate", 0, "fraction of judge replies that refuse")
-	f.StringVar(&o.LedgerMode, "ledger-mode", sim.LedgerStrict, "the endowment game's ledger judge: strict (stated commitments) or any-number (any number in a holder's reply is a gift)")
+	f.StringArrayVar(&gameOptions, "game-option", nil, "a game's serve-sim setting, GAME.KEY=VALUE (repeatable), e.g. endowment.ledger_mode=any-number")
+	f.StringVar(&ledgerMode, "ledger-mode", "strict", "the endowment game's ledger judge: strict (stated commitments) or any-number (any number in a holder's reply is a gift); the same as --game-option endowment.ledger_mode=MODE")
 	return cmd
 }

@@ -26,7 +26,7 @@ func TestTournamentSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	srv, err := sim.New(sim.Options{LatencyMedian: 4 * time.Millisecond})
+	srv, err := sim.New(sim.Options{LatencyMedian: 4 * time.Millisecond, Games: mustSimGames(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,9 @@
 // new game takes (one package and a call to rollout.Register) and exercises
 // series, since it carries a running total from one game to the next. One
 // agent, "player", is told the total and the task for a few turns; each
-// reply adds 1 + (its word count mod 7) to the total.
+// reply adds 1 + (its word count mod 7) to the total. In serve-sim the
+// player is the game's own simulated agent (Sim), which states the total
+// it was told.
 package toygame
 
 import (
@@ -10,6 +12,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/parleyhq/parley/dataset"
@@ -46,7 +51,7 @@ func (c *Config) Validate() error {
 
 func init() {
 	rollout.Register(rollout.Spec{
-		Name: Name, Summary: "a toy game for tests: a running total carried across a series",
+		Name:   Name,
 		Config: func() any { return &Config{Turns: 2} },
 		New: func(section any, _ rollout.Shared) (rollout.Game, error) {
 			c := section.(*Config)
@@ -58,6 +63,12 @@ func init() {
 		Report:     Report,
 		EvalSet:    EvalSet,
 		Tournament: Tournament,
+		Sim: func(options map[string]string) (rollout.SimAnswerer, error) {
+			if len(options) > 0 {
+				return nil, errors.New("toygame: the game takes no serve-sim options")
+			}
+			return Sim{}, nil
+		},
 	})
 }
 
@@ -110,7 +121,7 @@ func (g *Game) PlayState(ctx context.Context, p dataset.Prompt, agents rollout.A
 			return nil, fmt.Errorf("toygame: state: %w", err)
 		}
 	}
-	msgs := []llm.Message{{Role: "system", Content: fmt.Sprintf("The running total is %d.", st.Total)}, {Role: "user", Content: p.Task}}
+	msgs := []llm.Message{{Role: "system", Content: fmt.Sprintf(systemFormat, st.Total)}, {Role: "user", Content: p.Task}}
 	for t := 0; t < g.turns; t++ {
 		for _, seat := range g.Roles(p) {
 			reply, err := agents.Turn(ctx, seat, msgs, rollout.TurnOptions{Kind: dataset.KindFinal, MaxTokens: 16})
@@ -127,7 +138,7 @@ func (g *Game) PlayState(ctx context.Context, p dataset.Prompt, agents rollout.A
 			}
 			rec.Turns = append(rec.Turns, dataset.Turn{Agent: seat, Text: reply.Text, Tokens: int32(reply.Tokens), FinishReason: reply.FinishReason})
 			rec.Final = reply.Text
-			msgs = append(msgs, llm.Message{Role: "assistant", Content: reply.Raw}, llm.Message{Role: "user", Content: fmt.Sprintf("The total is now %d. Again.", st.Total)})
+			msgs = append(msgs, llm.Message{Role: "assistant", Content: reply.Raw}, llm.Message{Role: "user", Content: fmt.Sprintf(againFormat, st.Total)})
 		}
 	}
 	st.Games++
@@ -139,3 +150,44 @@ func (g *Game) PlayState(ctx context.Context, p dataset.Prompt, agents rollout.A
 	rec.Outcome = string(b)
 	return b, nil
 }
+
+// The player's messages: the system message at the start of a game, and
+// the user message after each turn.
+const (
+	systemFormat = "The running total is %d."
+	againFormat  = "The total is now %d. Again."
+)
+
+var (
+	systemRE = regexp.MustCompile(`^The running total is (-?[0-9]+)\.$`)
+	againRE  = regexp.MustCompile(`^The total is now (-?[0-9]+)\. Again\.$`)
+)
+
+// Sim is the game's simulated player in serve-sim (rollout.Spec.Sim): it
+// answers a player's prompt with "Toy: the total is N." and one to five
+// words "up", N being the total its last message told it.
+type Sim struct{}
+
+var _ rollout.SimAnswerer = Sim{}
+
+// Reply implements sim.Answerer.
+func (Sim) Reply(_ string, roles, contents []string, rng *rand.Rand) (string, bool) {
+	if len(roles) == 0 || roles[0] != "system" {
+		return "", false
+	}
+	m := systemRE.FindStringSubmatch(contents[0])
+	if m == nil {
+		return "", false
+	}
+	total := m[1]
+	for i := range roles {
+		if m := againRE.FindStringSubmatch(contents[i]); roles[i] == "user" && m != nil {
+			total = m[1]
+		}
+	}
+	n, _ := strconv.Atoi(total)
+	return fmt.Sprintf("Toy: the total is %d.", n) + strings.Repeat(" up", 1+rng.IntN(5)), true
+}
+
+// Judge implements sim.Answerer: the game has no judge.
+func (Sim) Judge(string, string, bool) (string, bool) { return "", false }

@@ -48,9 +48,8 @@ func (c *Config) Validate() error {
 
 func init() {
 	rollout.Register(rollout.Spec{
-		Name:    Name,
-		Summary: "seed 000's negotiation: agents A and B with opposing personas, then a judged final completion",
-		Config:  func() any { return DefaultConfig() },
+		Name:   Name,
+		Config: func() any { return DefaultConfig() },
 		New: func(section any, shared rollout.Shared) (rollout.Game, error) {
 			c := section.(*Config)
 			return New(Options{MaxRounds: c.MaxRounds, Marker: c.AgreementMarker, TurnTokens: shared.TurnTokens, FinalTokens: shared.FinalTokens}), nil
@@ -68,8 +67,8 @@ func init() {
 const SetLabel = "conflict resolution questions"
 
 // CollectiveAgency is the objective both agents (and the single agent) are
-// given: seed 000's alignment target.
-const CollectiveAgency = "Collective Agency: seek the course of action that most expands the agency of everyone involved — their capacities, options, understanding and freedom to choose — now and over time, integrating the values at stake rather than sacrificing one side to the other."
+// given: seed 000's alignment target (reward.CAObjective).
+const CollectiveAgency = reward.CAObjective
 
 // Options configure the deliberation game.
 type Options struct {

@@ -159,19 +159,25 @@ func (c *Config) Validate() error {
 
 func init() {
 	rollout.Register(rollout.Spec{
-		Name:    Name,
-		Summary: "seed 001's endowment game: a requester asks a holder told to keep $100; a ledger judge records commitments",
-		Config:  func() any { return DefaultConfig() },
+		Name:   Name,
+		Config: func() any { return DefaultConfig() },
 		New: func(section any, shared rollout.Shared) (rollout.Game, error) {
 			return New(*section.(*Config), shared)
 		},
-		Curriculum: rollout.Curriculum{Default: dataset.BuiltinPrefix + dataset.SampleEndowment, RequireScenario: true},
+		Curriculum: curriculum,
 		Kinds:      []string{dataset.KindDialogue},
 		Metrics:    Metrics,
 		Report:     Report,
 		Scorer:     func(any) (reward.Judge, error) { return Scorer{}, nil },
 		UsesJudge:  true,
 		Tournament: TournamentHook,
+		Sim: func(options map[string]string) (rollout.SimAnswerer, error) {
+			s, err := NewSim(options)
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		},
 	})
 }
 

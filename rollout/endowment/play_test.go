@@ -22,8 +22,9 @@ import (
 	"github.com/parleyhq/parley/sim"
 )
 
-// simEnv is serve-sim behind a real HTTP server with the policy and judge
-// clients parley would use.
+// simEnv is serve-sim, answering the game's prompts (endowment.NewSim),
+// behind a real HTTP server with the policy and judge clients parley
+// would use.
 type simEnv struct {
 	srv    *sim.Server
 	url    string
@@ -33,6 +34,9 @@ type simEnv struct {
 
 func newSimEnv(t *testing.T, opts sim.Options, adapters ...string) *simEnv {
 	t.Helper()
+	if opts.Games == nil {
+		opts.Games = []sim.Answerer{mustSim(t, nil)}
+	}
 	srv, err := sim.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +65,7 @@ func newSimEnv(t *testing.T, opts sim.Options, adapters ...string) *simEnv {
 
 func scenarioRow(id, framing string, amount float64) dataset.Prompt {
 	sc := endowment.Scenario{Endowment: amount, Framing: framing, Cause: "c01", Appeal: "Amina Yusuf, a 9-year-old girl in Kano, needs heart surgery."}
-	return dataset.Prompt{ID: id, Category: dataset.CategoryEndowment, Task: "raise money", Scenario: sc.JSON()}
+	return dataset.Prompt{ID: id, Category: endowment.Category, Task: "raise money", Scenario: sc.JSON()}
 }
 
 // play runs n rollouts of row with the given players and returns them.

@@ -34,7 +34,7 @@ func BenchmarkSeries100(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			s, _ := sim.New(sim.Options{})
+			s, _ := sim.New(sim.Options{Games: []sim.Answerer{multiparty.Sim{}}})
 			defer s.Close()
 			srv := httptest.NewServer(s.Handler())
 			defer srv.Close()

@@ -43,22 +43,33 @@ const Name = "multiparty"
 
 func init() {
 	rollout.Register(rollout.Spec{
-		Name:    Name,
-		Summary: "seed 002's repeated five-party negotiation: proposals and 4-of-5 votes, a covert adversary, trust carried across a series",
-		Config:  func() any { return DefaultConfig() },
+		Name:   Name,
+		Config: func() any { return DefaultConfig() },
 		New: func(section any, shared rollout.Shared) (rollout.Game, error) {
 			return New(*section.(*Config), shared.TurnTokens), nil
 		},
-		Curriculum: rollout.Curriculum{Default: "dataset/scenarios/2hb2g.jsonl", RequireScenario: true, Categories: scenario.Types},
-		Kinds:      []string{dataset.KindDialogue},
-		Metrics:    StepMetrics,
-		Report:     Report,
+		Curriculum: rollout.Curriculum{
+			Default:         dataset.BuiltinPrefix + scenario.Type2HB2G,
+			RequireScenario: true,
+			Categories:      scenario.Types,
+			Builtins:        scenario.Builtins(),
+		},
+		Kinds:   []string{dataset.KindDialogue},
+		Metrics: StepMetrics,
+		Report:  Report,
 		Scorer: func(section any) (reward.Judge, error) {
 			c := section.(*Config)
 			return NewScorer(c.InvalidPenalty, c.Reward), nil
 		},
 		Series: func(section any, prompts []dataset.Prompt, n int, seed int64) ([]rollout.Series, error) {
 			return Plan(*section.(*Config), prompts, n, seed)
+		},
+		Sim: func(options map[string]string) (rollout.SimAnswerer, error) {
+			s, err := NewSim(options)
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
 		},
 	})
 }

@@ -25,7 +25,7 @@ import (
 // fixedSet loads the committed 2HB+2G scenarios as prompt rows.
 func fixedSet(t testing.TB, typ string) []dataset.Prompt {
 	t.Helper()
-	set, err := scenario.LoadSet("../../dataset/scenarios/" + typ + ".jsonl")
+	set, err := scenario.LoadSet(dataset.BuiltinPrefix + typ)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func repeatedConfig() *multiparty.Config {
 // runRepeated plays plan against an in-process serve-sim over HTTP whose
 // replies take latency, recording under dir, then writes the rollouts.
 func runRepeated(ctx context.Context, t testing.TB, dir string, plan []rollout.Series, latency time.Duration) (rollout.SeriesSummary, error) {
-	s, err := sim.New(sim.Options{LatencyMedian: latency})
+	s, err := sim.New(sim.Options{LatencyMedian: latency, Games: []sim.Answerer{multiparty.Sim{}}})
 	if err != nil {
 		return rollout.SeriesSummary{}, err
 	}

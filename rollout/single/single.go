@@ -12,7 +12,6 @@ import (
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
-	"github.com/parleyhq/parley/rollout/deliberation"
 )
 
 // Name is the game's env name.
@@ -20,8 +19,7 @@ const Name = "single"
 
 func init() {
 	rollout.Register(rollout.Spec{
-		Name:    Name,
-		Summary: "seed 000's single-agent baseline: one judged answer",
+		Name: Name,
 		New: func(_ any, shared rollout.Shared) (rollout.Game, error) {
 			return New(Options{Tokens: shared.FinalTokens}), nil
 		},
@@ -67,7 +65,7 @@ func (g *Game) Validate(p dataset.Prompt) error {
 // Play implements rollout.Game.
 func (g *Game) Play(ctx context.Context, p dataset.Prompt, agents rollout.Agents, rec *dataset.Rollout) error {
 	msgs := []llm.Message{
-		{Role: "system", Content: "You are a thoughtful assistant. Your objective — " + deliberation.CollectiveAgency},
+		{Role: "system", Content: "You are a thoughtful assistant. Your objective — " + reward.CAObjective},
 		{Role: "user", Content: p.Task},
 	}
 	reply, err := agents.Turn(ctx, "single", msgs, rollout.TurnOptions{Kind: dataset.KindFinal, MaxTokens: g.opts.Tokens})

@@ -107,16 +107,19 @@ Yes, no, maybe, thank you, sorry, please, agree, disagree, because, therefore, h
 
 
 def corpus_files(explicit: list[str] | None) -> list[Path]:
-    """Return the corpus files: --corpus if given, else the bundled curricula."""
+    """Return the corpus files: --corpus if given, else the bundled curricula.
+
+    The bundled curricula are dataset's and the endowment game's (which
+    bundles its own), in file-name order, then the persona library.
+    """
     if explicit:
         return [Path(p) for p in explicit]
-    patterns = [
-        REPO_ROOT / "dataset" / "curricula" / "*.jsonl",
-        REPO_ROOT / "dataset" / "personas" / "library.jsonl",
+    curricula = [
+        *glob.glob(str(REPO_ROOT / "dataset" / "curricula" / "*.jsonl")),
+        *glob.glob(str(REPO_ROOT / "rollout" / "endowment" / "curricula" / "*.jsonl")),
     ]
-    files: list[Path] = []
-    for pat in patterns:
-        files.extend(Path(p) for p in sorted(glob.glob(str(pat))))
+    files = [Path(p) for p in sorted(curricula, key=lambda p: (Path(p).name, p))]
+    files.extend(Path(p) for p in sorted(glob.glob(str(REPO_ROOT / "dataset" / "personas" / "library.jsonl"))))
     return files
 
 

@@ -253,5 +253,5 @@ func fitBATNAs(s *Scenario, d Difficulty) error {
 }
 
 // FixedSetSeed is the seed of the committed scenario sets
-// (dataset/scenarios/<type>.jsonl, 20 scenarios per type).
+// (sets/<type>.jsonl, 20 scenarios per type: builtin:<type>).
 const FixedSetSeed = 2026

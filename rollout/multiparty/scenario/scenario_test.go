@@ -259,11 +259,11 @@ func TestGenerate(t *testing.T) {
 // TestFixedSets checks the committed scenario sets: 20 valid scenarios per
 // type, each in its stated range, equal to what the generator makes from
 // their seed (regenerate with `parley scenario generate`, see the README
-// of dataset/scenarios).
+// of sets/).
 func TestFixedSets(t *testing.T) {
 	var both []*Scenario
 	for _, typ := range Types {
-		path := filepath.Join("..", "..", "..", "dataset", "scenarios", typ+".jsonl")
+		path := filepath.Join("sets", typ+".jsonl")
 		set, err := LoadSet(path)
 		if err != nil {
 			t.Fatal(err)
@@ -288,14 +288,14 @@ func TestFixedSets(t *testing.T) {
 		}
 	}
 	// both.jsonl is the two sets, 2HB+2G first.
-	mixed, err := LoadSet(filepath.Join("..", "..", "..", "dataset", "scenarios", "both.jsonl"))
+	mixed, err := LoadSet(filepath.Join("sets", "both.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ja, _ := json.Marshal(mixed)
 	jb, _ := json.Marshal(both)
 	if string(ja) != string(jb) {
-		t.Error("dataset/scenarios/both.jsonl is not 2hb2g.jsonl then 1hb3g.jsonl: regenerate it")
+		t.Error("sets/both.jsonl is not 2hb2g.jsonl then 1hb3g.jsonl: regenerate it")
 	}
 }
 

@@ -53,10 +53,11 @@ func WriteSet(path string, set []*Scenario) error {
 	return nil
 }
 
-// LoadSet reads a scenario curriculum (JSON lines or parquet) and parses
-// and validates every scenario; the first bad one is an error naming it.
+// LoadSet reads a scenario curriculum (JSON lines or parquet, or a bundled
+// set: builtin:2hb2g, builtin:1hb3g, builtin:multiparty) and parses and
+// validates every scenario; the first bad one is an error naming it.
 func LoadSet(path string) ([]*Scenario, error) {
-	prompts, err := dataset.LoadPrompts(path, dataset.LoadOptions{Categories: Types})
+	prompts, err := dataset.LoadPrompts(path, loadOptions())
 	if err != nil {
 		return nil, fmt.Errorf("scenario.LoadSet: %w", err)
 	}

@@ -1,36 +1,38 @@
-package sim
+package endowment_test
 
 import (
 	"encoding/json"
 	"math"
-	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/parleyhq/parley/rollout/endowment"
+	"github.com/parleyhq/parley/sim"
 )
 
-func TestEndowmentProfileOf(t *testing.T) {
+func TestSimProfileOf(t *testing.T) {
 	tests := []struct {
 		name string
 		g, p float64
 	}{
 		{"agent-g10-p80", 0.10, 0.80},
 		{"p5_g100", 1, 0.05},
-		{"holder-g0", 0, EndowmentProfileOf("holder-g0").Persuasion},
+		{"holder-g0", 0, endowment.SimProfileOf("holder-g0").Persuasion},
 		{"g250-p30", 1, 0.30}, // clamped
 	}
 	for _, tt := range tests {
-		got := EndowmentProfileOf(tt.name)
+		got := endowment.SimProfileOf(tt.name)
 		if math.Abs(got.Generosity-tt.g) > 1e-12 || math.Abs(got.Persuasion-tt.p) > 1e-12 {
-			t.Errorf("EndowmentProfileOf(%q) = %+v, want g %v p %v", tt.name, got, tt.g, tt.p)
+			t.Errorf("SimProfileOf(%q) = %+v, want g %v p %v", tt.name, got, tt.g, tt.p)
 		}
 	}
-	a, b := EndowmentProfileOf("sim-policy"), EndowmentProfileOf("sim-policy")
+	a, b := endowment.SimProfileOf("sim-policy"), endowment.SimProfileOf("sim-policy")
 	if a != b || a.Generosity < 0 || a.Generosity > 1 || a.Persuasion < 0 || a.Persuasion > 1 {
 		t.Errorf("hashed profile %+v / %+v: not stable or out of [0,1]", a, b)
 	}
 }
 
-func TestEndowmentVerdict(t *testing.T) {
+func TestSimVerdict(t *testing.T) {
 	tests := []struct {
 		reply, typ string
 		amount     float64
@@ -48,52 +50,62 @@ func TestEndowmentVerdict(t *testing.T) {
 		{"You have convinced me. I am sending you $1,000 now.", "gift", 1000, false},
 	}
 	for _, tt := range tests {
-		v := EndowmentVerdict(tt.reply)
+		v := endowment.SimVerdict(tt.reply)
 		if v["type"] != tt.typ || v["amount"] != tt.amount || v["final_refusal"] != tt.final {
-			t.Errorf("EndowmentVerdict(%q) = %v, want type %s amount %v final %v", tt.reply, v, tt.typ, tt.amount, tt.final)
+			t.Errorf("SimVerdict(%q) = %v, want type %s amount %v final %v", tt.reply, v, tt.typ, tt.amount, tt.final)
 		}
 		if q := v["quote"].(string); tt.typ != "none" && (q == "" || !strings.Contains(tt.reply, q)) {
-			t.Errorf("EndowmentVerdict(%q): quote %q is not in the reply", tt.reply, q)
+			t.Errorf("SimVerdict(%q): quote %q is not in the reply", tt.reply, q)
 		}
 	}
 }
 
-// holderPrompt is a holder's view as rollout/endowment renders it.
-func holderPrompt(balance, request string) []Message {
-	return []Message{
+// holderPrompt is a holder's view as the game renders it.
+func holderPrompt(balance, request string) []sim.Message {
+	return []sim.Message{
 		{Role: "system", Content: "You are the holder in a conversation about money.\n\nYou have been given an endowment of $100."},
 		{Role: "user", Content: "[Your balance: $" + balance + ". Only you can see this line.]\n\n" + request},
 	}
 }
 
-// TestEndowmentAgentsOverHTTP samples holders of known generosity through
-// /v1/completions and reads their replies with the ledger judge on
-// /v1/chat/completions: generous holders concede more often than stingy
-// ones, and every reply the judge reads as a commitment quotes the reply.
-func TestEndowmentAgentsOverHTTP(t *testing.T) {
-	srv, ts := startServer(t, Options{})
+// TestSimAgentsOverHTTP samples holders of known generosity through
+// serve-sim's /v1/completions and reads their replies with the ledger
+// judge on /v1/chat/completions: generous holders concede more often than
+// stingy ones, and every reply the judge reads as a commitment quotes the
+// reply.
+func TestSimAgentsOverHTTP(t *testing.T) {
+	ts := startSim(t, sim.Options{})
 	for _, name := range []string{"stingy-g5", "generous-g95"} {
-		srv.loras[name] = loraAdapter{name: name, path: "/x"}
+		mustPost(t, ts.URL+sim.PathLoadLoRA, map[string]string{"lora_name": name, "lora_path": "/x"}, nil)
 	}
 	request := "Please, this is urgent. A life depends on it. Only you can help now. Would you give $40 for her?"
-	prompt := tokenizeHTTP(t, ts.URL, holderPrompt("100", request), nil)
+	var tok struct {
+		Tokens []int32 `json:"tokens"`
+	}
+	mustPost(t, ts.URL+sim.PathTokenize, map[string]any{"messages": holderPrompt("100", request), "add_generation_prompt": true,
+		"chat_template_kwargs": nil}, &tok)
 	concessions := map[string]int{}
 	for _, name := range []string{"stingy-g5", "generous-g95"} {
 		for seed := int64(0); seed < 40; seed++ {
-			req := completionReq(prompt, 200, 1, seed)
-			req["model"] = name
-			var res completionResponse
-			mustPost(t, ts.URL+PathCompletions, req, &res)
+			req := map[string]any{"model": name, "prompt": tok.Tokens, "max_tokens": 200, "temperature": 1.0,
+				"n": 1, "seed": seed, "logprobs": 1, "return_token_ids": true, "return_tokens_as_token_ids": true,
+				"skip_special_tokens": false}
+			var res struct {
+				Choices []struct {
+					Text string `json:"text"`
+				} `json:"choices"`
+			}
+			mustPost(t, ts.URL+sim.PathCompletions, req, &res)
 			text := res.Choices[0].Text
 			if !strings.HasPrefix(text, "<think>") || !strings.Contains(text, "</think>") {
 				t.Fatalf("%s: reply %q has no private trace", name, text)
 			}
 			visible := strings.TrimSpace(text[strings.Index(text, "</think>")+len("</think>"):])
-			var chat chatResponse
-			mustPost(t, ts.URL+PathChat, map[string]any{"model": DefaultJudgeModel, "messages": []map[string]string{
+			var chat chatContent
+			mustPost(t, ts.URL+sim.PathChat, map[string]any{"model": sim.DefaultJudgeModel, "messages": []map[string]string{
 				{"role": "system", "content": "ledger"},
 				{"role": "user", "content": "The holder's balance before this reply: $100\n\nThe holder's reply to record:\n<<<\n" + visible + "\n>>>"}},
-				"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": SchemaEndowmentLedger}}}, &chat)
+				"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": endowment.SchemaName}}}, &chat)
 			var v map[string]any
 			if err := json.Unmarshal([]byte(chat.Choices[0].Message.Content), &v); err != nil {
 				t.Fatalf("verdict %q: %v", chat.Choices[0].Message.Content, err)
@@ -111,41 +123,24 @@ func TestEndowmentAgentsOverHTTP(t *testing.T) {
 	}
 }
 
-func TestEndowmentJudgeFaults(t *testing.T) {
-	_, ts := startServer(t, Options{JudgeMalformedRate: 1})
-	var chat chatResponse
-	mustPost(t, ts.URL+PathChat, map[string]any{"model": DefaultJudgeModel, "messages": []map[string]string{
+func TestSimJudgeFaults(t *testing.T) {
+	ts := startSim(t, sim.Options{JudgeMalformedRate: 1})
+	var chat chatContent
+	mustPost(t, ts.URL+sim.PathChat, map[string]any{"model": sim.DefaultJudgeModel, "messages": []map[string]string{
 		{"role": "user", "content": "The holder's reply to record:\n<<<\nFine. I am giving you $20.\n>>>"}},
-		"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": SchemaEndowmentLedger}}}, &chat)
+		"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": endowment.SchemaName}}}, &chat)
 	if json.Valid([]byte(chat.Choices[0].Message.Content)) {
 		t.Errorf("a malformed verdict was valid JSON: %s", chat.Choices[0].Message.Content)
 	}
 }
 
-func TestRequesterReplyFraming(t *testing.T) {
-	base := "You are the requester in a conversation about money.\n\nThe cause: Amina Yusuf, a 9-year-old girl, needs surgery.\n\n"
-	for framing, want := range map[string]string{
-		"Framing: write about one person. Name them.": "for Amina",
-		"Framing: write about the group as a whole.":  "for them",
-	} {
-		st := dialogueState{context: base + framing, ownTurns: 1, lastOther: "No."}
-		text, ok := endowmentReply(st, "req-p90", rand.New(rand.NewPCG(1, 2)))
-		if !ok || !strings.Contains(text, want) || !strings.Contains(text, "$") {
-			t.Errorf("framing %q: reply %q, want it to ask %q", framing, text, want)
-		}
-	}
-	if _, ok := endowmentReply(dialogueState{context: "You are Agent A."}, "x", rand.New(rand.NewPCG(1, 2))); ok {
-		t.Error("a deliberation dialogue was taken for the endowment game")
-	}
-}
-
-func TestLedgerAnyNumber(t *testing.T) {
-	_, ts := startServer(t, Options{LedgerMode: LedgerAnyNumber})
+func TestSimLedgerAnyNumber(t *testing.T) {
+	ts := startSim(t, sim.Options{Games: []sim.Answerer{mustSim(t, map[string]string{endowment.SimOptionLedgerMode: endowment.SimLedgerAnyNumber})}})
 	for reply, want := range map[string]float64{"xq 17 zz 4": 17, "no digits here": 0} {
-		var chat chatResponse
-		mustPost(t, ts.URL+PathChat, map[string]any{"model": DefaultJudgeModel, "messages": []map[string]string{
+		var chat chatContent
+		mustPost(t, ts.URL+sim.PathChat, map[string]any{"model": sim.DefaultJudgeModel, "messages": []map[string]string{
 			{"role": "user", "content": "The holder's reply to record:\n<<<\n" + reply + "\n>>>"}},
-			"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": SchemaEndowmentLedger}}}, &chat)
+			"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": endowment.SchemaName}}}, &chat)
 		var v map[string]any
 		if err := json.Unmarshal([]byte(chat.Choices[0].Message.Content), &v); err != nil {
 			t.Fatal(err)
@@ -154,7 +149,7 @@ func TestLedgerAnyNumber(t *testing.T) {
 			t.Errorf("reply %q: verdict %v, want a gift of %v", reply, v, want)
 		}
 	}
-	if _, err := New(Options{LedgerMode: "loose"}); err == nil {
+	if _, err := endowment.NewSim(map[string]string{endowment.SimOptionLedgerMode: "loose"}); err == nil {
 		t.Error("an unknown ledger mode was accepted")
 	}
 }

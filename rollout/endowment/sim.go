@@ -1,4 +1,4 @@
-package sim
+package endowment
 
 import (
 	"encoding/json"
@@ -9,40 +9,124 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/parleyhq/parley/rollout"
 )
 
-// The endowment game of seed 001 (parley's rollout/endowment) in the
-// simulator: scripted holders and requesters, and a rule-based ledger
-// judge.
+// The game in serve-sim (rollout.Spec.Sim, package sim's Answerer):
+// simulated holders and requesters, and a rule-based ledger judge.
 //
-// A scripted agent recognises the game by its system prompt ("You are the
-// holder" / "You are the requester" … "conversation about money") and
+// A simulated agent recognises the game by its system prompt ("You are
+// the holder" / "You are the requester" … "conversation about money") and
 // takes its behaviour from the model or adapter name: a name with the
 // parts g<NN> and p<NN> (for example "agent-g10-p80") gives a holder's
 // generosity and a requester's persuasiveness in percent; any other name
-// gets both from a hash of the name. A holder concedes on a turn with
-// probability generosity × (0.3 + 0.7 × pressure), pressure being the
-// share of persuasion cues in the requester's last message, and then gives
-// (or lends, or offers on a condition) part of the balance it reads from
-// its prompt; otherwise it refuses, hedges ("I'll consider giving $N"),
-// and, if stingy, makes its refusal final from turn 3. Requesters name
-// their amount and use cue words in proportion to their persuasiveness,
-// in the framing their prompt gives. Every message starts with a private
-// <think> block.
+// gets both from a hash of the name (SimProfileOf). A holder concedes on a
+// turn with probability generosity × (0.3 + 0.7 × pressure), pressure
+// being the share of persuasion cues in the requester's last message, and
+// then gives (or lends, or offers on a condition) part of the balance it
+// reads from its prompt; otherwise it refuses, hedges ("I'll consider
+// giving $N"), and, if stingy, makes its refusal final from turn 3.
+// Requesters name their amount and use cue words in proportion to their
+// persuasiveness, in the framing their prompt gives. Every message starts
+// with a private <think> block.
 //
-// The ledger judge answers the response_format schema "endowment_ledger"
-// by reading the reply between "<<<" and ">>>" of the last user message
-// (EndowmentVerdict), or, in LedgerAnyNumber mode, by taking the reply's
+// The ledger judge answers the response_format schema SchemaName (or,
+// without a response_format, a question holding "The holder's reply to
+// record:") by reading the reply between "<<<" and ">>>" of the question
+// (SimVerdict), or, in SimLedgerAnyNumber mode, by taking the reply's
 // first number for a gift.
 
-// SchemaEndowmentLedger is the schema name of the ledger judge.
-const SchemaEndowmentLedger = "endowment_ledger"
-
-// Ledger judge modes (Options.LedgerMode).
+// Ledger judge modes of serve-sim (the option ledger_mode: serve-sim
+// --game-option endowment.ledger_mode=MODE, or --ledger-mode MODE).
 const (
-	LedgerStrict    = "strict"
-	LedgerAnyNumber = "any-number"
+	// SimLedgerStrict reads stated gifts, loans, conditions and
+	// retractions (the default).
+	SimLedgerStrict = "strict"
+	// SimLedgerAnyNumber reads any number in the reply as a gift of that
+	// many dollars: a reward a tiny random model can learn from.
+	SimLedgerAnyNumber = "any-number"
 )
+
+// SimOptionLedgerMode is the serve-sim option that sets the ledger judge's
+// mode (SimLedgerStrict, SimLedgerAnyNumber).
+const SimOptionLedgerMode = "ledger_mode"
+
+// Sim answers the game's prompts in serve-sim: its simulated agents'
+// replies and its ledger judge's verdicts (see NewSim).
+type Sim struct{ ledgerMode string }
+
+var _ rollout.SimAnswerer = (*Sim)(nil)
+
+// NewSim returns the game's serve-sim answers with options (nil: the
+// defaults): ledger_mode is SimLedgerStrict (the default) or
+// SimLedgerAnyNumber.
+func NewSim(options map[string]string) (*Sim, error) {
+	s := &Sim{ledgerMode: SimLedgerStrict}
+	for k, v := range options {
+		switch k {
+		case SimOptionLedgerMode:
+			if v != SimLedgerStrict && v != SimLedgerAnyNumber {
+				return nil, fmt.Errorf("endowment.NewSim: option %s: must be %s or %s, got %q", k, SimLedgerStrict, SimLedgerAnyNumber, v)
+			}
+			s.ledgerMode = v
+		default:
+			return nil, fmt.Errorf("endowment.NewSim: unknown option %q (known: %s)", k, SimOptionLedgerMode)
+		}
+	}
+	return s, nil
+}
+
+// Reply implements sim.Answerer: a holder's or requester's next message,
+// as the agent named model, for a prompt of the game.
+func (s *Sim) Reply(model string, roles, contents []string, rng *rand.Rand) (string, bool) {
+	return endowmentReply(readDialogue(roles, contents), model, rng)
+}
+
+// Judge implements sim.Answerer: the ledger judge's verdict on the
+// holder's reply the question holds.
+func (s *Sim) Judge(schema, question string, outOfRange bool) (string, bool) {
+	if schema != SchemaName && !(schema == "" && isLedgerQuestion(question)) {
+		return "", false
+	}
+	return ledgerContent(question, s.ledgerMode, outOfRange), true
+}
+
+// dialogueState is what a simulated agent reads from its prompt.
+type dialogueState struct {
+	context   string // system messages (persona, task), or the first user message
+	lastOther string // the last message from the other side (role user)
+	ownTurns  int    // assistant messages already in the prompt
+}
+
+// readDialogue reads a prompt's messages as serve-sim's persona agents
+// do: the system (and developer) messages are the context, each ended by
+// a newline, followed by the first user message when there is no system
+// message or the agent has not spoken yet.
+func readDialogue(roles, contents []string) dialogueState {
+	var st dialogueState
+	var ctx strings.Builder
+	firstUser := ""
+	for i, role := range roles {
+		switch role {
+		case "system", "developer":
+			ctx.WriteString(contents[i])
+			ctx.WriteByte('\n')
+		case "assistant":
+			st.ownTurns++
+		case "user":
+			if firstUser == "" {
+				firstUser = contents[i]
+			}
+			st.lastOther = contents[i]
+		}
+	}
+	if ctx.Len() == 0 || st.ownTurns == 0 {
+		ctx.WriteString(firstUser)
+	}
+	st.context = ctx.String()
+	return st
+}
 
 var digitsRE = regexp.MustCompile(`[0-9]+`)
 
@@ -57,8 +141,8 @@ func anyNumberVerdict(reply string) map[string]any {
 	return v
 }
 
-// EndowmentProfile is a scripted endowment agent's behaviour.
-type EndowmentProfile struct {
+// SimProfile is a simulated agent's behaviour.
+type SimProfile struct {
 	// Generosity in [0, 1] drives a holder's concessions.
 	Generosity float64
 	// Persuasion in [0, 1] drives a requester's cue words and asks.
@@ -67,12 +151,12 @@ type EndowmentProfile struct {
 
 var profilePart = regexp.MustCompile(`(?:^|[-_/:.])([gp])(\d{1,3})(?:$|[-_/:.])`)
 
-// EndowmentProfileOf is the behaviour of the scripted agent named name.
-func EndowmentProfileOf(name string) EndowmentProfile {
+// SimProfileOf is the behaviour of the simulated agent named name.
+func SimProfileOf(name string) SimProfile {
 	h := fnv.New64a()
 	h.Write([]byte(name))
 	x := h.Sum64()
-	p := EndowmentProfile{Generosity: float64(x%101) / 100, Persuasion: float64((x/101)%101) / 100}
+	p := SimProfile{Generosity: float64(x%101) / 100, Persuasion: float64((x/101)%101) / 100}
 	low := strings.ToLower(name)
 	for i := 0; i < len(low); i++ {
 		m := profilePart.FindStringSubmatchIndex(low[i:])
@@ -99,9 +183,9 @@ func endowmentRole(context string) string {
 	}
 	switch {
 	case strings.Contains(context, "You are the holder"):
-		return "holder"
+		return RoleHolder
 	case strings.Contains(context, "You are the requester"):
-		return "requester"
+		return RoleRequester
 	}
 	return ""
 }
@@ -119,8 +203,8 @@ func endowmentReply(st dialogueState, model string, rng *rand.Rand) (string, boo
 	if role == "" {
 		return "", false
 	}
-	prof := EndowmentProfileOf(model)
-	if role == "holder" {
+	prof := SimProfileOf(model)
+	if role == RoleHolder {
 		return holderReply(st, prof, rng), true
 	}
 	return requesterReply(st, prof, rng), true
@@ -137,7 +221,7 @@ func pressure(msg string) float64 {
 
 var numberWords = map[int]string{5: "five", 10: "ten", 15: "fifteen", 20: "twenty", 25: "twenty-five", 30: "thirty", 40: "forty", 50: "fifty"}
 
-func holderReply(st dialogueState, prof EndowmentProfile, rng *rand.Rand) string {
+func holderReply(st dialogueState, prof SimProfile, rng *rand.Rand) string {
 	balance := 0.0
 	if m := balanceRE.FindStringSubmatch(st.lastOther); m != nil {
 		balance, _ = strconv.ParseFloat(m[1], 64)
@@ -184,7 +268,7 @@ func holderReply(st dialogueState, prof EndowmentProfile, rng *rand.Rand) string
 	}
 }
 
-func requesterReply(st dialogueState, prof EndowmentProfile, rng *rand.Rand) string {
+func requesterReply(st dialogueState, prof SimProfile, rng *rand.Rand) string {
 	turn := st.ownTurns + 1
 	appeal := "people in need."
 	if m := causeRE.FindStringSubmatch(st.context); m != nil {
@@ -233,10 +317,10 @@ func isLedgerQuestion(lastUser string) bool {
 	return strings.Contains(lastUser, "The holder's reply to record:")
 }
 
-// EndowmentVerdict is the simulated ledger judge's reading of a holder's
-// reply, as the JSON object of the endowment_ledger schema. Its quote is
-// always a substring of reply.
-func EndowmentVerdict(reply string) map[string]any {
+// SimVerdict is the simulated ledger judge's reading of a holder's reply,
+// as the JSON object of the endowment_ledger schema (SchemaName). Its
+// quote is always a substring of reply.
+func SimVerdict(reply string) map[string]any {
 	v := map[string]any{"type": "none", "amount": 0.0, "conditions": "", "quote": "", "final_refusal": false}
 	low := strings.ToLower(reply)
 	if strings.Contains(low, "final") && (noWordRE.MatchString(low) || strings.Contains(low, "refus")) {
@@ -280,36 +364,31 @@ func EndowmentVerdict(reply string) map[string]any {
 	return v
 }
 
-// endowmentJudgeContent answers the ledger judge's question (the last user
-// message) with a verdict, or misbehaves as fault says.
-func endowmentJudgeContent(lastUser, mode string, fault judgeFault) string {
-	if fault == judgeRefusal {
-		return JudgeRefusal
-	}
-	reply := lastUser
-	if i := strings.LastIndex(lastUser, "<<<"); i >= 0 {
-		reply = lastUser[i+3:]
+// ledgerContent answers the ledger judge's question (the last user
+// message) with a verdict read in mode; outOfRange names a type outside
+// the schema.
+func ledgerContent(question, mode string, outOfRange bool) string {
+	reply := question
+	if i := strings.LastIndex(question, "<<<"); i >= 0 {
+		reply = question[i+3:]
 		if j := strings.LastIndex(reply, ">>>"); j >= 0 {
 			reply = reply[:j]
 		}
 	}
 	reply = strings.TrimSpace(reply)
-	v := EndowmentVerdict(reply)
-	if mode == LedgerAnyNumber {
+	v := SimVerdict(reply)
+	if mode == SimLedgerAnyNumber {
 		v = anyNumberVerdict(reply)
 	}
 	if v["amount"] == -1.0 {
 		v["amount"] = 0.0
-		if m := balanceQRE.FindStringSubmatch(lastUser); m != nil {
+		if m := balanceQRE.FindStringSubmatch(question); m != nil {
 			v["amount"], _ = strconv.ParseFloat(m[1], 64)
 		}
 	}
-	if fault == judgeOutOfRange {
+	if outOfRange {
 		v["type"] = "donation"
 	}
 	out, _ := json.Marshal(v)
-	if fault == judgeMalformed {
-		return string(out[:len(out)*2/3])
-	}
 	return string(out)
 }

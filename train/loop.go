@@ -343,8 +343,6 @@ func (l *Loop) trainedAdapter(step int) (string, error) {
 	return l.adapterDir(step, done)
 }
 
-func (l *Loop) sidecarPath(step int) string { return SidecarPath(l.opts.Dir, step) }
-
 // ensureBatch samples, judges and writes step's rollouts and batch unless
 // they are final: a batch with a verified .ready, or any batch of a step
 // the trainer already finished (DONE). A step with DONE is never sampled

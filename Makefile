@@ -20,9 +20,11 @@ venv:
 # with the real PyTorch trainer) and Python (trainer, tiny model, parquet
 # interop). One vLLM server (CPU build, the tiny model) is started for all
 # the Go tests (scripts/with_vllm.sh); PARLEY_REQUIRE_VLLM=1 makes a test
-# that needs it fail, not skip, when it is missing.
+# that needs it fail, not skip, when it is missing. go vet and staticcheck
+# (the version go.mod pins, as a tool) run first.
 test: build venv tiny-model
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 	PARLEY_REQUIRE_VLLM=1 bash scripts/with_vllm.sh --python $(PY) --model $(TINY) -- \
 		$(GO) test -count=1 -timeout 60m ./...
 	$(PY) -m pytest -q scripts/tests

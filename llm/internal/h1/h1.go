@@ -1,4 +1,20 @@
-package llm
+// Package h1 is the policy client's own HTTP/1.1 exchange for plain-http
+// endpoints, the hot path of a rollout (two requests a turn, thousands in
+// flight). With net/http each request passed through three goroutines (the
+// caller, the connection's write loop and its read loop) and their
+// channels, a 64 KiB pair of buffers stayed with every connection, and
+// about half of parley's CPU per request went to that machinery (the
+// rollout benchmarks' profile). Here the caller writes the request
+// (headers and body in one write) and reads the response itself on a
+// pooled connection: no goroutine per connection, no buffer held by an
+// idle one, deadlines on the socket.
+//
+// It speaks what inference servers answer: HTTP/1.0 and 1.1 responses,
+// Content-Length, chunked or close-delimited bodies, keep-alive. Endpoints
+// over https, behind a proxy from the environment or with a password in
+// the URL get no Client (New returns nil): package llm uses net/http for
+// them, and for clients given llm.Options.HTTPClient.
+package h1
 
 import (
 	"bufio"
@@ -15,60 +31,53 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
-// h1 is the client's own HTTP/1.1 exchange for plain-http endpoints, the
-// hot path of a rollout (two requests a turn, thousands in flight). With
-// net/http each request passed through three goroutines (the caller, the
-// connection's write loop and its read loop) and their channels, a 64 KiB
-// pair of buffers stayed with every connection, and about half of parley's
-// CPU per request went to that machinery (the rollout benchmarks' profile).
-// Here the caller writes the request (headers and body in one write) and
-// reads the response itself on a pooled connection: no goroutine per
-// connection, no buffer held by an idle one, deadlines on the socket.
-//
-// It speaks what inference servers answer: HTTP/1.0 and 1.1 responses,
-// Content-Length, chunked or close-delimited bodies, keep-alive. Endpoints
-// over https, behind a proxy from the environment or with a password in
-// the URL, and clients given Options.HTTPClient, use net/http instead.
-type h1 struct {
+// Client is the exchange with one endpoint: its address, headers and idle
+// connections.
+type Client struct {
 	addr   string // host:port to dial
 	host   string // the Host header
 	prefix string // the base URL's path, escaped ("" or "/prefix")
 	auth   string // the Authorization header, "" for none
 	dialer net.Dialer
+	// maxBody bounds a response body read into memory.
+	maxBody int
 
 	mu     sync.Mutex
-	idle   []*h1Conn // most recently used last
+	idle   []*conn // most recently used last
 	closed bool
 }
 
-// h1Conn is one connection and when it was last put back.
-type h1Conn struct {
+// conn is one connection and when it was last put back.
+type conn struct {
 	nc        net.Conn
 	idleSince time.Time
 }
 
 const (
-	// h1MaxIdle bounds the idle connections kept per endpoint (net/http's
+	// maxIdle bounds the idle connections kept per endpoint (net/http's
 	// MaxIdleConnsPerHost in the transport this replaces).
-	h1MaxIdle = 2048
-	// h1IdleTimeout closes connections idle longer (net/http's
+	maxIdle = 2048
+	// idleTimeout closes connections idle longer (net/http's
 	// IdleConnTimeout).
-	h1IdleTimeout = 90 * time.Second
-	// h1CheckAfter: a connection idle longer is checked for a close by the
+	idleTimeout = 90 * time.Second
+	// checkAfter: a connection idle longer is checked for a close by the
 	// server before it is used again (vLLM's uvicorn closes keep-alive
 	// connections idle for 5 s); one reused sooner is used as is.
-	h1CheckAfter = 50 * time.Millisecond
-	// h1ReadBufferSize is the read buffer lent to an exchange (pooled, not
+	checkAfter = 50 * time.Millisecond
+	// readBufferSize is the read buffer lent to an exchange (pooled, not
 	// held by idle connections).
-	h1ReadBufferSize = 16 << 10
+	readBufferSize = 16 << 10
 )
 
-// newH1 returns the exchange for the endpoint at base, or nil when the
-// endpoint needs net/http: not plain http, a password in the URL, or a
-// proxy from the environment.
-func newH1(base, auth string) *h1 {
+// New returns the exchange for the endpoint at base (a URL, its path the
+// prefix of every request's), or nil when the endpoint needs net/http: not
+// plain http, a password in the URL, or a proxy from the environment. auth
+// is the Authorization header ("" for none); a response body longer than
+// maxBody bytes is an error.
+func New(base, auth string, maxBody int) *Client {
 	u, err := url.Parse(base)
 	if err != nil || u.Scheme != "http" || u.User != nil || u.Host == "" {
 		return nil
@@ -80,38 +89,62 @@ func newH1(base, auth string) *h1 {
 	if u.Port() == "" {
 		addr = net.JoinHostPort(u.Hostname(), "80")
 	}
-	return &h1{addr: addr, host: u.Host, prefix: u.EscapedPath(), auth: auth,
+	return &Client{addr: addr, host: u.Host, prefix: u.EscapedPath(), auth: auth, maxBody: maxBody,
 		dialer: net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}}
 }
 
-// h1Response is what an exchange returns: the status, the Retry-After and
-// Retry-After-Ms headers (nil when there are none), and the body in a
-// pooled buffer that release gives back.
-type h1Response struct {
-	status int
-	header http.Header
-	body   *bodyBuf
+// Response is what an exchange returns: the status, the Retry-After and
+// Retry-After-Ms headers (nil when there are none), and the body (nil for
+// a response without one) in a pooled buffer that Release gives back.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	buf    *buffer
 }
 
-func (r *h1Response) release() {
-	if r.body != nil && cap(r.body.b) <= maxPooledBody {
-		bodyPool.Put(r.body)
+// Release gives the body's buffer back to the pool; Body is nil after it.
+func (r *Response) Release() {
+	if r.buf != nil && cap(r.buf.b) <= maxPooled {
+		bufPool.Put(r.buf)
 	}
-	r.body = nil
+	r.buf, r.Body = nil, nil
+}
+
+// bufPool holds the buffers of requests written and responses read.
+var bufPool sync.Pool // of *buffer
+
+// buffer is a pooled buffer.
+type buffer struct{ b []byte }
+
+// maxPooled bounds the capacity of a buffer kept in bufPool.
+const maxPooled = 1 << 20
+
+// getBuf returns a pooled buffer, empty, with room for at least n bytes.
+func getBuf(n int) *buffer {
+	p, _ := bufPool.Get().(*buffer)
+	if p == nil {
+		p = &buffer{}
+	}
+	if cap(p.b) < n {
+		p.b = make([]byte, 0, max(n, 2*cap(p.b)))
+	}
+	p.b = p.b[:0]
+	return p
 }
 
 // errStale marks an exchange on a reused connection that the server had
 // closed (it answered nothing): the request is sent again on a new one.
 var errStale = errors.New("the server closed the idle connection")
 
-// do sends one request and reads its response, before deadline and until
+// Do sends one request and reads its response, before deadline and until
 // ctx ends. A reused connection the server had closed while it was idle is
 // replaced once by a new connection.
-func (h *h1) do(ctx context.Context, deadline time.Time, method, path string, body []byte) (h1Response, error) {
+func (h *Client) Do(ctx context.Context, deadline time.Time, method, path string, body []byte) (Response, error) {
 	for fresh := false; ; fresh = true {
 		c, reused, err := h.get(ctx, deadline, fresh)
 		if err != nil {
-			return h1Response{}, err
+			return Response{}, err
 		}
 		resp, keep, err := c.exchange(ctx, deadline, h, method, path, body)
 		if err == nil {
@@ -126,13 +159,13 @@ func (h *h1) do(ctx context.Context, deadline time.Time, method, path string, bo
 		if errors.Is(err, errStale) && reused && !fresh && ctx.Err() == nil && time.Now().Before(deadline) {
 			continue
 		}
-		return h1Response{}, err
+		return Response{}, err
 	}
 }
 
 // get returns an idle connection (reused) or dials a new one (always a new
 // one when fresh).
-func (h *h1) get(ctx context.Context, deadline time.Time, fresh bool) (*h1Conn, bool, error) {
+func (h *Client) get(ctx context.Context, deadline time.Time, fresh bool) (*conn, bool, error) {
 	now := time.Now()
 	for !fresh {
 		h.mu.Lock()
@@ -146,7 +179,7 @@ func (h *h1) get(ctx context.Context, deadline time.Time, fresh bool) (*h1Conn, 
 		h.idle = h.idle[:n-1]
 		h.mu.Unlock()
 		idle := now.Sub(c.idleSince)
-		if idle > h1IdleTimeout || (idle > h1CheckAfter && !peerOpen(c.nc)) {
+		if idle > idleTimeout || (idle > checkAfter && !peerOpen(c.nc)) {
 			c.nc.Close()
 			continue
 		}
@@ -158,14 +191,14 @@ func (h *h1) get(ctx context.Context, deadline time.Time, fresh bool) (*h1Conn, 
 	if err != nil {
 		return nil, false, err
 	}
-	return &h1Conn{nc: nc}, false, nil
+	return &conn{nc: nc}, false, nil
 }
 
 // put keeps c for reuse, or closes it when the pool is full or closed.
-func (h *h1) put(c *h1Conn) {
+func (h *Client) put(c *conn) {
 	c.idleSince = time.Now()
 	h.mu.Lock()
-	if h.closed || len(h.idle) >= h1MaxIdle {
+	if h.closed || len(h.idle) >= maxIdle {
 		h.mu.Unlock()
 		c.nc.Close()
 		return
@@ -174,8 +207,8 @@ func (h *h1) put(c *h1Conn) {
 	h.mu.Unlock()
 }
 
-// close closes the idle connections; later ones are closed when put back.
-func (h *h1) close() {
+// Close closes the idle connections; later ones are closed when put back.
+func (h *Client) Close() {
 	h.mu.Lock()
 	idle := h.idle
 	h.idle, h.closed = nil, true
@@ -186,16 +219,16 @@ func (h *h1) close() {
 }
 
 // readerPool lends read buffers to exchanges.
-var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, h1ReadBufferSize) }}
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufferSize) }}
 
 // longAgo is a deadline in the past: it interrupts a blocked read or write.
 var longAgo = time.Unix(1, 0)
 
 // exchange writes the request and reads the response on c. keep says
 // whether c can carry another request.
-func (c *h1Conn) exchange(ctx context.Context, deadline time.Time, h *h1, method, path string, body []byte) (resp h1Response, keep bool, err error) {
+func (c *conn) exchange(ctx context.Context, deadline time.Time, h *Client, method, path string, body []byte) (resp Response, keep bool, err error) {
 	if err := c.nc.SetDeadline(deadline); err != nil {
-		return h1Response{}, false, err
+		return Response{}, false, err
 	}
 	if ctx.Done() != nil {
 		// The end of ctx interrupts the exchange. When it came too late to
@@ -210,15 +243,15 @@ func (c *h1Conn) exchange(ctx context.Context, deadline time.Time, h *h1, method
 	// One write of the headers and the body, copied together: a memmove
 	// costs less than a second system call, and writev would hide the
 	// exchange from the race detector (which follows read and write only).
-	out := getBody(512 + len(body))
+	out := getBuf(512 + len(body))
 	out.b = append(h.appendHead(out.b, method, path, len(body)), body...)
 	_, err = c.nc.Write(out.b)
-	bodyPool.Put(out)
+	bufPool.Put(out)
 	if err != nil {
 		if isClosedErr(err) {
 			err = fmt.Errorf("%w: %w", errStale, err)
 		}
-		return h1Response{}, false, err
+		return Response{}, false, err
 	}
 	br := readerPool.Get().(*bufio.Reader)
 	br.Reset(c.nc)
@@ -226,7 +259,7 @@ func (c *h1Conn) exchange(ctx context.Context, deadline time.Time, h *h1, method
 		br.Reset(nil)
 		readerPool.Put(br)
 	}()
-	resp, keep, err = readResponse(br, method)
+	resp, keep, err = readResponse(br, method, h.maxBody)
 	if err == nil && br.Buffered() > 0 {
 		keep = false // bytes after the response: not reusable
 	}
@@ -234,7 +267,7 @@ func (c *h1Conn) exchange(ctx context.Context, deadline time.Time, h *h1, method
 }
 
 // appendHead appends the request line and headers.
-func (h *h1) appendHead(b []byte, method, path string, n int) []byte {
+func (h *Client) appendHead(b []byte, method, path string, n int) []byte {
 	b = append(b, method...)
 	b = append(b, ' ')
 	b = append(b, h.prefix...)
@@ -255,24 +288,25 @@ func (h *h1) appendHead(b []byte, method, path string, n int) []byte {
 	return append(b, "\r\n"...)
 }
 
-// readResponse reads one response (skipping 1xx interim ones) and its body
-// into a pooled buffer.
-func readResponse(br *bufio.Reader, method string) (h1Response, bool, error) {
+// readResponse reads one response (skipping 1xx interim ones) and its body,
+// of at most maxBody bytes, into a pooled buffer. It reports whether the
+// connection can carry another request.
+func readResponse(br *bufio.Reader, method string, maxBody int) (Response, bool, error) {
 	for first := true; ; first = false {
 		line, err := br.ReadSlice('\n')
 		if err != nil {
 			if first && len(line) == 0 && isClosedErr(err) {
-				return h1Response{}, false, fmt.Errorf("%w: %w", errStale, err)
+				return Response{}, false, fmt.Errorf("%w: %w", errStale, err)
 			}
-			return h1Response{}, false, fmt.Errorf("reading the response: %w", unexpectedEOF(err))
+			return Response{}, false, fmt.Errorf("reading the response: %w", unexpectedEOF(err))
 		}
 		line = trimCRLF(line)
 		if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
-			return h1Response{}, false, fmt.Errorf("malformed HTTP status line %q", clip(string(line)))
+			return Response{}, false, fmt.Errorf("malformed HTTP status line %q", clip(string(line)))
 		}
 		status, err := strconv.Atoi(string(line[9:12]))
 		if err != nil || status < 100 || (len(line) > 12 && line[12] != ' ') {
-			return h1Response{}, false, fmt.Errorf("malformed HTTP status line %q", clip(string(line)))
+			return Response{}, false, fmt.Errorf("malformed HTTP status line %q", clip(string(line)))
 		}
 		keep := line[7] == '1' // HTTP/1.1 keeps the connection by default
 		length := int64(-1)
@@ -282,9 +316,9 @@ func readResponse(br *bufio.Reader, method string) (h1Response, bool, error) {
 			hl, err := br.ReadSlice('\n')
 			if err != nil {
 				if errors.Is(err, bufio.ErrBufferFull) {
-					return h1Response{}, false, errors.New("reading the response: a header line is too long")
+					return Response{}, false, errors.New("reading the response: a header line is too long")
 				}
-				return h1Response{}, false, fmt.Errorf("reading the response: %w", unexpectedEOF(err))
+				return Response{}, false, fmt.Errorf("reading the response: %w", unexpectedEOF(err))
 			}
 			hl = trimCRLF(hl)
 			if len(hl) == 0 {
@@ -292,19 +326,19 @@ func readResponse(br *bufio.Reader, method string) (h1Response, bool, error) {
 			}
 			colon := bytes.IndexByte(hl, ':')
 			if colon <= 0 {
-				return h1Response{}, false, fmt.Errorf("malformed HTTP header %q", clip(string(hl)))
+				return Response{}, false, fmt.Errorf("malformed HTTP header %q", clip(string(hl)))
 			}
 			key, val := hl[:colon], bytes.TrimSpace(hl[colon+1:])
 			switch {
 			case asciiEqualFold(key, "content-length"):
 				n, err := strconv.ParseInt(string(val), 10, 64)
 				if err != nil || n < 0 || (length >= 0 && n != length) {
-					return h1Response{}, false, fmt.Errorf("bad Content-Length %q", clip(string(val)))
+					return Response{}, false, fmt.Errorf("bad Content-Length %q", clip(string(val)))
 				}
 				length = n
 			case asciiEqualFold(key, "transfer-encoding"):
 				if !asciiEqualFold(val, "chunked") {
-					return h1Response{}, false, fmt.Errorf("unsupported Transfer-Encoding %q", clip(string(val)))
+					return Response{}, false, fmt.Errorf("unsupported Transfer-Encoding %q", clip(string(val)))
 				}
 				chunked = true
 			case asciiEqualFold(key, "connection"):
@@ -324,43 +358,44 @@ func readResponse(br *bufio.Reader, method string) (h1Response, bool, error) {
 		if status < 200 && status != http.StatusSwitchingProtocols {
 			continue // 100 Continue, 103 Early Hints: the response follows
 		}
-		resp := h1Response{status: status, header: header}
+		resp := Response{Status: status, Header: header}
 		if method == http.MethodHead || status == http.StatusNoContent || status == http.StatusNotModified || status < 200 {
 			return resp, keep && status >= 200, nil
 		}
-		resp.body = getBody(0)
+		resp.buf = getBuf(0)
 		switch {
 		case chunked:
-			err = readAll(&resp.body.b, httputil.NewChunkedReader(br))
+			err = readAll(&resp.buf.b, httputil.NewChunkedReader(br), maxBody)
 			if err == nil {
 				err = skipTrailer(br)
 			}
 		case length >= 0:
-			if length > maxResponseBytes {
-				resp.release()
-				return h1Response{}, false, fmt.Errorf("reading the response: the body is %d bytes, more than %d", length, maxResponseBytes)
+			if length > int64(maxBody) {
+				resp.Release()
+				return Response{}, false, fmt.Errorf("reading the response: the body is %d bytes, more than %d", length, maxBody)
 			}
-			b := resp.body.b
+			b := resp.buf.b
 			if int64(cap(b)) < length {
 				b = make([]byte, length)
 			}
 			b = b[:length]
 			_, err = io.ReadFull(br, b)
-			resp.body.b = b
+			resp.buf.b = b
 		default:
 			keep = false // the body ends when the server closes
-			err = readAll(&resp.body.b, br)
+			err = readAll(&resp.buf.b, br, maxBody)
 		}
 		if err != nil {
-			resp.release()
-			return h1Response{}, false, fmt.Errorf("reading the response: %w", unexpectedEOF(err))
+			resp.Release()
+			return Response{}, false, fmt.Errorf("reading the response: %w", unexpectedEOF(err))
 		}
+		resp.Body = resp.buf.b
 		return resp, keep, nil
 	}
 }
 
-// readAll appends r to *b, up to maxResponseBytes.
-func readAll(b *[]byte, r io.Reader) error {
+// readAll appends r to *b, up to maxBody bytes.
+func readAll(b *[]byte, r io.Reader, maxBody int) error {
 	buf := (*b)[:0]
 	for {
 		if len(buf) == cap(buf) {
@@ -368,9 +403,9 @@ func readAll(b *[]byte, r io.Reader) error {
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
-		if len(buf) > maxResponseBytes {
+		if len(buf) > maxBody {
 			*b = buf
-			return fmt.Errorf("the body is more than %d bytes", maxResponseBytes)
+			return fmt.Errorf("the body is more than %d bytes", maxBody)
 		}
 		if err == io.EOF {
 			*b = buf
@@ -432,4 +467,20 @@ func unexpectedEOF(err error) error {
 		return io.ErrUnexpectedEOF
 	}
 	return err
+}
+
+// maxErrorText bounds the bytes of a response quoted in an error.
+const maxErrorText = 512
+
+// clip shortens s to maxErrorText bytes on a rune boundary (as package llm
+// clips what it quotes).
+func clip(s string) string {
+	if len(s) <= maxErrorText {
+		return s
+	}
+	cut := maxErrorText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… (%d bytes)", len(s))
 }

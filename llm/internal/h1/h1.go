@@ -308,21 +308,28 @@ func readResponse(br *bufio.Reader, method string, maxBody int) (Response, bool,
 		if err != nil || status < 100 || (len(line) > 12 && line[12] != ' ') {
 			return Response{}, false, fmt.Errorf("malformed HTTP status line %q", clip(string(line)))
 		}
-		keep := line[7] == '1' // HTTP/1.1 keeps the connection by default
+		minor := line[7] // line is overwritten by the next read
 		length := int64(-1)
 		chunked := false
+		// HTTP/1.1 keeps the connection unless it says close; HTTP/1.0
+		// only when it says keep-alive (and not close).
+		hasClose, hasKeepAlive := false, false
 		var header http.Header
-		for {
+		var fold [256]byte // room for a header line and its continuations
+		for i := 0; ; i++ {
 			hl, err := br.ReadSlice('\n')
 			if err != nil {
-				if errors.Is(err, bufio.ErrBufferFull) {
-					return Response{}, false, errors.New("reading the response: a header line is too long")
-				}
-				return Response{}, false, fmt.Errorf("reading the response: %w", unexpectedEOF(err))
+				return Response{}, false, headerErr(err)
 			}
 			hl = trimCRLF(hl)
 			if len(hl) == 0 {
 				break
+			}
+			if i == 0 && (hl[0] == ' ' || hl[0] == '\t') {
+				return Response{}, false, fmt.Errorf("malformed HTTP header %q: a continuation line first", clip(string(hl)))
+			}
+			if hl, err = continued(br, hl, fold[:0]); err != nil {
+				return Response{}, false, err
 			}
 			colon := bytes.IndexByte(hl, ':')
 			if colon <= 0 {
@@ -332,22 +339,27 @@ func readResponse(br *bufio.Reader, method string, maxBody int) (Response, bool,
 			switch {
 			case asciiEqualFold(key, "content-length"):
 				n, err := strconv.ParseInt(string(val), 10, 64)
-				if err != nil || n < 0 || (length >= 0 && n != length) {
+				if err != nil || len(val) == 0 || val[0] < '0' || val[0] > '9' || (length >= 0 && n != length) {
 					return Response{}, false, fmt.Errorf("bad Content-Length %q", clip(string(val)))
 				}
 				length = n
 			case asciiEqualFold(key, "transfer-encoding"):
+				if minor == '0' {
+					// RFC 9112 §6.1: an HTTP/1.0 message with a
+					// Transfer-Encoding has faulty framing (net/http ignores
+					// the header and reads the body by another rule).
+					return Response{}, false, errors.New("malformed HTTP/1.0 response: it has a Transfer-Encoding")
+				}
 				if !asciiEqualFold(val, "chunked") {
 					return Response{}, false, fmt.Errorf("unsupported Transfer-Encoding %q", clip(string(val)))
 				}
+				if chunked {
+					return Response{}, false, errors.New("more than one Transfer-Encoding")
+				}
 				chunked = true
 			case asciiEqualFold(key, "connection"):
-				switch {
-				case asciiEqualFold(val, "close"):
-					keep = false
-				case asciiEqualFold(val, "keep-alive"):
-					keep = true
-				}
+				hasClose = hasClose || hasToken(val, "close")
+				hasKeepAlive = hasKeepAlive || hasToken(val, "keep-alive")
 			case asciiEqualFold(key, "retry-after"), asciiEqualFold(key, "retry-after-ms"):
 				if header == nil {
 					header = http.Header{}
@@ -358,6 +370,7 @@ func readResponse(br *bufio.Reader, method string, maxBody int) (Response, bool,
 		if status < 200 && status != http.StatusSwitchingProtocols {
 			continue // 100 Continue, 103 Early Hints: the response follows
 		}
+		keep := !hasClose && (minor == '1' || hasKeepAlive)
 		resp := Response{Status: status, Header: header}
 		if method == http.MethodHead || status == http.StatusNoContent || status == http.StatusNotModified || status < 200 {
 			return resp, keep && status >= 200, nil
@@ -391,6 +404,40 @@ func readResponse(br *bufio.Reader, method string, maxBody int) (Response, bool,
 		}
 		resp.Body = resp.buf.b
 		return resp, keep, nil
+	}
+}
+
+// headerErr is the error of a failed read of a header line.
+func headerErr(err error) error {
+	if errors.Is(err, bufio.ErrBufferFull) {
+		return errors.New("reading the response: a header line is too long")
+	}
+	return fmt.Errorf("reading the response: %w", unexpectedEOF(err))
+}
+
+// continued returns the header line hl (read by ReadSlice, its CRLF
+// trimmed) with the lines that continue it, obs-fold (RFC 9112 §5.2:
+// lines that start with a space or a tab), each trimmed and joined to it
+// by a space, as net/http reads them. hl is copied to buf's array before
+// br is read again, which may overwrite it.
+func continued(br *bufio.Reader, hl, buf []byte) ([]byte, error) {
+	if br.Buffered() > 0 {
+		if next, _ := br.Peek(1); next[0] != ' ' && next[0] != '\t' {
+			return hl, nil // the common case: no continuation, no copy
+		}
+	}
+	line := append(buf, hl...)
+	for {
+		next, err := br.Peek(1)
+		if err != nil || (next[0] != ' ' && next[0] != '\t') {
+			return line, nil // a read error comes again with the next line
+		}
+		cl, err := br.ReadSlice('\n')
+		if err != nil {
+			return nil, headerErr(err)
+		}
+		line = append(bytes.TrimRight(line, " \t"), ' ')
+		line = append(line, bytes.Trim(trimCRLF(cl), " \t")...)
 	}
 }
 
@@ -435,6 +482,19 @@ func skipTrailer(br *bufio.Reader) error {
 func trimCRLF(b []byte) []byte {
 	b = bytes.TrimSuffix(b, []byte("\n"))
 	return bytes.TrimSuffix(b, []byte("\r"))
+}
+
+// hasToken reports whether the comma-separated list v (a Connection
+// header) has the lower-case token, in any case.
+func hasToken(v []byte, token string) bool {
+	for len(v) > 0 {
+		var t []byte
+		t, v, _ = bytes.Cut(v, []byte{','})
+		if asciiEqualFold(bytes.Trim(t, " \t"), token) {
+			return true
+		}
+	}
+	return false
 }
 
 // asciiEqualFold reports whether b equals the lower-case ASCII s, ignoring

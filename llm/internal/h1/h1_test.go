@@ -7,10 +7,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -137,6 +139,13 @@ func TestResponses(t *testing.T) {
 		{"gzip transfer", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n", "unsupported Transfer-Encoding", false},
 		{"header without colon", "HTTP/1.1 200 OK\r\nnonsense\r\n\r\n", "malformed HTTP header", false},
 		{"header line too long", "HTTP/1.1 200 OK\r\nX-Long: " + strings.Repeat("a", 20000) + "\r\n\r\n", "too long", false},
+		// found by FuzzReadResponse and FuzzFramingHeaders (net/http agrees)
+		{"folded header", fmt.Sprintf("HTTP/1.1 200 OK\r\nX-A: 1\r\n\t2\r\nContent-Length: %d\r\n\r\n%s", len(body), body), "", true},
+		{"close among the connection tokens", fmt.Sprintf("HTTP/1.1 200 OK\r\nConnection: keep-alive, close\r\nContent-Length: %d\r\n\r\n%s", len(body), body), "", false},
+		{"signed content-length", fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: +%d\r\n\r\n%s", len(body), body), "bad Content-Length", false},
+		{"two transfer-encodings", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n" + strings.TrimPrefix(chunked, "HTTP/1.1 200 OK\r\n"), "more than one Transfer-Encoding", false},
+		{"HTTP/1.0 chunked", "HTTP/1.0" + strings.TrimPrefix(chunked, "HTTP/1.1"), "HTTP/1.0 response", false},
+		{"folded first header", "HTTP/1.1 200 OK\r\n X-A: 1\r\n\r\n", "malformed HTTP header", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newRawServer(t, tt.resp)
@@ -260,5 +269,25 @@ func TestCancelInterruptsRead(t *testing.T) {
 	_, err = tokenizeCtx(ctx, h)
 	if err == nil || time.Since(start) > 5*time.Second {
 		t.Errorf("Do cancelled after 100ms = %v after %v, want an error at once", err, time.Since(start))
+	}
+}
+
+// TestFoldedHeaderOneByteAtATime: a header continued on the next line
+// (obs-fold) reads the same when the lines arrive one byte at a time, so
+// that each read overwrites the buffer the previous line was in.
+func TestFoldedHeaderOneByteAtATime(t *testing.T) {
+	const in = "HTTP/1.1 429 Too Many Requests\r\nRetry-After:\r\n  \t7 \r\n \r\nRetry-After-Ms: 1\r\n\t 5\r\nContent-Length: 2\r\n\r\n{}"
+	for name, r := range map[string]io.Reader{"at once": strings.NewReader(in), "one byte at a time": iotest.OneByteReader(strings.NewReader(in))} {
+		resp, keep, err := readResponse(bufio.NewReaderSize(r, readBufferSize), http.MethodPost, testMaxBody)
+		if err != nil || resp.Status != 429 || string(resp.Body) != "{}" || !keep {
+			t.Fatalf("%s: readResponse = %d %q (keep %v), %v; want 429 {} (keep)", name, resp.Status, resp.Body, keep, err)
+		}
+		if got, want := resp.Header.Values("Retry-After"), []string{"7"}; !slices.Equal(got, want) {
+			t.Errorf("%s: Retry-After %q, want %q", name, got, want)
+		}
+		if got, want := resp.Header.Values("Retry-After-Ms"), []string{"1 5"}; !slices.Equal(got, want) {
+			t.Errorf("%s: Retry-After-Ms %q, want %q", name, got, want)
+		}
+		resp.Release()
 	}
 }

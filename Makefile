@@ -20,10 +20,12 @@ venv:
 # with the real PyTorch trainer) and Python (trainer, tiny model, parquet
 # interop). One vLLM server (CPU build, the tiny model) is started for all
 # the Go tests (scripts/with_vllm.sh); PARLEY_REQUIRE_VLLM=1 makes a test
-# that needs it fail, not skip, when it is missing. The Python code is linted
-# (ruff) and type-checked (mypy) first, as go vet checks the Go code.
+# that needs it fail, not skip, when it is missing. The Go code is vetted
+# and checked by staticcheck (the version go.mod pins, as a tool), the
+# Python code linted (ruff) and type-checked (mypy), before any test runs.
 test: build venv tiny-model
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 	$(PY) -m ruff check scripts
 	$(PY) -m mypy --config-file scripts/pyproject.toml
 	PARLEY_REQUIRE_VLLM=1 bash scripts/with_vllm.sh --python $(PY) --model $(TINY) -- \

@@ -3,7 +3,6 @@ package grpo
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"math"
 	"os"
 	"strconv"
@@ -11,9 +10,8 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 
 func loadBatchInput(t *testing.T) []dataset.Rollout {
 	t.Helper()
@@ -64,19 +62,7 @@ func TestBuildBatchGolden(t *testing.T) {
 			buf.Write(append(b, '\n'))
 		}
 	}
-	const golden = "testdata/batch_golden.json"
-	if *update {
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Errorf("BuildBatch output differs from %s (run go test -update and review the diff):\n%s", golden, buf.String())
-	}
+	golden.Check(t, "testdata/batch_golden.json", buf.Bytes())
 }
 
 // TestBuildBatchInvariants checks the contract row by row, independently of

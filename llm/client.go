@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/retry"
+	"github.com/parleyhq/parley/llm/internal/h1"
 	"go.uber.org/zap"
 )
 
@@ -110,7 +111,7 @@ type endpoint struct {
 	answered    atomic.Bool  // it has answered at least once (any status)
 	refusing    atomic.Bool  // its last attempt was refused and it has never answered
 	// h1 is the client's own HTTP/1.1 exchange with it; nil: net/http.
-	h1 *h1
+	h1 *h1.Client
 }
 
 func (e *endpoint) isDown(now int64) bool { return e.downUntil.Load() > now }
@@ -166,7 +167,7 @@ func New(opts Options) (*Client, error) {
 	}
 	if opts.HTTPClient == nil {
 		for _, ep := range c.eps {
-			ep.h1 = newH1(ep.base, c.auth)
+			ep.h1 = h1.New(ep.base, c.auth, maxResponseBytes)
 		}
 	}
 	seed := opts.JitterSeed
@@ -253,7 +254,7 @@ func (c *Client) Close() {
 	}
 	for _, ep := range c.eps {
 		if ep.h1 != nil {
-			ep.h1.close()
+			ep.h1.Close()
 		}
 	}
 }

@@ -56,8 +56,10 @@ func validateCompletion(req *CompletionRequest) error {
 	case req.MaxTokens <= 0:
 		return fmt.Errorf("MaxTokens = %d, want > 0 (vLLM's default of 16 is never relied on)", req.MaxTokens)
 	case req.N < 0:
+		//lint:ignore ST1005 the message starts with the field it is about, CompletionRequest.N
 		return fmt.Errorf("N = %d, want >= 0", req.N)
 	case !finite(req.Temperature) || req.Temperature < 0:
+		//lint:ignore ST1005 the message starts with the field it is about, CompletionRequest.Temperature
 		return fmt.Errorf("Temperature = %v, want a finite value >= 0", req.Temperature)
 	case !finite(req.TopP) || req.TopP < 0 || req.TopP > 1:
 		return fmt.Errorf("TopP = %v, want 0 (unset) or in (0, 1]", req.TopP)

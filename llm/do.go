@@ -284,17 +284,13 @@ type answer struct {
 }
 
 // exchangeH1 makes one exchange with the client's own HTTP/1.1 code (see
-// h1). timedOut says whether an error is the attempt's timeout.
+// package h1). timedOut says whether an error is the attempt's timeout.
 func (c *Client) exchangeH1(ctx context.Context, ep *endpoint, cl *call, timeout time.Duration) (answer, bool, error) {
-	resp, err := ep.h1.do(ctx, time.Now().Add(timeout), cl.method, cl.path, cl.body)
+	resp, err := ep.h1.Do(ctx, time.Now().Add(timeout), cl.method, cl.path, cl.body)
 	if err != nil {
 		return answer{}, ctx.Err() == nil && errors.Is(err, os.ErrDeadlineExceeded), err
 	}
-	ans := answer{status: resp.status, header: resp.header, release: resp.release}
-	if resp.body != nil {
-		ans.body = resp.body.b
-	}
-	return ans, false, nil
+	return answer{status: resp.Status, header: resp.Header, body: resp.Body, release: resp.Release}, false, nil
 }
 
 // exchangeHTTP makes one exchange through net/http. timedOut says whether

@@ -5,45 +5,22 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/parleyhq/parley/internal/golden"
 	"github.com/parleyhq/parley/llm/chat"
 	"github.com/parleyhq/parley/llm/chat/chattest"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
-
-// golden compares got with testdata/name, rewriting it under -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatalf("write golden: %v", err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden (run go test -update): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file (run go test -update to accept):\n%s", name, got)
-	}
-}
-
 func TestCAPromptGolden(t *testing.T) {
-	render := func(sys, user string) string {
-		return "=== system ===\n" + sys + "\n=== user ===\n" + user + "\n"
+	render := func(sys, user string) []byte {
+		return []byte("=== system ===\n" + sys + "\n=== user ===\n" + user + "\n")
 	}
-	golden(t, "ca_prompt_deliberation.golden", render(caSystem, RenderCAPrompt(therapist())))
-	golden(t, "ca_prompt_single.golden", render(caSystem, RenderCAPrompt(hobby())))
-	golden(t, "pairwise_prompt_conflict_resolution.golden", render(
+	golden.Check(t, "testdata/ca_prompt_deliberation.golden", render(caSystem, RenderCAPrompt(therapist())))
+	golden.Check(t, "testdata/ca_prompt_single.golden", render(caSystem, RenderCAPrompt(hobby())))
+	golden.Check(t, "testdata/pairwise_prompt_conflict_resolution.golden", render(
 		strings.Replace(pairwiseSystem, "%s", aspectCriteria[AspectConflictResolution], 1),
 		RenderPairwisePrompt(therapist().Task, therapist().Persona("A"), therapist().Persona("B"), "Left answer.", "Right answer.")))
 }

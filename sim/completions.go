@@ -61,6 +61,7 @@ type choiceOut struct {
 func (s *Server) parsePrompts(raw json.RawMessage) ([][]int32, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
+		//lint:ignore ST1005 vLLM's own message to the client, verbatim
 		return nil, fmt.Errorf("Either prompt or prompt_embeds must be provided and non-empty.")
 	}
 	switch raw[0] {
@@ -135,24 +136,28 @@ func (req *completionRequest) sampling() (sampling, error) {
 		sp.maxTokens = *req.MaxTokens
 	}
 	if sp.maxTokens < 1 {
+		//lint:ignore ST1005 vLLM's own message to the client, verbatim
 		return sp, fmt.Errorf("max_tokens must be at least 1, got %d.", sp.maxTokens)
 	}
 	if req.Temperature != nil {
 		sp.temperature = *req.Temperature
 	}
 	if sp.temperature < 0 {
+		//lint:ignore ST1005 vLLM's own message to the client, verbatim
 		return sp, fmt.Errorf("temperature must be non-negative, got %g.", sp.temperature)
 	}
 	if req.TopP != nil {
 		sp.topP = *req.TopP
 	}
 	if sp.topP <= 0 || sp.topP > 1 {
+		//lint:ignore ST1005 vLLM's own message to the client, verbatim
 		return sp, fmt.Errorf("top_p must be in (0, 1], got %g.", sp.topP)
 	}
 	if req.TopK != nil {
 		sp.topK = *req.TopK
 	}
 	if sp.topK < -1 {
+		//lint:ignore ST1005 vLLM's own message to the client, verbatim
 		return sp, fmt.Errorf("top_k must be -1 (disable), or at least 1, got %d.", sp.topK)
 	}
 	if req.MinP != nil {
@@ -162,14 +167,17 @@ func (req *completionRequest) sampling() (sampling, error) {
 		sp.n = *req.N
 	}
 	if sp.n < 1 || sp.n > 256 {
+		//lint:ignore ST1005 vLLM's own message to the client, verbatim
 		return sp, fmt.Errorf("n must be in [1, 256], got %d.", sp.n)
 	}
 	if req.Logprobs != nil {
 		sp.logprobs = *req.Logprobs
 		if sp.logprobs < 0 {
+			//lint:ignore ST1005 vLLM's own message to the client, verbatim
 			return sp, fmt.Errorf("`logprobs` must be a positive value.")
 		}
 		if sp.logprobs > maxLogprobs {
+			//lint:ignore ST1005 vLLM's own message to the client, verbatim
 			return sp, fmt.Errorf("Requested sample logprobs of %d, which is greater than max allowed: %d", sp.logprobs, maxLogprobs)
 		}
 	}
@@ -313,24 +321,23 @@ func (s *Server) applyStop(toks []int32, sp sampling) (int, string, string, bool
 // emits; their text is precomputed so encoding them costs nothing.
 const lpTableSize = 1024
 
-// lpTable holds logprobs in decreasing order: -0.005 - 0.6*E where E runs
-// over the quantiles of a unit exponential, at float32 precision; lpText
-// holds their JSON text.
-var lpTable, lpText = func() (v [lpTableSize]float64, txt [lpTableSize]string) {
-	for k := range v {
+// lpText holds the JSON text of logprobs in decreasing order: -0.005 -
+// 0.6*E where E runs over the quantiles of a unit exponential, at float32
+// precision.
+var lpText = func() (txt [lpTableSize]string) {
+	for k := range txt {
 		u := (float64(k) + 0.5) / lpTableSize
 		x := float64(float32(-0.005 + 0.6*math.Log1p(-u)))
-		v[k] = max(x, -20)
-		txt[k] = string(jsonfast.AppendFloat32(nil, v[k]))
+		txt[k] = string(jsonfast.AppendFloat32(nil, max(x, -20)))
 	}
-	return v, txt
+	return txt
 }()
 
 // genLogprobs is a choice's logprobs as the encoder writes them.
 type genLogprobs struct {
 	ids     []int32
 	offsets []int
-	lp      []uint16     // per token, an index into lpTable
+	lp      []uint16     // per token, an index into lpText
 	alts    []altLogprob // k per token, flattened
 	k       int          // alternatives per token
 	asIDs   bool

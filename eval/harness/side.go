@@ -39,7 +39,7 @@ func ParseSide(s string) (SideSpec, error) {
 		name, path, hasPath := strings.Cut(strings.TrimPrefix(s, "adapter:"), "=")
 		name = strings.TrimSpace(name)
 		if name == "" {
-			return SideSpec{}, fmt.Errorf("harness.ParseSide(%q): no adapter name after adapter:", s)
+			return SideSpec{}, fmt.Errorf("harness.ParseSide(%q): no adapter name after \"adapter:\"", s)
 		}
 		if hasPath && strings.TrimSpace(path) == "" {
 			return SideSpec{}, fmt.Errorf("harness.ParseSide(%q): empty adapter path after =", s)

@@ -1,8 +1,6 @@
 package report
 
 import (
-	"bytes"
-	"flag"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -11,9 +9,8 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/figure"
+	"github.com/parleyhq/parley/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 var fixtureEvals = []string{"testdata/eval/pairwise.json", "testdata/eval/bench.jsonl", "testdata/eval/agreement.json"}
 
@@ -27,19 +24,7 @@ func TestWriteReportGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := "testdata/report.golden.md"
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("report.md differs from %s (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", golden, got, want)
-	}
+	golden.Check(t, "testdata/report.golden.md", got)
 
 	// Every PNG the report links exists, decodes, and has the default size.
 	linked := 0

@@ -11,8 +11,6 @@ import (
 	"github.com/parleyhq/parley/stats"
 )
 
-func nan() float64 { return math.NaN() }
-
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
 func TestReadMetrics(t *testing.T) {

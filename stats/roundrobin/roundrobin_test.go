@@ -222,7 +222,7 @@ func TestBootstrapResamplesPairings(t *testing.T) {
 		found := false
 		for _, o := range cells {
 			if o.Holder == c.Holder && o.Requester == c.Requester {
-				found = len(o.Games) == len(c.Games) && &o.Games[0] != nil && o.Games[0] == c.Games[0]
+				found = len(o.Games) == len(c.Games) && o.Games[0] == c.Games[0]
 			}
 		}
 		if !found {

@@ -12,6 +12,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -52,56 +53,73 @@ func Read(root string) (map[string]string, error) {
 		if rel != "." {
 			pkgPath += "/" + filepath.ToSlash(rel)
 		}
-		fset := token.NewFileSet()
-		pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool {
-			return !strings.HasSuffix(fi.Name(), "_test.go")
-		}, parser.ParseComments)
+		files, err := parseDir(dir)
 		if err != nil {
 			return nil, fmt.Errorf("keydocs: %s: %w", dir, err)
 		}
-		for _, pkg := range pkgs {
-			for _, f := range pkg.Files {
-				ast.Inspect(f, func(n ast.Node) bool {
-					ts, ok := n.(*ast.TypeSpec)
-					if !ok {
-						return true
-					}
-					st, ok := ts.Type.(*ast.StructType)
-					if !ok {
-						return true
-					}
-					prev := ""
-					for _, fld := range st.Fields.List {
-						// Only fields with a yaml tag can be config keys.
-						if fld.Tag == nil || !strings.Contains(fld.Tag.Value, "yaml:") {
-							if fld.Doc != nil {
-								prev = strings.Join(strings.Fields(fld.Doc.Text()), " ")
-							}
-							continue
-						}
-						doc := strings.Join(strings.Fields(fld.Doc.Text()), " ")
-						for _, name := range fld.Names {
-							d := doc
-							// A comment over a group ("RequestsPerMinute and
-							// TokensPerMinute rate-limit …") documents each
-							// field it names.
-							if d == "" && strings.Contains(prev, name.Name) {
-								d = prev
-							}
-							if d != "" {
-								out[pkgPath+"."+ts.Name.Name+"."+name.Name] = d
-							}
-						}
-						if doc != "" {
-							prev = doc
-						}
-					}
+		for _, f := range files {
+			ast.Inspect(f, func(n ast.Node) bool {
+				ts, ok := n.(*ast.TypeSpec)
+				if !ok {
 					return true
-				})
-			}
+				}
+				st, ok := ts.Type.(*ast.StructType)
+				if !ok {
+					return true
+				}
+				prev := ""
+				for _, fld := range st.Fields.List {
+					// Only fields with a yaml tag can be config keys.
+					if fld.Tag == nil || !strings.Contains(fld.Tag.Value, "yaml:") {
+						if fld.Doc != nil {
+							prev = strings.Join(strings.Fields(fld.Doc.Text()), " ")
+						}
+						continue
+					}
+					doc := strings.Join(strings.Fields(fld.Doc.Text()), " ")
+					for _, name := range fld.Names {
+						d := doc
+						// A comment over a group ("RequestsPerMinute and
+						// TokensPerMinute rate-limit …") documents each
+						// field it names.
+						if d == "" && strings.Contains(prev, name.Name) {
+							d = prev
+						}
+						if d != "" {
+							out[pkgPath+"."+ts.Name.Name+"."+name.Name] = d
+						}
+					}
+					if doc != "" {
+						prev = doc
+					}
+				}
+				return true
+			})
 		}
 	}
 	return out, nil
+}
+
+// parseDir parses the non-test Go files of dir, with their comments.
+func parseDir(dir string) ([]*ast.File, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ParseComments)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	return files, nil
 }
 
 // Generate renders the docs as config/keydocs_gen.go.

@@ -234,7 +234,6 @@ var (
 	roundRE  = regexp.MustCompile(`^Round ([0-9]+) of ([0-9]+)\.`)
 	propRE   = regexp.MustCompile(`^(Party [A-Z]) proposes (.*)\.$`)
 	voteRE   = regexp.MustCompile(`^(Party [A-Z]) (votes YES|votes NO|abstains)`)
-	noPropRE = regexp.MustCompile(`^(Party [A-Z]) made no valid proposal`)
 	saidRE   = regexp.MustCompile(`^(Party [A-Z]) said:$`)
 	voteOnRE = regexp.MustCompile(`vote on (Party [A-Z])'s proposal (.*)\.$`)
 )

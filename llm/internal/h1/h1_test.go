@@ -1,17 +1,18 @@
-package llm
+package h1
 
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -80,13 +81,41 @@ func (s *rawServer) serve() {
 
 const okTokenize = `{"count":2,"max_model_len":9,"tokens":[5,6]}`
 
-func tokenizeOnce(c *Client) (TokenizeResult, error) {
-	return c.Tokenize(context.Background(), TokenizeRequest{Messages: []Message{{Role: "user", Content: "x"}}})
+// testMaxBody is the body bound the tests' clients have (llm's).
+const testMaxBody = 256 << 20
+
+func newTestClient(t *testing.T, base, auth string) *Client {
+	t.Helper()
+	h := New(base, auth, testMaxBody)
+	if h == nil {
+		t.Fatalf("New(%s) = nil, want the client's own HTTP/1.1", base)
+	}
+	t.Cleanup(h.Close)
+	return h
 }
 
-// TestH1Responses: the client's own HTTP/1.1 exchange reads every framing
+// tokenizeOnce posts a tokenization as package llm does and returns the
+// body of a 200 answer.
+func tokenizeOnce(h *Client) (string, error) {
+	return tokenizeCtx(context.Background(), h)
+}
+
+func tokenizeCtx(ctx context.Context, h *Client) (string, error) {
+	resp, err := h.Do(ctx, time.Now().Add(10*time.Second), http.MethodPost, "/tokenize",
+		[]byte(`{"messages":[{"role":"user","content":"x"}]}`))
+	if err != nil {
+		return "", err
+	}
+	defer resp.Release()
+	if resp.Status != http.StatusOK {
+		return "", fmt.Errorf("status %d", resp.Status)
+	}
+	return string(resp.Body), nil
+}
+
+// TestResponses: the client's own HTTP/1.1 exchange reads every framing
 // an inference server may answer with, and refuses what is broken.
-func TestH1Responses(t *testing.T) {
+func TestResponses(t *testing.T) {
 	body := okTokenize
 	chunked := "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" +
 		fmt.Sprintf("%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n", 10, body[:10], len(body)-10, body[10:])
@@ -110,23 +139,25 @@ func TestH1Responses(t *testing.T) {
 		{"gzip transfer", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n", "unsupported Transfer-Encoding", false},
 		{"header without colon", "HTTP/1.1 200 OK\r\nnonsense\r\n\r\n", "malformed HTTP header", false},
 		{"header line too long", "HTTP/1.1 200 OK\r\nX-Long: " + strings.Repeat("a", 20000) + "\r\n\r\n", "too long", false},
+		// found by FuzzReadResponse and FuzzFramingHeaders (net/http agrees)
+		{"folded header", fmt.Sprintf("HTTP/1.1 200 OK\r\nX-A: 1\r\n\t2\r\nContent-Length: %d\r\n\r\n%s", len(body), body), "", true},
+		{"close among the connection tokens", fmt.Sprintf("HTTP/1.1 200 OK\r\nConnection: keep-alive, close\r\nContent-Length: %d\r\n\r\n%s", len(body), body), "", false},
+		{"signed content-length", fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: +%d\r\n\r\n%s", len(body), body), "bad Content-Length", false},
+		{"two transfer-encodings", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n" + strings.TrimPrefix(chunked, "HTTP/1.1 200 OK\r\n"), "more than one Transfer-Encoding", false},
+		{"HTTP/1.0 chunked", "HTTP/1.0" + strings.TrimPrefix(chunked, "HTTP/1.1"), "HTTP/1.0 response", false},
+		{"folded first header", "HTTP/1.1 200 OK\r\n X-A: 1\r\n\r\n", "malformed HTTP header", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newRawServer(t, tt.resp)
-			opts := testOptions(s.url())
-			opts.Retry.MaxRetries = -1
-			c := newTestClient(t, opts)
-			if c.eps[0].h1 == nil {
-				t.Fatal("a plain-http endpoint does not use the client's own HTTP/1.1")
-			}
+			h := newTestClient(t, s.url(), "")
 			for i := 0; i < 2; i++ {
-				res, err := tokenizeOnce(c)
+				res, err := tokenizeOnce(h)
 				if tt.wantErr == "" {
-					if err != nil || len(res.Tokens) != 2 || res.Tokens[1] != 6 {
-						t.Fatalf("request %d: Tokenize = %+v, %v", i, res, err)
+					if err != nil || res != okTokenize {
+						t.Fatalf("request %d: Do = %q, %v; want %q", i, res, err, okTokenize)
 					}
 				} else if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("request %d: Tokenize = %v, want an error saying %q", i, err, tt.wantErr)
+					t.Fatalf("request %d: Do = %v, want an error saying %q", i, err, tt.wantErr)
 				}
 			}
 			if wantConns := map[bool]int64{true: 1, false: 2}[tt.reuse]; s.conns.Load() != wantConns {
@@ -136,25 +167,23 @@ func TestH1Responses(t *testing.T) {
 	}
 }
 
-// TestH1CloseDelimited: a body without a length ends when the server
+// TestCloseDelimited: a body without a length ends when the server
 // closes the connection.
-func TestH1CloseDelimited(t *testing.T) {
+func TestCloseDelimited(t *testing.T) {
 	s := newRawServer(t, "HTTP/1.1 200 OK\r\n\r\n"+okTokenize)
 	s.closeAfter = 1
-	c := newTestClient(t, testOptions(s.url()))
-	if res, err := tokenizeOnce(c); err != nil || len(res.Tokens) != 2 {
-		t.Fatalf("Tokenize = %+v, %v", res, err)
+	h := newTestClient(t, s.url(), "")
+	if res, err := tokenizeOnce(h); err != nil || res != okTokenize {
+		t.Fatalf("Do = %q, %v; want %q", res, err, okTokenize)
 	}
 }
 
-// TestH1RequestHead: the request line carries the base URL's path, and the
+// TestRequestHead: the request line carries the base URL's path, and the
 // headers the host, the length, the content type and the key.
-func TestH1RequestHead(t *testing.T) {
+func TestRequestHead(t *testing.T) {
 	s := newRawServer(t, fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(okTokenize), okTokenize))
-	opts := testOptions(s.url() + "/prefix/v1")
-	opts.APIKey = "k3y"
-	c := newTestClient(t, opts)
-	if _, err := tokenizeOnce(c); err != nil {
+	h := newTestClient(t, s.url()+"/prefix", "Bearer k3y")
+	if _, err := tokenizeOnce(h); err != nil {
 		t.Fatal(err)
 	}
 	s.mu.Lock()
@@ -167,35 +196,32 @@ func TestH1RequestHead(t *testing.T) {
 	}
 }
 
-// TestH1StaleConnection: a kept connection the server has closed (vLLM's
+// TestStaleConnection: a kept connection the server has closed (vLLM's
 // uvicorn closes keep-alive connections idle for 5 s) is not an error: the
 // request goes out on a new connection, whether the close is seen before
-// the connection is reused (after h1CheckAfter idle) or by the exchange.
-func TestH1StaleConnection(t *testing.T) {
-	for _, idle := range []time.Duration{0, h1CheckAfter + 20*time.Millisecond} {
+// the connection is reused (after checkAfter idle) or by the exchange.
+func TestStaleConnection(t *testing.T) {
+	for _, idle := range []time.Duration{0, checkAfter + 20*time.Millisecond} {
 		t.Run(fmt.Sprint("idle ", idle), func(t *testing.T) {
 			s := newRawServer(t, fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(okTokenize), okTokenize))
 			s.closeAfter = 1 // each connection closed after one answer, without a word
-			opts := testOptions(s.url())
-			opts.Retry.MaxRetries = -1
-			c := newTestClient(t, opts)
+			h := newTestClient(t, s.url(), "")
 			for i := 0; i < 4; i++ {
 				time.Sleep(idle)
-				if _, err := tokenizeOnce(c); err != nil {
+				if _, err := tokenizeOnce(h); err != nil {
 					t.Fatalf("request %d on a connection the server closed: %v", i, err)
 				}
 			}
-			if st := c.Stats(); st.TransportErrors != 0 || st.Attempts != 4 || s.conns.Load() != 4 {
-				t.Errorf("stats %+v, %d connections; want 4 attempts, no transport error, 4 connections", st, s.conns.Load())
+			if s.conns.Load() != 4 {
+				t.Errorf("%d connections, want 4", s.conns.Load())
 			}
 		})
 	}
 }
 
-// TestH1Eligibility: plain-http endpoints use the client's own HTTP/1.1;
-// https, a password in the URL, a proxy from the environment and a given
-// HTTPClient use net/http.
-func TestH1Eligibility(t *testing.T) {
+// TestNew: plain-http endpoints get a Client; https and a password in the
+// URL get none (net/http serves them).
+func TestNew(t *testing.T) {
 	t.Setenv("HTTP_PROXY", "")
 	t.Setenv("http_proxy", "")
 	t.Setenv("NO_PROXY", "")
@@ -210,22 +236,18 @@ func TestH1Eligibility(t *testing.T) {
 		{"https://127.0.0.1:8000", false},
 		{"http://user:pw@127.0.0.1:8000", false},
 	} {
-		if got := newH1(tt.base, "") != nil; got != tt.want {
-			t.Errorf("newH1(%s) used: %v, want %v", tt.base, got, tt.want)
+		if got := New(tt.base, "", testMaxBody) != nil; got != tt.want {
+			t.Errorf("New(%s) used: %v, want %v", tt.base, got, tt.want)
 		}
 	}
-	if h := newH1("http://127.0.0.1", ""); h == nil || h.addr != "127.0.0.1:80" {
-		t.Errorf("newH1 without a port dials %v, want 127.0.0.1:80", h)
-	}
-	c := newTestClient(t, Options{Endpoints: []string{"http://127.0.0.1:8000"}, HTTPClient: http.DefaultClient})
-	if c.eps[0].h1 != nil {
-		t.Error("a client given an HTTPClient uses its own HTTP/1.1")
+	if h := New("http://127.0.0.1", "", testMaxBody); h == nil || h.addr != "127.0.0.1:80" {
+		t.Errorf("New without a port dials %v, want 127.0.0.1:80", h)
 	}
 }
 
-// TestH1CancelInterruptsRead: cancelling the caller's context ends a
+// TestCancelInterruptsRead: cancelling the caller's context ends a
 // request the server holds, at once.
-func TestH1CancelInterruptsRead(t *testing.T) {
+func TestCancelInterruptsRead(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -240,12 +262,32 @@ func TestH1CancelInterruptsRead(t *testing.T) {
 			defer c.Close() // hold it: never answer
 		}
 	}()
-	c := newTestClient(t, testOptions("http://"+ln.Addr().String()))
+	h := newTestClient(t, "http://"+ln.Addr().String(), "")
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	start := time.Now()
-	_, err = c.Tokenize(ctx, TokenizeRequest{Messages: []Message{{Role: "user", Content: "x"}}})
-	if !errors.Is(err, context.Canceled) || time.Since(start) > 5*time.Second {
-		t.Errorf("Tokenize cancelled after 100ms = %v after %v, want context.Canceled at once", err, time.Since(start))
+	_, err = tokenizeCtx(ctx, h)
+	if err == nil || time.Since(start) > 5*time.Second {
+		t.Errorf("Do cancelled after 100ms = %v after %v, want an error at once", err, time.Since(start))
+	}
+}
+
+// TestFoldedHeaderOneByteAtATime: a header continued on the next line
+// (obs-fold) reads the same when the lines arrive one byte at a time, so
+// that each read overwrites the buffer the previous line was in.
+func TestFoldedHeaderOneByteAtATime(t *testing.T) {
+	const in = "HTTP/1.1 429 Too Many Requests\r\nRetry-After:\r\n  \t7 \r\n \r\nRetry-After-Ms: 1\r\n\t 5\r\nContent-Length: 2\r\n\r\n{}"
+	for name, r := range map[string]io.Reader{"at once": strings.NewReader(in), "one byte at a time": iotest.OneByteReader(strings.NewReader(in))} {
+		resp, keep, err := readResponse(bufio.NewReaderSize(r, readBufferSize), http.MethodPost, testMaxBody)
+		if err != nil || resp.Status != 429 || string(resp.Body) != "{}" || !keep {
+			t.Fatalf("%s: readResponse = %d %q (keep %v), %v; want 429 {} (keep)", name, resp.Status, resp.Body, keep, err)
+		}
+		if got, want := resp.Header.Values("Retry-After"), []string{"7"}; !slices.Equal(got, want) {
+			t.Errorf("%s: Retry-After %q, want %q", name, got, want)
+		}
+		if got, want := resp.Header.Values("Retry-After-Ms"), []string{"1 5"}; !slices.Equal(got, want) {
+			t.Errorf("%s: Retry-After-Ms %q, want %q", name, got, want)
+		}
+		resp.Release()
 	}
 }

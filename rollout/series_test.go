@@ -105,9 +105,17 @@ func TestSeriesResumesAfterKill(t *testing.T) {
 	}
 	got := t.TempDir()
 	rng := rand.New(rand.NewPCG(7, 7))
-	kills := killtest.Until(t, "TestSeriesChild", []string{"PARLEY_TEST_SERIES_DIR=" + got}, func() time.Duration {
-		return time.Duration(100+rng.IntN(400)) * time.Millisecond
-	})
+	recorded := func() int {
+		n := 0
+		for _, s := range seriesFixture() {
+			recs, _ := rollout.ReadSeries(got, s.ID)
+			n += len(recs)
+		}
+		return n
+	}
+	// A kill lands 0 to 100 ms after a run has recorded a game.
+	kills := killtest.Until(t, "TestSeriesChild", []string{"PARLEY_TEST_SERIES_DIR=" + got}, recorded,
+		func() time.Duration { return time.Duration(rng.IntN(100)) * time.Millisecond })
 	if kills < 2 {
 		t.Fatalf("%d kills landed before the child finished; the test needs a slower child", kills)
 	}

@@ -127,7 +127,7 @@ func TournamentReport(dir, out string) (string, error) {
 // tournamentJudge is the chat client of the judge a tournament's game
 // consults.
 func tournamentJudge(t config.Tournament, log *zap.Logger) (*chat.Client, error) {
-	key, err := secret(t.Judge.APIKeyEnv, "judge.api_key_env")
+	key, err := secretFromEnv("judge.api_key_env", t.Judge.APIKeyEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +185,7 @@ func newTournamentAgents(t config.Tournament, log *zap.Logger) (*tournamentAgent
 	}
 	sort.Strings(eps)
 	for _, ep := range eps {
-		key, err := secret(keys[ep], "agents[].api_key_env")
+		key, err := secretFromEnv("agents[].api_key_env", keys[ep])
 		if err != nil {
 			p.close()
 			return nil, err
@@ -232,7 +232,7 @@ func newTournamentAgents(t config.Tournament, log *zap.Logger) (*tournamentAgent
 				}
 			}
 		case dataset.PolicyExternal:
-			apiKey, err := secret(a.APIKeyEnv, key+".api_key_env")
+			apiKey, err := secretFromEnv(key+".api_key_env", a.APIKeyEnv)
 			if err != nil {
 				p.close()
 				return nil, err
@@ -309,17 +309,4 @@ func newestCheckpoint(a config.Agent) (name, path string, err error) {
 		return "", "", err
 	}
 	return fmt.Sprintf("%s-%s", strings.ReplaceAll(a.Name, "/", "-"), dataset.StepName(best)), abs, nil
-}
-
-// secret reads the secret in the environment variable name (key is the
-// config key naming it); an empty name means no secret.
-func secret(name, key string) (string, error) {
-	if name == "" {
-		return "", nil
-	}
-	v, ok := os.LookupEnv(name)
-	if !ok || v == "" {
-		return "", fmt.Errorf("config key %s names the environment variable %s, which is not set", key, name)
-	}
-	return v, nil
 }

@@ -19,8 +19,8 @@ import (
 	"github.com/parleyhq/parley/eval/tournament"
 	_ "github.com/parleyhq/parley/internal/toygame"
 	"github.com/parleyhq/parley/rollout"
-	_ "github.com/parleyhq/parley/rollout/deliberation"
 	"github.com/parleyhq/parley/rollout/endowment"
+	_ "github.com/parleyhq/parley/rollout/games" // every built-in game, as cmd/parley registers them
 	"github.com/parleyhq/parley/sim"
 )
 

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"fmt"
-	"path/filepath"
-
-	"github.com/parleyhq/parley/config"
+	"github.com/parleyhq/parley/app"
 	"github.com/parleyhq/parley/eval/harness"
 	"github.com/spf13/cobra"
 )
@@ -51,25 +48,6 @@ instruction-level and loose accuracies are written beside it. GPQA data is
 the user's own file and is never written out: only item ids and answer
 letters are.`
 
-// newBenchCmd is `parley bench`: benchmark checks on the policy.
-// benchDefaults fills the bench options the flags left unset from the
-// config: the seed (unless --seed was given), the thinking mode and the
-// concurrency.
-func benchDefaults(o *harness.BenchOptions, cfg config.Config, seedGiven bool) {
-	if !seedGiven {
-		o.Seed = cfg.Run.Seed
-	}
-	if o.Mode == "" {
-		o.Mode = harness.ModeNonThinking
-		if cfg.Policy.EnableThinking {
-			o.Mode = harness.ModeThinking
-		}
-	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = cfg.Rollout.Concurrency
-	}
-}
-
 func newBenchCmd(a *cli) *cobra.Command {
 	var path string
 	var force bool
@@ -85,31 +63,8 @@ func newBenchCmd(a *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			o.Benchmark, o.Logger, o.Progress = args[0], log, a.progress
-			benchDefaults(&o, cfg, cmd.Flags().Changed("seed"))
-			name, err := harness.BenchmarkName(o.Benchmark)
-			if err != nil {
-				return err
-			}
-			if err := checkOut(filepath.Join(o.Out, name+".json"), force); err != nil {
-				return fmt.Errorf("bench: --out: %w", err)
-			}
-			if len(o.Responses) == 0 {
-				policy, err := newPolicy(cfg, log)
-				if err != nil {
-					return err
-				}
-				defer policy.Close()
-				if err := preflightPolicy(cmd.Context(), policy, cfg.Policy.Model); err != nil {
-					return fmt.Errorf("bench: %w", err)
-				}
-				o.Policy, o.Loader, o.BaseModel = policy, policy, cfg.Policy.Model
-			}
-			results, err := harness.RunBench(cmd.Context(), o)
-			if err != nil {
-				return err
-			}
-			return harness.WriteBenchTable(cmd.OutOrStdout(), results)
+			o.Benchmark = args[0]
+			return app.Bench(cmd.Context(), cfg, a.env(cmd, log), o, cmd.Flags().Changed("seed"), force)
 		},
 	}
 	configFlags(cmd, &path)

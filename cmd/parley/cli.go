@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 
+	"github.com/parleyhq/parley/app"
 	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/internal/logging"
 	"github.com/parleyhq/parley/internal/progress"
@@ -61,19 +62,6 @@ func (a *cli) bars() *progress.Bars {
 	return progress.New(logging.IsTerminal(os.Stderr), a.logs)
 }
 
-// progress starts a progress bar of total items (on a terminal), returning
-// its tick and its end call; it fits harness's Progress options.
-func (a *cli) progress(label string, total int) (tick func(), end func(failed bool)) {
-	bars := a.bars()
-	bar := bars.Add(label, int64(total))
-	return bar.Increment, func(failed bool) {
-		if failed {
-			bar.Abort()
-		}
-		bars.Wait()
-	}
-}
-
 // summarize ends a command with its summary: a table on stdout when logs
 // are for people, else one structured log line. Bars must be done.
 func (a *cli) summarize(t *summary.Table) {
@@ -111,4 +99,10 @@ func (a *cli) loadConfig(cmd *cobra.Command, path string) (config.Config, error)
 func configFlags(cmd *cobra.Command, path *string) {
 	cmd.Flags().StringVar(path, "config", "", "YAML config file (PARLEY_* variables and --<key>=value flags override it)")
 	config.RegisterFlags(cmd.Flags())
+}
+
+// env is what app's commands run with: the logger, cmd's stdout, progress
+// bars on a terminal and the closing summary.
+func (a *cli) env(cmd *cobra.Command, log *zap.Logger) app.Env {
+	return app.Env{Log: log, Out: cmd.OutOrStdout(), Bars: a.bars, Summarize: a.summarize}
 }

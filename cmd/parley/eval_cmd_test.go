@@ -6,8 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/parleyhq/parley/rollout/deliberation"
-	"github.com/parleyhq/parley/rollout/single"
 	"io"
 	"math"
 	"net/http"
@@ -17,6 +15,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/parleyhq/parley/rollout/deliberation"
+	"github.com/parleyhq/parley/rollout/single"
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/eval/harness"

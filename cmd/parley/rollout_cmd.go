@@ -1,18 +1,8 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
-	"path/filepath"
-
-	"github.com/parleyhq/parley/dataset"
-	"github.com/parleyhq/parley/internal/fsutil"
-	"github.com/parleyhq/parley/internal/summary"
-	"github.com/parleyhq/parley/llm"
-	"github.com/parleyhq/parley/rollout"
+	"github.com/parleyhq/parley/app"
 	"github.com/spf13/cobra"
-	"go.uber.org/zap"
 )
 
 func newRolloutCmd(a *cli) *cobra.Command {
@@ -27,45 +17,7 @@ func newRolloutCmd(a *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if out == "" {
-				return fmt.Errorf("rollout: --out DIR is required")
-			}
-			if err := checkOut(out, force); err != nil {
-				return fmt.Errorf("rollout: --out: %w", err)
-			}
-			if group > 0 {
-				cfg.Rollout.GroupSize = group
-			}
-			rows, err := loadCurriculum(cfg)
-			if err != nil {
-				return err
-			}
-			if prompts > 0 {
-				rows = rollout.SelectPrompts(rows, cfg.Curriculum.Mix, prompts, cfg.Run.Seed, 0)
-			}
-			policy, err := newPolicy(cfg, log)
-			if err != nil {
-				return err
-			}
-			defer policy.Close()
-			if err := preflightPolicy(cmd.Context(), policy, cfg.Policy.Model); err != nil {
-				return fmt.Errorf("rollout: %w", err)
-			}
-			ro, closePlayers, err := runnerOptions(cfg, policy, log)
-			if err != nil {
-				return err
-			}
-			defer closePlayers()
-			sum, err := runRollouts(cmd.Context(), a, rolloutJob{
-				opts:    ro,
-				prompts: rows,
-				path:    filepath.Join(out, "rollouts.parquet"),
-				log:     log,
-			})
-			if err != nil {
-				return err
-			}
-			return reportRollouts(a, sum, policy.Stats(), out, cfg.Train.MaxFailedFraction)
+			return app.Rollout(cmd.Context(), cfg, a.env(cmd, log), app.RolloutOptions{Out: out, Force: force, Prompts: prompts, GroupSize: group})
 		},
 	}
 	configFlags(cmd, &path)
@@ -74,81 +26,4 @@ func newRolloutCmd(a *cli) *cobra.Command {
 	cmd.Flags().IntVar(&group, "group-size", 0, "rollouts per row (0: rollout.group_size)")
 	cmd.Flags().BoolVar(&force, "force", false, "replace what --out holds")
 	return cmd
-}
-
-// reportRollouts prints the rollout summary and writes OUT/summary.json;
-// an interrupted run, or one past the failure threshold, is an error.
-func reportRollouts(a *cli, sum rollout.Summary, st llm.Stats, out string, maxFailed float64) error {
-	log := a.log
-	a.summarize(summary.New("rollout").
-		Add("rollouts", sum.Rollouts).AddIf(sum.Failed > 0, "failed", sum.Failed).AddIf(sum.Interrupted > 0, "interrupted", sum.Interrupted).
-		Add("agreement rate", sum.AgreementRate).Add("rounds to agreement", sum.RoundsToAgree).
-		Add("sampled tokens", sum.SampledTokens).Add("prompt tokens sent", sum.PromptTokensSent).
-		Add("prefix breaks", sum.PrefixBreaks).Add("sequences per rollout", sum.SequencesPerRollout).
-		Add("trainer tokens per sampled", sum.TrainerTokensPerSampled).
-		Add("requests", sum.Requests).AddIf(st.Retries > 0, "retries", st.Retries).
-		Add("elapsed", sum.Elapsed).Add("rollouts per second", sum.PerSecond).
-		Add("output", filepath.Join(out, "rollouts.parquet")))
-	for cause, n := range sum.Errors {
-		log.Warn("rollouts failed", zap.Int("count", n), zap.String("cause", cause))
-	}
-	b, _ := json.MarshalIndent(sum, "", "  ")
-	if err := fsutil.WriteFileAtomic(filepath.Join(out, "summary.json"), append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("rollout: write summary: %w", err)
-	}
-	if sum.Interrupted > 0 {
-		return fmt.Errorf("rollout: interrupted: %d rollouts written to %s, %d not run: %w", sum.Rollouts, out, sum.Interrupted, context.Canceled)
-	}
-	if float64(sum.Failed) > maxFailed*float64(max(sum.Rollouts, 1)) {
-		return fmt.Errorf("rollout: %d of %d rollouts failed, more than train.max_failed_fraction %g (they are in %s, marked failed); first error: %w",
-			sum.Failed, sum.Rollouts, maxFailed, out, sum.FirstErr)
-	}
-	return nil
-}
-
-// rolloutJob is one set of rollouts streamed to a parquet file.
-type rolloutJob struct {
-	opts    rollout.RunnerOptions
-	prompts []dataset.Prompt
-	path    string
-	log     *zap.Logger
-	// keep, if set, receives every written rollout (for judging in memory).
-	keep func(*dataset.Rollout)
-}
-
-// runRollouts plays the rollouts and streams them to job.path, closing the
-// file (valid, holding what finished) even when interrupted.
-func runRollouts(ctx context.Context, a *cli, job rolloutJob) (rollout.Summary, error) {
-	runner, err := rollout.NewRunner(job.opts)
-	if err != nil {
-		return rollout.Summary{}, err
-	}
-	if err := runner.Check(ctx); err != nil {
-		return rollout.Summary{}, err
-	}
-	w, err := dataset.NewRolloutWriter(job.path, dataset.RolloutWriterOptions{Logger: job.log})
-	if err != nil {
-		return rollout.Summary{}, err
-	}
-	bars := a.bars()
-	bar := bars.Add("rollouts", int64(len(job.prompts)*job.opts.GroupSize))
-	sum, runErr := runner.Run(ctx, job.prompts, func(r *dataset.Rollout) error {
-		bar.Increment()
-		if job.keep != nil {
-			job.keep(r)
-		}
-		return w.Write(*r)
-	})
-	if sum.Interrupted > 0 {
-		bar.Abort()
-	}
-	bars.Wait()
-	if runErr != nil {
-		w.Abort()
-		return sum, runErr
-	}
-	if err := w.Close(); err != nil {
-		return sum, err
-	}
-	return sum, nil
 }

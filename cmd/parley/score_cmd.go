@@ -1,16 +1,8 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
-	"syscall"
-
-	"github.com/parleyhq/parley/config"
+	"github.com/parleyhq/parley/app"
 	"github.com/parleyhq/parley/dataset"
-	"github.com/parleyhq/parley/internal/summary"
-	"github.com/parleyhq/parley/internal/textfile"
-	"github.com/parleyhq/parley/train"
 	"github.com/spf13/cobra"
 )
 
@@ -26,37 +18,7 @@ func newScoreCmd(a *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if in == "" || out == "" {
-				return fmt.Errorf("score: --in and --out are required")
-			}
-			if err := dataset.CheckRolloutsFile(in); err != nil {
-				return fmt.Errorf("score: --in: %w", err)
-			}
-			if err := preflightJudge(cmd.Context(), cfg, log); err != nil {
-				return fmt.Errorf("score: %w", err)
-			}
-			judge, closeJudge, err := newJudge(cfg, out, nil, log)
-			if err != nil {
-				return err
-			}
-			defer closeJudge()
-			bars := a.bars()
-			sum, err := train.Rescore(cmd.Context(), train.RescoreOptions{
-				In: in, Out: dataset.RunDir(out), Step: step, PolicyVersion: policyVersion, Force: force,
-				MaxFailedFraction: cfg.Train.MaxFailedFraction,
-				Score:             train.ScoreOptions{RunID: cfg.Run.Name, Advantage: advantageOptions(cfg.GRPO), Mask: cfg.GRPO.Mask, JudgeConcurrency: cfg.Judge.Concurrency},
-				Judge:             judge, Progress: bars.Start, Logger: log,
-			})
-			bars.Wait()
-			if err != nil {
-				return err
-			}
-			a.summarize(summary.New("score").
-				Add("judged", sum.Judge.Judged).AddIf(sum.Judge.Failed > 0, "judge failed", sum.Judge.Failed).AddIf(sum.Judge.Cached > 0, "from cache", sum.Judge.Cached).
-				Add("groups", sum.Advantage.Groups).Add("dropped (zero variance)", sum.Advantage.DroppedZeroVariance).
-				Add("score mean", sum.Advantage.ScoreMean).Add("rows", sum.Ready.Rows).Add("tokens", sum.Ready.Tokens).
-				Add("batch", sum.BatchPath))
-			return nil
+			return app.Score(cmd.Context(), cfg, a.env(cmd, log), app.ScoreOptions{In: in, Out: out, Step: step, PolicyVersion: policyVersion, Force: force})
 		},
 	}
 	configFlags(cmd, &path)
@@ -96,19 +58,7 @@ func newExportCmd(a *cli) *cobra.Command {
 			if cmd.Flags().Changed("min-reward") {
 				o.MinReward = &minReward
 			}
-			if err := exportInputs(&o, where, force); err != nil {
-				return fmt.Errorf("export: %w", err)
-			}
-			o.Logger = log
-			st, err := dataset.Export(cmd.Context(), o)
-			if err != nil {
-				return err
-			}
-			a.summarize(summary.New("export").
-				Add("read", st.Read).Add("written", st.Written).
-				Add("skipped (failed)", st.SkippedFailed).Add("skipped (filters)", st.SkippedFilters).
-				Add("outputs", st.Outputs))
-			return nil
+			return app.Export(cmd.Context(), a.env(cmd, log), o, where, force)
 		},
 	}
 	f := cmd.Flags()
@@ -127,51 +77,4 @@ func newExportCmd(a *cli) *cobra.Command {
 	f.BoolVar(&o.Traces, "traces", false, "with --role: keep the role's private <think> traces")
 	f.BoolVar(&force, "force", false, "replace what --out holds")
 	return cmd
-}
-
-// exportInputs checks export's flags before anything is read or written:
-// one source, the --role filters, an --out that is new or forced; it sets
-// the score scale of a run directory.
-func exportInputs(o *dataset.ExportOptions, where []string, force bool) error {
-	switch {
-	case o.From != "" && len(o.In) > 0:
-		return fmt.Errorf("give --from or --in, not both")
-	case o.From == "" && len(o.In) == 0:
-		return fmt.Errorf("--from or --in is required")
-	case o.Out == "":
-		return fmt.Errorf("--out is required")
-	}
-	for _, w := range where {
-		c, err := dataset.ParseCondition(w)
-		if err != nil {
-			return fmt.Errorf("flag --where: %w", err)
-		}
-		o.Where = append(o.Where, c)
-	}
-	if (len(o.Where) > 0 || len(o.Models) > 0 || o.Traces) && o.Role == "" {
-		return fmt.Errorf("--where, --model and --traces need --role")
-	}
-	if err := checkOut(o.Out, force); err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	var err error
-	o.Scale, err = runScale(o.From)
-	return err
-}
-
-// runScale is the score scale of the run directory dir by its frozen
-// config.yaml: the zero scale when dir is not a run directory with one.
-func runScale(dir string) (dataset.ScoreScale, error) {
-	b, err := textfile.ReadFile(dataset.RunDir(dir).ConfigPath())
-	if dir == "" || errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return dataset.ScoreScale{}, nil
-	}
-	if err != nil {
-		return dataset.ScoreScale{}, err
-	}
-	s, err := config.ScoreScaleOf(b)
-	if err != nil {
-		return dataset.ScoreScale{}, fmt.Errorf("%s: %w", dataset.RunDir(dir).ConfigPath(), err)
-	}
-	return s, nil
 }

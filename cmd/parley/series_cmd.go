@@ -1,18 +1,10 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 
-	"github.com/parleyhq/parley/config"
-	"github.com/parleyhq/parley/dataset"
-	"github.com/parleyhq/parley/internal/fsutil"
-	"github.com/parleyhq/parley/rollout"
+	"github.com/parleyhq/parley/app"
 	"github.com/spf13/cobra"
-	"go.uber.org/zap"
 )
 
 // newSeriesCmd is `parley series`: repeated games whose state carries over.
@@ -40,10 +32,7 @@ DIR/rollouts/step-000000.parquet and the config to DIR/config.yaml, so
 			if err != nil {
 				return err
 			}
-			if out == "" {
-				return fmt.Errorf("series: --out DIR is required")
-			}
-			sum, err := runSeries(cmd, a, cfg, out, n, log)
+			sum, err := app.Series(cmd.Context(), cfg, a.env(cmd, log), out, n)
 			if err != nil {
 				return err
 			}
@@ -55,53 +44,4 @@ DIR/rollouts/step-000000.parquet and the config to DIR/config.yaml, so
 	cmd.Flags().StringVar(&out, "out", "", "output directory (resumed when it holds the same series)")
 	cmd.Flags().IntVar(&n, "series", 1, "series per scenario type and condition")
 	return cmd
-}
-
-// runSeries wires the config into rollout.RunSeriesTo.
-func runSeries(cmd *cobra.Command, a *cli, cfg config.Config, out string, n int, log *zap.Logger) (rollout.SeriesSummary, error) {
-	spec, _ := rollout.Lookup(cfg.Game.Env)
-	if spec.Series == nil {
-		return rollout.SeriesSummary{}, fmt.Errorf("series: the %s game lays out no series", cfg.Game.Env)
-	}
-	prompts, err := loadCurriculum(cfg)
-	if err != nil {
-		return rollout.SeriesSummary{}, err
-	}
-	plan, err := spec.Series(cfg.Game.Active(), prompts, n, cfg.Run.Seed)
-	if err != nil {
-		return rollout.SeriesSummary{}, fmt.Errorf("series: %w", err)
-	}
-	if err := freezeConfig(cfg, out); err != nil {
-		return rollout.SeriesSummary{}, err
-	}
-	policy, err := newPolicy(cfg, log)
-	if err != nil {
-		return rollout.SeriesSummary{}, err
-	}
-	defer policy.Close()
-	ro, closePlayers, err := runnerOptions(cfg, policy, log)
-	if err != nil {
-		return rollout.SeriesSummary{}, err
-	}
-	defer closePlayers()
-	log.Info("playing series", zap.Int("series", len(plan)), zap.String("out", out))
-	return rollout.RunSeriesTo(cmd.Context(), ro, out, plan)
-}
-
-// freezeConfig writes the config to DIR/config.yaml unless one is there.
-func freezeConfig(cfg config.Config, out string) error {
-	p := dataset.RunDir(out).ConfigPath()
-	if _, err := os.Stat(p); err == nil {
-		return nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("series: %w", err)
-	}
-	b, err := cfg.YAML()
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return fmt.Errorf("series: %w", err)
-	}
-	return fsutil.WriteFileAtomic(p, b, 0o644)
 }

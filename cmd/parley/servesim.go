@@ -1,53 +1,11 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"strings"
-
-	"github.com/parleyhq/parley/rollout"
+	"github.com/parleyhq/parley/app"
 	"github.com/parleyhq/parley/rollout/endowment"
 	"github.com/parleyhq/parley/sim"
 	"github.com/spf13/cobra"
-	"go.uber.org/zap"
 )
-
-// A game's serve-sim answers are sim's Answerer: rollout.SimAnswerer has
-// its methods.
-var _ sim.Answerer = rollout.SimAnswerer(nil)
-
-// simGames returns every registered game's serve-sim answers
-// (rollout.Spec.Sim), in the registry's order, built with the options
-// given as GAME.KEY=VALUE.
-func simGames(options []string) ([]sim.Answerer, error) {
-	byGame := map[string]map[string]string{}
-	for _, o := range options {
-		kv, v, ok := strings.Cut(o, "=")
-		game, k, ok2 := strings.Cut(kv, ".")
-		if !ok || !ok2 || game == "" || k == "" {
-			return nil, fmt.Errorf("serve-sim: --game-option %q: want GAME.KEY=VALUE", o)
-		}
-		if s, found := rollout.Lookup(game); !found || s.Sim == nil {
-			return nil, fmt.Errorf("serve-sim: --game-option %q: no game %q with serve-sim options (games: %v)", o, game, rollout.GameNames())
-		}
-		if byGame[game] == nil {
-			byGame[game] = map[string]string{}
-		}
-		byGame[game][k] = v
-	}
-	var out []sim.Answerer
-	for _, s := range rollout.Games() {
-		if s.Sim == nil {
-			continue
-		}
-		a, err := s.Sim(byGame[s.Name])
-		if err != nil {
-			return nil, fmt.Errorf("serve-sim: game %s: %w", s.Name, err)
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
 
 func newServeSimCmd(a *cli) *cobra.Command {
 	var o sim.Options
@@ -61,25 +19,10 @@ func newServeSimCmd(a *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if apiKeyEnv != "" {
-				o.APIKey = os.Getenv(apiKeyEnv)
-				if o.APIKey == "" {
-					return fmt.Errorf("serve-sim: --api-key-env %s is empty", apiKeyEnv)
-				}
-			}
 			if cmd.Flags().Changed("ledger-mode") {
 				gameOptions = append([]string{endowment.Name + "." + endowment.SimOptionLedgerMode + "=" + ledgerMode}, gameOptions...)
 			}
-			if o.Games, err = simGames(gameOptions); err != nil {
-				return err
-			}
-			o.Logger = log
-			srv, err := sim.New(o)
-			if err != nil {
-				return err
-			}
-			log.Info("serve-sim listening (simulator, not a real model)", zap.String("addr", addr), zap.String("model", srv.Options().Model))
-			return srv.ListenAndServe(cmd.Context(), addr)
+			return app.ServeSim(cmd.Context(), a.env(cmd, log), o, app.ServeSimOptions{Addr: addr, APIKeyEnv: apiKeyEnv, GameOptions: gameOptions})
 		},
 	}
 	f := cmd.Flags()

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -89,9 +89,9 @@ func newGame(cfg config.Config, log *zap.Logger) (rollout.Game, func(), error) {
 	return g, done, nil
 }
 
-// loadCurriculum loads the configured prompts (and persona library), keeps
+// LoadCurriculum loads the configured prompts (and persona library), keeps
 // the configured split, and checks them for the configured game.
-func loadCurriculum(cfg config.Config) ([]dataset.Prompt, error) {
+func LoadCurriculum(cfg config.Config) ([]dataset.Prompt, error) {
 	return loadSplit(cfg, cfg.Curriculum.Split)
 }
 

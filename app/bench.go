@@ -1,0 +1,59 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/parleyhq/parley/config"
+	"github.com/parleyhq/parley/eval/harness"
+)
+
+// benchDefaults fills the bench options the flags left unset from the
+// config: the seed (unless --seed was given), the thinking mode and the
+// concurrency.
+func benchDefaults(o *harness.BenchOptions, cfg config.Config, seedGiven bool) {
+	if !seedGiven {
+		o.Seed = cfg.Run.Seed
+	}
+	if o.Mode == "" {
+		o.Mode = harness.ModeNonThinking
+		if cfg.Policy.EnableThinking {
+			o.Mode = harness.ModeThinking
+		}
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = cfg.Rollout.Concurrency
+	}
+}
+
+// Bench runs a benchmark check on the config's policy (or scores
+// responses offline) and prints its table (harness.RunBench).
+func Bench(ctx context.Context, cfg config.Config, env Env, o harness.BenchOptions, seedGiven, force bool) error {
+	log := env.log()
+	o.Logger, o.Progress = log, env.progress
+	benchDefaults(&o, cfg, seedGiven)
+	name, err := harness.BenchmarkName(o.Benchmark)
+	if err != nil {
+		return err
+	}
+	if err := checkOut(filepath.Join(o.Out, name+".json"), force); err != nil {
+		return fmt.Errorf("bench: --out: %w", err)
+	}
+	if len(o.Responses) == 0 {
+		policy, err := newPolicy(cfg, log)
+		if err != nil {
+			return err
+		}
+		defer policy.Close()
+		if err := preflightPolicy(ctx, policy, cfg.Policy.Model); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		o.Policy, o.Loader, o.BaseModel = policy, policy, cfg.Policy.Model
+	}
+	results, err := harness.RunBench(ctx, o)
+	if err != nil {
+		return err
+	}
+	return harness.WriteBenchTable(env.out(), results)
+}

@@ -1,0 +1,128 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"syscall"
+
+	"github.com/parleyhq/parley/config"
+	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/internal/summary"
+	"github.com/parleyhq/parley/internal/textfile"
+	"github.com/parleyhq/parley/train"
+)
+
+// exportInputs checks export's flags before anything is read or written:
+// one source, the --role filters, an --out that is new or forced; it sets
+// the score scale of a run directory.
+func exportInputs(o *dataset.ExportOptions, where []string, force bool) error {
+	switch {
+	case o.From != "" && len(o.In) > 0:
+		return fmt.Errorf("give --from or --in, not both")
+	case o.From == "" && len(o.In) == 0:
+		return fmt.Errorf("--from or --in is required")
+	case o.Out == "":
+		return fmt.Errorf("--out is required")
+	}
+	for _, w := range where {
+		c, err := dataset.ParseCondition(w)
+		if err != nil {
+			return fmt.Errorf("flag --where: %w", err)
+		}
+		o.Where = append(o.Where, c)
+	}
+	if (len(o.Where) > 0 || len(o.Models) > 0 || o.Traces) && o.Role == "" {
+		return fmt.Errorf("--where, --model and --traces need --role")
+	}
+	if err := checkOut(o.Out, force); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	var err error
+	o.Scale, err = runScale(o.From)
+	return err
+}
+
+// runScale is the score scale of the run directory dir by its frozen
+// config.yaml: the zero scale when dir is not a run directory with one.
+func runScale(dir string) (dataset.ScoreScale, error) {
+	b, err := textfile.ReadFile(dataset.RunDir(dir).ConfigPath())
+	if dir == "" || errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return dataset.ScoreScale{}, nil
+	}
+	if err != nil {
+		return dataset.ScoreScale{}, err
+	}
+	s, err := config.ScoreScaleOf(b)
+	if err != nil {
+		return dataset.ScoreScale{}, fmt.Errorf("%s: %w", dataset.RunDir(dir).ConfigPath(), err)
+	}
+	return s, nil
+}
+
+// ScoreOptions are `parley score`'s settings beside the config.
+type ScoreOptions struct {
+	// In is the rollouts parquet, Out the output directory; Step and
+	// PolicyVersion override the rollouts' (negative: theirs); Force
+	// replaces a batch already written.
+	In, Out             string
+	Step, PolicyVersion int
+	Force               bool
+}
+
+// Score judges a rollouts file, computes advantages and writes the batch
+// (train.Rescore).
+func Score(ctx context.Context, cfg config.Config, env Env, o ScoreOptions) error {
+	log := env.log()
+	if o.In == "" || o.Out == "" {
+		return fmt.Errorf("score: --in and --out are required")
+	}
+	if err := dataset.CheckRolloutsFile(o.In); err != nil {
+		return fmt.Errorf("score: --in: %w", err)
+	}
+	if err := preflightJudge(ctx, cfg, log); err != nil {
+		return fmt.Errorf("score: %w", err)
+	}
+	judge, closeJudge, err := newJudge(cfg, o.Out, nil, log)
+	if err != nil {
+		return err
+	}
+	defer closeJudge()
+	bars := env.bars()
+	sum, err := train.Rescore(ctx, train.RescoreOptions{
+		In: o.In, Out: dataset.RunDir(o.Out), Step: o.Step, PolicyVersion: o.PolicyVersion, Force: o.Force,
+		MaxFailedFraction: cfg.Train.MaxFailedFraction,
+		Score:             train.ScoreOptions{RunID: cfg.Run.Name, Advantage: advantageOptions(cfg.GRPO), Mask: cfg.GRPO.Mask, JudgeConcurrency: cfg.Judge.Concurrency},
+		Judge:             judge, Progress: bars.Start, Logger: log,
+	})
+	bars.Wait()
+	if err != nil {
+		return err
+	}
+	env.summarize(summary.New("score").
+		Add("judged", sum.Judge.Judged).AddIf(sum.Judge.Failed > 0, "judge failed", sum.Judge.Failed).AddIf(sum.Judge.Cached > 0, "from cache", sum.Judge.Cached).
+		Add("groups", sum.Advantage.Groups).Add("dropped (zero variance)", sum.Advantage.DroppedZeroVariance).
+		Add("score mean", sum.Advantage.ScoreMean).Add("rows", sum.Ready.Rows).Add("tokens", sum.Ready.Tokens).
+		Add("batch", sum.BatchPath))
+	return nil
+}
+
+// Export writes rollouts as JSONL or a Hugging Face dataset folder
+// (dataset.Export) after checking the options: where are --where
+// conditions, force replaces what o.Out holds.
+func Export(ctx context.Context, env Env, o dataset.ExportOptions, where []string, force bool) error {
+	if err := exportInputs(&o, where, force); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	o.Logger = env.log()
+	st, err := dataset.Export(ctx, o)
+	if err != nil {
+		return err
+	}
+	env.summarize(summary.New("export").
+		Add("read", st.Read).Add("written", st.Written).
+		Add("skipped (failed)", st.SkippedFailed).Add("skipped (filters)", st.SkippedFilters).
+		Add("outputs", st.Outputs))
+	return nil
+}

@@ -1,0 +1,71 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/parleyhq/parley/config"
+	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/internal/fsutil"
+	"github.com/parleyhq/parley/rollout"
+	"go.uber.org/zap"
+)
+
+// runSeries wires the config into rollout.RunSeriesTo.
+// Series plays n series per condition of the config's game into out
+// (rollout.RunSeriesTo), resuming what out holds.
+func Series(ctx context.Context, cfg config.Config, env Env, out string, n int) (rollout.SeriesSummary, error) {
+	log := env.log()
+	if out == "" {
+		return rollout.SeriesSummary{}, fmt.Errorf("series: --out DIR is required")
+	}
+	spec, _ := rollout.Lookup(cfg.Game.Env)
+	if spec.Series == nil {
+		return rollout.SeriesSummary{}, fmt.Errorf("series: the %s game lays out no series", cfg.Game.Env)
+	}
+	prompts, err := LoadCurriculum(cfg)
+	if err != nil {
+		return rollout.SeriesSummary{}, err
+	}
+	plan, err := spec.Series(cfg.Game.Active(), prompts, n, cfg.Run.Seed)
+	if err != nil {
+		return rollout.SeriesSummary{}, fmt.Errorf("series: %w", err)
+	}
+	if err := freezeConfig(cfg, out); err != nil {
+		return rollout.SeriesSummary{}, err
+	}
+	policy, err := newPolicy(cfg, log)
+	if err != nil {
+		return rollout.SeriesSummary{}, err
+	}
+	defer policy.Close()
+	ro, closePlayers, err := runnerOptions(cfg, policy, log)
+	if err != nil {
+		return rollout.SeriesSummary{}, err
+	}
+	defer closePlayers()
+	log.Info("playing series", zap.Int("series", len(plan)), zap.String("out", out))
+	return rollout.RunSeriesTo(ctx, ro, out, plan)
+}
+
+// freezeConfig writes the config to DIR/config.yaml unless one is there.
+func freezeConfig(cfg config.Config, out string) error {
+	p := dataset.RunDir(out).ConfigPath()
+	if _, err := os.Stat(p); err == nil {
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("series: %w", err)
+	}
+	b, err := cfg.YAML()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("series: %w", err)
+	}
+	return fsutil.WriteFileAtomic(p, b, 0o644)
+}

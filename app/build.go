@@ -130,10 +130,11 @@ func newJudge(cfg config.Config, cacheDir string, observe func(time.Duration, er
 	}
 	if cfg.Judge.Kind == reward.JudgeRule {
 		j, err := reward.NewRuleJudge(reward.RuleOptions{
-			Kind:         cfg.Judge.Rule.Kind,
-			Keywords:     cfg.Judge.Rule.Keywords,
-			TargetLength: cfg.Judge.Rule.TargetLength,
-			TargetWord:   cfg.Judge.Rule.TargetWord,
+			Kind:            cfg.Judge.Rule.Kind,
+			Keywords:        cfg.Judge.Rule.Keywords,
+			TargetLength:    cfg.Judge.Rule.TargetLength,
+			TargetWord:      cfg.Judge.Rule.TargetWord,
+			AgreementWeight: cfg.Judge.Rule.AgreementWeight,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("config key judge.rule: %w", err)

@@ -241,6 +241,11 @@ type Rule struct {
 	// TargetWord is the word whose share of the final's words is the
 	// score (target_word kind).
 	TargetWord string `yaml:"target_word"`
+	// AgreementWeight mixes the dialogue's agreement into the rule's
+	// score: (1 − w)·rule + w·(1 if the agents agreed, else 0), so that the
+	// reward values agreement as well as words (0: off; not with the
+	// agreement kind).
+	AgreementWeight float64 `yaml:"agreement_weight"`
 }
 
 // GRPO sets the advantage and mask modes.
@@ -459,7 +464,7 @@ func Default() Config {
 func (c Config) ScoreScale() dataset.ScoreScale {
 	switch c.Judge.Kind {
 	case reward.JudgeRule:
-		return reward.RuleScale(c.Judge.Rule.Kind, 0, 0)
+		return reward.RuleScale(reward.RuleLabel(c.Judge.Rule.Kind, c.Judge.Rule.AgreementWeight), 0, 0)
 	case reward.JudgeGame:
 		spec, _ := rollout.Lookup(c.Game.Env)
 		if spec.ScoreScale.IsZero() {

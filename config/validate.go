@@ -334,6 +334,10 @@ func (c Config) validateJudge(k *checker) {
 		if r.Kind == reward.RuleTargetWord && strings.TrimSpace(r.TargetWord) == "" {
 			k.bad("judge.rule.target_word", "must name the word for the target_word rule")
 		}
+		k.inRange("judge.rule.agreement_weight", r.AgreementWeight, 0, 1, false, false)
+		if r.AgreementWeight > 0 && r.Kind == reward.RuleAgreement {
+			k.bad("judge.rule.agreement_weight", "is for the other rules: the agreement rule scores agreement alone")
+		}
 	}
 }
 

@@ -42,6 +42,12 @@ type RuleOptions struct {
 	// TargetWord is the word whose share of the final completion's words is
 	// the raw score (case-insensitive).
 	TargetWord string
+	// AgreementWeight, in [0, 1], mixes the dialogue's agreement into the
+	// raw score: (1 − w)·rule + w·agreed (agreed 1 when the agents
+	// reached agreement, else 0), so that a reward values agreement as
+	// well as the final's words. 0 leaves the rule alone; the agreement
+	// rule itself takes none.
+	AgreementWeight float64
 	// Min and Max are the score range.
 	Min, Max float64
 }
@@ -63,6 +69,12 @@ func NewRuleJudge(opts RuleOptions) (*RuleJudge, error) {
 	}
 	if opts.Max < opts.Min {
 		return nil, fmt.Errorf("reward.NewRuleJudge: range [%v, %v] is empty", opts.Min, opts.Max)
+	}
+	if !(opts.AgreementWeight >= 0 && opts.AgreementWeight <= 1) {
+		return nil, fmt.Errorf("reward.NewRuleJudge: agreement weight %v is not in [0, 1]", opts.AgreementWeight)
+	}
+	if opts.AgreementWeight > 0 && opts.Kind == RuleAgreement {
+		return nil, fmt.Errorf("reward.NewRuleJudge: kind %s is agreement already: it takes no agreement weight", opts.Kind)
 	}
 	j := &RuleJudge{opts: opts}
 	switch opts.Kind {
@@ -111,8 +123,20 @@ func NewRuleJudge(opts RuleOptions) (*RuleJudge, error) {
 	return j, nil
 }
 
-// Name returns "rule:" and the kind.
-func (j *RuleJudge) Name() string { return "rule:" + j.opts.Kind }
+// Name returns "rule:" and the kind, with "+agreement" and its weight when
+// agreement is mixed in.
+func (j *RuleJudge) Name() string { return "rule:" + j.label() }
+
+func (j *RuleJudge) label() string { return RuleLabel(j.opts.Kind, j.opts.AgreementWeight) }
+
+// RuleLabel names a rule scorer of kind with agreement mixed in at weight
+// w (RuleOptions.AgreementWeight): the kind alone when w is 0.
+func RuleLabel(kind string, w float64) string {
+	if w > 0 {
+		return fmt.Sprintf("%s+agreement(%g)", kind, w)
+	}
+	return kind
+}
 
 // Judge scores r's final completion.
 func (j *RuleJudge) Judge(ctx context.Context, r *dataset.Rollout) (Result, error) {
@@ -120,6 +144,14 @@ func (j *RuleJudge) Judge(ctx context.Context, r *dataset.Rollout) (Result, erro
 		return Result{}, fmt.Errorf("reward.RuleJudge.Judge: %w", err)
 	}
 	raw, why := j.raw(r)
+	if w := j.opts.AgreementWeight; w > 0 {
+		agreed, verdict := 0.0, "no agreement"
+		if r.Agreed {
+			agreed, verdict = 1, "agreement reached"
+		}
+		raw = (1-w)*raw + w*agreed
+		why = fmt.Sprintf("%s; %s (weight %g)", why, verdict, w)
+	}
 	return Result{
 		Score:     j.opts.Min + raw*(j.opts.Max-j.opts.Min),
 		Rationale: why,

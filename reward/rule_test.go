@@ -55,6 +55,37 @@ func TestRuleJudges(t *testing.T) {
 	}
 }
 
+// TestRuleAgreementWeight: agreement mixed into a rule's score,
+// (1 − w)·rule + w·agreed, named in the judge's name and its scale.
+func TestRuleAgreementWeight(t *testing.T) {
+	tests := []struct {
+		name   string
+		opts   RuleOptions
+		final  string
+		agreed bool
+		want   float64
+		model  string
+	}{
+		{"agreed", RuleOptions{Kind: RuleKeywordShare, Keywords: []string{"we", "both"}, AgreementWeight: 0.5}, "We both agree, both of us", true, 0.75, "rule:keyword_share+agreement(0.5)"},
+		{"not agreed", RuleOptions{Kind: RuleKeywordShare, Keywords: []string{"we", "both"}, AgreementWeight: 0.5}, "We both agree, both of us", false, 0.25, "rule:keyword_share+agreement(0.5)"},
+		{"in a range", RuleOptions{Kind: RuleKeywords, Keywords: []string{"x"}, AgreementWeight: 0.25, Min: 1, Max: 5}, "x", false, 4, "rule:keywords+agreement(0.25)"},
+		{"weight 0", RuleOptions{Kind: RuleKeywords, Keywords: []string{"x"}}, "x", false, 1, "rule:keywords"},
+	}
+	for _, tt := range tests {
+		j, err := NewRuleJudge(tt.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := j.Judge(context.Background(), &dataset.Rollout{Final: tt.final, Agreed: tt.agreed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(res.Score-tt.want) > 1e-9 || res.Model != tt.model || j.Scale().Name != "rule "+tt.model[len("rule:"):] {
+			t.Errorf("%s: score %v model %q scale %q, want %v, %q", tt.name, res.Score, res.Model, j.Scale().Name, tt.want, tt.model)
+		}
+	}
+}
+
 func TestRuleJudgeBadOptions(t *testing.T) {
 	for _, opts := range []RuleOptions{
 		{Kind: "vibes"},
@@ -67,6 +98,8 @@ func TestRuleJudgeBadOptions(t *testing.T) {
 		{Kind: RuleKeywordShare},
 		{Kind: RuleKeywordShare, Keywords: []string{"two words"}},
 		{Kind: RuleAgreement, Min: 2, Max: 1},
+		{Kind: RuleAgreement, AgreementWeight: 0.5},
+		{Kind: RuleKeywords, Keywords: []string{"x"}, AgreementWeight: 1.5},
 	} {
 		if _, err := NewRuleJudge(opts); err == nil {
 			t.Errorf("NewRuleJudge(%+v) = nil error, want error", opts)

@@ -32,5 +32,5 @@ func (j *CAJudge) Scale() dataset.ScoreScale { return CAScale }
 
 // Scale returns the rule's kind and range.
 func (j *RuleJudge) Scale() dataset.ScoreScale {
-	return RuleScale(j.opts.Kind, j.opts.Min, j.opts.Max)
+	return RuleScale(j.label(), j.opts.Min, j.opts.Max)
 }

@@ -306,8 +306,10 @@ func tail(s string, n int) string {
 }
 
 // TestQuickstartLearns runs the README's main job (configs/quickstart.yaml,
-// a real CPU training run) under its fixed seed and checks that the mean
-// reward of the last 5 steps clearly exceeds that of the first 5. parley
+// a real CPU training run) under its fixed seed and checks that it learns
+// on all three of seed 000 figure 2's panels: the mean reward and the
+// agreement rate of the last 5 steps clearly exceed the first 5's, and the
+// agents agree in fewer rounds. parley
 // starts vLLM itself through train.server_command, as in a user's run
 // (only the interpreter, the model folder and the port are this test's).
 func TestQuickstartLearns(t *testing.T) {
@@ -333,31 +335,57 @@ func TestQuickstartLearns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rewards []float64
+	type step struct {
+		Kind              string   `json:"kind"`
+		RewardMean        float64  `json:"reward_mean"`
+		AgreementRate     float64  `json:"agreement_rate"`
+		RoundsToAgreement float64  `json:"rounds_to_agreement"`
+		MeanRounds        *float64 `json:"mean_rounds"`
+	}
+	var steps []step
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var m struct {
-			RewardMean float64 `json:"reward_mean"`
-		}
+		var m step
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatal(err)
 		}
-		rewards = append(rewards, m.RewardMean)
+		if m.Kind == "" && m.MeanRounds != nil { // a step's line, not an evaluation's
+			steps = append(steps, m)
+		}
 	}
-	if len(rewards) < 10 {
-		t.Fatalf("%d steps, want at least 10", len(rewards))
+	if len(steps) < 10 {
+		t.Fatalf("%d steps, want at least 10", len(steps))
 	}
-	mean := func(xs []float64) float64 {
+	mean := func(f func(step) float64, xs []step) float64 {
 		s := 0.0
 		for _, x := range xs {
-			s += x
+			s += f(x)
 		}
 		return s / float64(len(xs))
 	}
-	first, last := mean(rewards[:5]), mean(rewards[len(rewards)-5:])
-	t.Logf("reward per step: %.3f", rewards)
-	t.Logf("first 5: %.3f, last 5: %.3f", first, last)
-	if last < first+0.2 {
-		t.Errorf("mean reward of the last 5 steps %.3f does not exceed the first 5's %.3f by 0.2", last, first)
+	first, last := steps[:5], steps[len(steps)-5:]
+	reward := func(s step) float64 { return s.RewardMean }
+	agreement := func(s step) float64 { return s.AgreementRate }
+	rounds := func(s step) float64 { return *s.MeanRounds }
+	for _, s := range steps {
+		t.Logf("reward %.3f, agreement %.2f, rounds %.2f (to agreement %.2f)", s.RewardMean, s.AgreementRate, *s.MeanRounds, s.RoundsToAgreement)
+	}
+	// Figure 2's three panels move: the reward (half the final's share of
+	// "agree", half agreement) rises, the agreement rate rises, and the
+	// agents agree in fewer rounds (3 is the limit, and what a dialogue
+	// without agreement plays).
+	if mean(reward, last) < mean(reward, first)+0.2 {
+		t.Errorf("mean reward of the last 5 steps %.3f does not exceed the first 5's %.3f by 0.2", mean(reward, last), mean(reward, first))
+	}
+	if mean(agreement, last) < mean(agreement, first)+0.3 {
+		t.Errorf("mean agreement rate of the last 5 steps %.3f does not exceed the first 5's %.3f by 0.3", mean(agreement, last), mean(agreement, first))
+	}
+	if mean(rounds, last) > mean(rounds, first)-0.5 {
+		t.Errorf("mean rounds of the last 5 steps %.2f are not 0.5 below the first 5's %.2f", mean(rounds, last), mean(rounds, first))
+	}
+	for _, s := range last {
+		if s.AgreementRate > 0 && s.RoundsToAgreement >= 3 {
+			t.Errorf("rounds to agreement %.2f at the end: agreement is reached only at the round limit", s.RoundsToAgreement)
+		}
 	}
 }
 

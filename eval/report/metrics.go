@@ -89,9 +89,23 @@ func decodeMetrics(r io.Reader, path string) (*Metrics, error) {
 	}
 	sort.Ints(m.Steps)
 	for _, s := range m.Steps {
+		dropUndefinedRounds(bySteps[s])
 		m.Rows = append(m.Rows, bySteps[s])
 	}
 	return m, nil
+}
+
+// dropUndefinedRounds removes the rounds to agreement of a row whose
+// agreement rate is 0, on the training set and on each side of an
+// evaluation: without an agreement there are no rounds to agreement (the
+// loop writes 0), and a chart must show a gap, not a dialogue that agreed
+// at once.
+func dropUndefinedRounds(row map[metrics.Key]float64) {
+	for _, prefix := range []metrics.Key{"", metrics.EvalPrefix, metrics.EvalPrefix + metrics.KeyBasePrefix} {
+		if rate, ok := row[prefix+metrics.KeyAgreementRate]; ok && rate == 0 {
+			delete(row, prefix+metrics.KeyRoundsToAgreement)
+		}
+	}
 }
 
 func flatten(prefix string, obj map[string]any, out map[metrics.Key]float64) {

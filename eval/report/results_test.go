@@ -141,3 +141,34 @@ func TestResultConstructorsRoundTrip(t *testing.T) {
 		t.Errorf("bench round trip = %+v", e.Bench)
 	}
 }
+
+// TestRoundsUndefinedWithoutAgreement: a step (or an evaluation side) with
+// no agreement has no rounds to agreement; the loop's 0 is dropped, so the
+// chart shows a gap.
+func TestRoundsUndefinedWithoutAgreement(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "metrics.jsonl")
+	lines := `{"step": 1, "agreement_rate": 0, "rounds_to_agreement": 0}
+{"step": 2, "agreement_rate": 0.5, "rounds_to_agreement": 2}
+{"step": 2, "kind": "eval", "eval/agreement_rate": 1, "eval/rounds_to_agreement": 1, "eval/base_agreement_rate": 0, "eval/base_rounds_to_agreement": 0}
+`
+	if err := os.WriteFile(p, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := ReadMetrics(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		key   metrics.Key
+		steps int
+	}{
+		{metrics.KeyRoundsToAgreement, 1},
+		{metrics.EvalPrefix + metrics.KeyRoundsToAgreement, 1},
+		{metrics.EvalPrefix + metrics.KeyBasePrefix + metrics.KeyRoundsToAgreement, 0},
+		{metrics.KeyAgreementRate, 2},
+	} {
+		if x, _ := m.Series(tt.key); len(x) != tt.steps {
+			t.Errorf("Series(%s) has %d steps %v, want %d", tt.key, len(x), x, tt.steps)
+		}
+	}
+}

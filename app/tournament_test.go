@@ -92,6 +92,11 @@ var simAgents = []string{"stingy-g5-p20", "firm-g25-p80", "soft-g70-p40", "open-
 
 // specYAML is a tournament of the sim agents on the server at url.
 func specYAML(url, judgeURL string, rounds int, extra string) string {
+	return specYAMLOf(url, judgeURL, rounds, extra, simAgents)
+}
+
+// specYAMLOf is specYAML with other agents.
+func specYAMLOf(url, judgeURL string, rounds int, extra string, agents []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `seed: 3
 rounds: %d
@@ -106,7 +111,7 @@ analysis: {bootstrap: 200, splits: 200, audit_draws: 100, elo_permutations: 200}
 %s
 agents:
 `, rounds, judgeURL, extra)
-	for _, a := range simAgents {
+	for _, a := range agents {
 		fmt.Fprintf(&b, "  - {name: %s, endpoint: %s, model: sim-policy, adapter: %s, adapter_path: /sim/%s, max_concurrent: 8, family: sim}\n", a, url, a, a)
 	}
 	return b.String()
@@ -477,5 +482,105 @@ func TestToyTournament(t *testing.T) {
 		if _, err := config.ParseTournament([]byte(y)); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "key env") {
 			t.Errorf("%q: %v, want %q", y, err, want)
 		}
+	}
+}
+
+// TestDegenerateTournaments: tournaments at the edges of the design give
+// a whole report (report.md and analysis.json) whose every section says
+// in words what it could not estimate, and (A) is fitted without the term
+// that is missing. Before: all-zero shares stopped the report at figure 3
+// ("nothing to draw", exit 1, no report.md); one framing and one round
+// skipped (A) with (B); two agents printed d's intervals collapsed to a
+// point ([−8.180, −8.180]).
+func TestDegenerateTournaments(t *testing.T) {
+	url := startSim(t, sim.Options{})
+	tests := []struct {
+		name   string
+		rounds int
+		extra  string
+		agents []string
+		want   []string
+		figs   []string // figures drawn
+		check  func(t *testing.T, a *endowment.Analysis)
+	}{
+		{name: "all shares zero", rounds: 2, agents: []string{"z1-g0-p20", "z2-g0-p80", "z3-g0-p40", "z4-g0-p90"},
+			want: []string{"The budget could not be estimated: every game transferred the same share of the endowment (0.0%): there is no variance to decompose",
+				"pooled SD is 0", "is not drawn", "No draw gave a coefficient"},
+			figs: []string{endowment.FigShareMatrix, endowment.FigRefusal, endowment.FigCumulative},
+			check: func(t *testing.T, a *endowment.Analysis) {
+				if a.Budget.Mixed != nil || a.Budget.Err == "" {
+					t.Errorf("budget %+v of constant shares", a.Budget)
+				}
+			}},
+		{name: "one framing", rounds: 4, extra: "conditions: [singular]",
+			want: []string{"here without the framing term: only one framing was played", "only the singular framing was played (24 games)",
+				"| moral framing | not estimated |"},
+			figs: []string{endowment.FigBudget, endowment.FigBudgetCI},
+			check: func(t *testing.T, a *endowment.Analysis) {
+				if m := a.Budget.Mixed; m == nil || !m.NoFraming || !a.Budget.MoM.NoFraming || a.Budget.MoM.Pooled {
+					t.Errorf("one framing: mixed %+v, MoM %+v, %s", m, a.Budget.MoM, a.Budget.MixedErr)
+				}
+			}},
+		{name: "rounds 1", rounds: 1,
+			want: []string{"no ordered pairing was played twice", "| requester × holder | in residual |  | in residual |", "(A) estimates it across pairings"},
+			figs: []string{endowment.FigBudget, endowment.FigFraming},
+			check: func(t *testing.T, a *endowment.Analysis) {
+				if m := a.Budget.Mixed; m == nil || m.NoFraming || !a.Budget.MoM.Pooled || !a.Budget.MoM.NoFraming {
+					t.Errorf("rounds 1: mixed %+v, MoM %+v, %s", m, a.Budget.MoM, a.Budget.MixedErr)
+				}
+			}},
+		{name: "two agents", rounds: 5, agents: []string{"firm-g25-p80", "soft-g70-p40"},
+			want: []string{"holder and requester identity cannot be told apart", "Cohen's d (singular − group"},
+			figs: []string{endowment.FigFraming},
+			check: func(t *testing.T, a *endowment.Analysis) {
+				f := a.Framing
+				if f.Err != "" || !(f.CI95[0] < f.CI90[0] && f.CI90[0] < f.D.D && f.D.D < f.CI90[1] && f.CI90[1] < f.CI95[1]) || f.CI90[1]-f.CI90[0] > 4 {
+					t.Errorf("two agents: d %.3f, 90%% [%.3f, %.3f], 95%% [%.3f, %.3f] (%s)", f.D.D, f.CI90[0], f.CI90[1], f.CI95[0], f.CI95[1], f.Err)
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			agents := tt.agents
+			if agents == nil {
+				agents = simAgents
+			}
+			spec := mustSpec(t, specYAMLOf(url, url, tt.rounds, tt.extra, agents))
+			dir := t.TempDir()
+			if sum, err := run(context.Background(), runOptions{Dir: dir, Spec: spec}); err != nil || sum.Failed > 0 {
+				t.Fatalf("tournament: %+v, %v", sum, err)
+			}
+			out := filepath.Join(dir, "report")
+			path, err := TournamentReport(dir, out)
+			if err != nil {
+				t.Fatalf("report: %v", err)
+			}
+			md, _ := os.ReadFile(path)
+			for _, w := range tt.want {
+				if !strings.Contains(string(md), w) {
+					t.Errorf("report lacks %q", w)
+				}
+			}
+			if strings.Contains(string(md), "NaN") || strings.Contains(string(md), "roundrobin.") || strings.Contains(string(md), "stats.") {
+				t.Errorf("report shows NaN or an error's package name")
+			}
+			for _, f := range tt.figs {
+				if _, err := os.Stat(filepath.Join(out, f)); err != nil || !strings.Contains(string(md), "]("+f+")") {
+					t.Errorf("figure %s: %v", f, err)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(out, tournament.AnalysisFile)); err != nil {
+				t.Error(err)
+			}
+			if t.Failed() {
+				t.Logf("report:\n%s", md)
+			}
+			recs, _ := tournament.ReadRecords(dir)
+			a, err := analyzeDir(t, dir, len(recs), recs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, a)
+		})
 	}
 }

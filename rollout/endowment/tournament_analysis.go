@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strings"
 
 	"github.com/parleyhq/parley/rollout"
 	"github.com/parleyhq/parley/stats"
@@ -58,9 +59,10 @@ type BudgetResult struct {
 	MixedShares map[string]Interval
 	MixedRatio  Interval
 	MixedErr    string
-	// Resamples made and FailedResamples whose estimate failed.
-	Resamples, FailedResamples int
-	Err                        string
+	// Resamples made and FailedResamples whose estimate failed (MoM);
+	// MixedFailedResamples those whose REML fit failed.
+	Resamples, FailedResamples, MixedFailedResamples int
+	Err                                              string
 }
 
 // RefusalResult is figure 6: each holder's turn-1 refusal rate against
@@ -303,20 +305,27 @@ func cellsOf(games []game) ([]roundrobin.Cell, error) {
 func nan3() Interval { return Interval{math.NaN(), math.NaN(), math.NaN()} }
 
 // budget computes the MoM budget of games with its bootstrap intervals
-// and, with mixed, the crossed-random-intercepts fit with its own.
+// and, with mixed, the crossed-random-intercepts fit with its own. The two
+// are independent: a design one of them cannot estimate (no ordered
+// pairing played twice leaves (B) without game noise of its own; (A)
+// needs none) still gets the other. Why an estimate is missing is said in
+// words (Err, MixedErr).
 func budget(name string, games []game, b int, seed uint64, mixed bool) BudgetResult {
 	res := BudgetResult{Name: name, Games: len(games), Shares: map[string]Interval{}, Ratio: nan3(), MixedShares: map[string]Interval{}, MixedRatio: nan3()}
 	cells, err := cellsOf(games)
+	if err == nil && len(cells) == 0 {
+		err = errors.New("no games")
+	}
 	if err != nil {
 		res.Err = err.Error()
+		res.MixedErr = res.Err
 		return res
 	}
-	mom, err := roundrobin.MoM(cells)
-	if err != nil {
-		res.Err = err.Error()
-		return res
+	hs, rs := map[int]bool{}, map[int]bool{}
+	for _, c := range cells {
+		hs[c.Holder], rs[c.Requester] = true, true
 	}
-	res.MoM, res.Holders, res.Requesters = mom, mom.Holders, mom.Requesters
+	res.Holders, res.Requesters = len(hs), len(rs)
 	shares := func(bg roundrobin.Budget) []float64 {
 		out := make([]float64, 0, len(roundrobin.Components)+1)
 		for _, c := range roundrobin.Components {
@@ -324,15 +333,6 @@ func budget(name string, games []game, b int, seed uint64, mixed bool) BudgetRes
 		}
 		return append(out, bg.Ratio())
 	}
-	point := shares(mom)
-	rows, failed := roundrobin.Bootstrap(cells, b, seed, func(cs []roundrobin.Cell) ([]float64, error) {
-		bg, err := roundrobin.MoM(cs)
-		if err != nil {
-			return nil, err
-		}
-		return shares(bg), nil
-	})
-	res.Resamples, res.FailedResamples = b, failed
 	fill := func(dst map[string]Interval, ratio *Interval, point []float64, rows [][]float64) {
 		for i, c := range roundrobin.Components {
 			lo, hi := roundrobin.Interval(roundrobin.Column(rows, i), 0.95)
@@ -341,17 +341,32 @@ func budget(name string, games []game, b int, seed uint64, mixed bool) BudgetRes
 		lo, hi := roundrobin.Interval(roundrobin.Column(rows, len(roundrobin.Components)), 0.95)
 		*ratio = Interval{point[len(point)-1], lo, hi}
 	}
-	fill(res.Shares, &res.Ratio, point, rows)
+	if mom, err := roundrobin.MoM(cells); err != nil {
+		res.Err = budgetCause(err, games)
+	} else {
+		res.MoM = mom
+		rows, failed := roundrobin.Bootstrap(cells, b, seed, func(cs []roundrobin.Cell) ([]float64, error) {
+			bg, err := roundrobin.MoM(cs)
+			if err != nil {
+				return nil, err
+			}
+			return shares(bg), nil
+		})
+		res.Resamples, res.FailedResamples = b, failed
+		fill(res.Shares, &res.Ratio, shares(mom), rows)
+	}
 	if !mixed {
 		return res
 	}
 	fit, err := roundrobin.FitMixed(cells)
 	if err != nil {
-		res.MixedErr = err.Error()
+		res.MixedErr = budgetCause(err, games)
 		return res
 	}
 	res.Mixed = &fit
-	mrows, _ := roundrobin.Bootstrap(cells, b, seed+1, func(cs []roundrobin.Cell) ([]float64, error) {
+	res.Resamples = b
+	var mrows [][]float64
+	mrows, res.MixedFailedResamples = roundrobin.Bootstrap(cells, b, seed+1, func(cs []roundrobin.Cell) ([]float64, error) {
 		f, err := roundrobin.FitMixed(cs)
 		if err != nil {
 			return nil, err
@@ -360,6 +375,23 @@ func budget(name string, games []game, b int, seed uint64, mixed bool) BudgetRes
 	})
 	fill(res.MixedShares, &res.MixedRatio, shares(fit.Budget()), mrows)
 	return res
+}
+
+// budgetCause says in words why a budget could not be estimated.
+func budgetCause(err error, games []game) string {
+	switch {
+	case errors.Is(err, roundrobin.ErrNoVariance):
+		return fmt.Sprintf("every game transferred the same share of the endowment (%.1f%%): there is no variance to decompose", 100*games[0].share)
+	case errors.Is(err, roundrobin.ErrConfounded):
+		return "every holder met only one requester and every requester one holder (two agents, or a subset like it): holder and requester identity cannot be told apart"
+	case errors.Is(err, roundrobin.ErrNotConverged):
+		return "the REML optimiser did not converge"
+	}
+	msg := err.Error()
+	for _, prefix := range []string{"roundrobin.MoM: ", "roundrobin.FitMixed: "} {
+		msg = strings.TrimPrefix(msg, prefix)
+	}
+	return msg
 }
 
 // perHolder groups the games by holder.
@@ -397,9 +429,14 @@ func (a *Analysis) refusal(v *tournamentView, games []game, n, splits int, seed 
 		}
 	}
 	rho, err := stats.Spearman(res.Rate, res.Gave)
-	if err != nil {
+	switch {
+	case errors.Is(err, stats.ErrConstant):
+		res.Err = "every holder has the same turn-1 refusal rate, or gave the same share: ρ is not defined"
+	case errors.Is(err, stats.ErrEmpty):
+		res.Err = fmt.Sprintf("%d holders: ρ needs two", len(res.Holders))
+	case err != nil:
 		res.Err = err.Error()
-	} else {
+	default:
 		res.Rho = rho
 	}
 	if len(idx) >= 3 && splits > 0 {
@@ -458,7 +495,7 @@ func (a *Analysis) framing(games []game, an TournamentAnalysis) {
 	}
 	d, err := stats.Cohen(x[0], x[1])
 	if err != nil {
-		res.Err = err.Error()
+		res.Err = framingCause(err, x)
 		a.Framing = res
 		return
 	}
@@ -469,6 +506,25 @@ func (a *Analysis) framing(games []game, an TournamentAnalysis) {
 		res.TOST = append(res.TOST, d.Tost(b))
 	}
 	a.Framing = res
+}
+
+// framingCause says in words why Cohen's d is not defined on the shares
+// x[0] (singular) and x[1] (group).
+func framingCause(err error, x [2][]float64) string {
+	names := [2]string{FramingSingular, FramingGroup}
+	switch {
+	case len(x[0]) == 0 || len(x[1]) == 0:
+		only := 0
+		if len(x[0]) == 0 {
+			only = 1
+		}
+		return fmt.Sprintf("only the %s framing was played (%d games): there is no framing contrast", names[only], len(x[only]))
+	case len(x[0]) < 2 || len(x[1]) < 2:
+		return fmt.Sprintf("%d %s and %d %s games: Cohen's d needs at least two games under each framing", len(x[0]), names[0], len(x[1]), names[1])
+	case errors.Is(err, stats.ErrConstant):
+		return fmt.Sprintf("every game under each framing transferred the same share (%.1f%% singular, %.1f%% group): the pooled SD is 0", 100*x[0][0], 100*x[1][0])
+	}
+	return err.Error()
 }
 
 func (a *Analysis) audit(games []game, n, draws, maxK int, seed uint64) {

@@ -3,7 +3,7 @@ scipy and statsmodels (independently of the Go code) and kept here:
 
     python stats/testdata/make_fixtures.py [NAME ...]
 
-(with NAMEs, only those fixtures are written: spearman, effect, elo, nct).
+(with NAMEs, only those fixtures are written: spearman, effect, elo, nct, r2).
 
 spearman.json: pairs with ties and scipy.stats.spearmanr.
 effect.json:   two samples; Cohen's d with the pooled SD; its exact 90% and
@@ -20,6 +20,12 @@ nct.json:      the noncentral t distribution function (scipy.stats.nct.cdf)
                exact 90% and 95% intervals of Cohen's d for pairs of sample
                sizes from 2+2 (df 2) to 101+101 (df 200), found by brentq on
                a bracket widened until it holds the root.
+r2.json:       games of a 6-agent round robin with holder and requester
+               dummies (one per agent, no reference level), a framing column
+               and three features (one constant, one a multiple of another),
+               and R² after each block in two orders, each R² from
+               numpy.linalg.lstsq on an intercept and the columns so far
+               (rank-deficient sets fitted by least squares as they are).
 """
 import itertools
 import json
@@ -150,7 +156,41 @@ def nct():
     return {"cdf": pts, "intervals": ivs}
 
 
-FIXTURES = {"spearman": spearman, "effect": lambda: {"cases": effect(), "tcdf": tcdf()}, "elo": elo, "nct": nct}
+def r2():
+    rng = np.random.default_rng(8)
+    n_agents, games = 6, 180
+    h = rng.integers(0, n_agents, games)
+    r = (h + rng.integers(1, n_agents, games)) % n_agents
+    f = rng.integers(0, 2, games)
+    feat1 = rng.normal(0, 1, games)
+    feats = [feat1, np.full(games, 2.5), 3 * feat1 + 0.0]
+    ha = rng.normal(0, 0.3, n_agents)
+    ra = rng.normal(0, 0.1, n_agents)
+    y = 0.3 + ha[h] + ra[r] + 0.05 * f + 0.1 * feat1 + rng.normal(0, 0.2, games)
+    dummies = lambda a: [(a == k).astype(float) for k in range(n_agents)]
+    blocks = {"holder": dummies(h), "requester": dummies(r), "framing": [f.astype(float)], "features": feats,
+              "framing+features": [f.astype(float)] + feats}
+
+    def fit(cols):
+        X = np.column_stack([np.ones(games)] + cols)
+        beta = np.linalg.lstsq(X, y, rcond=None)[0]
+        res = y - X @ beta
+        return float(1 - res @ res / ((y - y.mean()) @ (y - y.mean()))), int(np.linalg.matrix_rank(X)) - 1
+
+    orders = {"forward": ["holder", "requester", "framing", "features"], "reverse": ["framing+features", "requester", "holder"]}
+    want = {}
+    for name, order in orders.items():
+        cols, steps, prev_rank = [], [], 0
+        for b in order:
+            cols = cols + blocks[b]
+            r2v, rank = fit(cols)
+            steps.append({"block": b, "r2": r2v, "params": rank - prev_rank})
+            prev_rank = rank
+        want[name] = steps
+    return {"y": y.tolist(), "blocks": {k: [c.tolist() for c in v] for k, v in blocks.items()}, "orders": orders, "want": want}
+
+
+FIXTURES = {"spearman": spearman, "effect": lambda: {"cases": effect(), "tcdf": tcdf()}, "elo": elo, "nct": nct, "r2": r2}
 
 
 def main():

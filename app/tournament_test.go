@@ -347,7 +347,8 @@ func TestEndToEndReport(t *testing.T) {
 	}
 	md, _ := os.ReadFile(path)
 	for _, want := range []string{"figure 1", "table 5", "figure 3, table 3", "table 4", "figure 6", "table 7, figure 5", "figure 12", "figure 7",
-		"holder identity", "no open holder", "Spearman", "TOST p", "Elo per role", "24 scheduled"} {
+		"holder identity", "no open holder", "Spearman", "TOST p", "Elo per role", "24 scheduled",
+		"table 8", "| the paper's | holder identity |", "| reverse | framing + message features |", "**strategy entropy**:"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -392,6 +393,40 @@ func TestEndToEndReport(t *testing.T) {
 	}
 	if math.Abs(mean-total) > 1e-9 {
 		t.Errorf("framing rows add up to %v, records to %v", mean, total)
+	}
+	// Table 8: both orders end with every predictor in; holder identity
+	// alone explains the between-holder sum of squares over the total.
+	sq := a.Sequential
+	if sq.Err != "" || len(sq.Forward) != 4 || len(sq.Reverse) != 3 || math.Abs(sq.Forward[3].R2-sq.Reverse[2].R2) > 1e-9 {
+		t.Fatalf("table 8: %+v", sq)
+	}
+	byHolder := map[string][]float64{}
+	var all []float64
+	for _, r := range recs {
+		if o, _ := outcome(r); o != nil {
+			byHolder[r.Match.Seats[0]] = append(byHolder[r.Match.Seats[0]], o.Share)
+			all = append(all, o.Share)
+		}
+	}
+	grand := total / float64(games)
+	var ssb, sst float64
+	for _, ys := range byHolder {
+		m := 0.0
+		for _, y := range ys {
+			m += y / float64(len(ys))
+		}
+		ssb += float64(len(ys)) * (m - grand) * (m - grand)
+	}
+	for _, y := range all {
+		sst += (y - grand) * (y - grand)
+	}
+	if got := sq.Forward[0]; math.Abs(got.R2-ssb/sst) > 1e-9 || got.Params != len(byHolder)-1 {
+		t.Errorf("R² of holder identity %.6f (%d parameters), between-holder SS / total %.6f (%d holders)", got.R2, got.Params, ssb/sst, len(byHolder))
+	}
+	// Under the singular framing the sim's requesters name and age the
+	// person; under the group framing they do not.
+	if f := sq.Features[0]; f.Name != endowment.FeatIndividuation || !(f.Singular > 0.1) || f.Group != 0 {
+		t.Errorf("individuation by framing: %+v", f)
 	}
 	// The stingy holder gives least: first in the robustness order.
 	if spec.Agents[a.HolderOrder[0]].Name != "stingy-g5-p20" {
@@ -505,7 +540,7 @@ func TestDegenerateTournaments(t *testing.T) {
 	}{
 		{name: "all shares zero", rounds: 2, agents: []string{"z1-g0-p20", "z2-g0-p80", "z3-g0-p40", "z4-g0-p90"},
 			want: []string{"The budget could not be estimated: every game transferred the same share of the endowment (0.0%): there is no variance to decompose",
-				"pooled SD is 0", "is not drawn", "No draw gave a coefficient"},
+				"pooled SD is 0", "is not drawn", "No draw gave a coefficient", "(table 8)\n\nNot estimated: every game transferred the same share"},
 			figs: []string{endowment.FigShareMatrix, endowment.FigRefusal, endowment.FigCumulative},
 			check: func(t *testing.T, a *endowment.Analysis) {
 				if a.Budget.Mixed != nil || a.Budget.Err == "" {
@@ -514,11 +549,14 @@ func TestDegenerateTournaments(t *testing.T) {
 			}},
 		{name: "one framing", rounds: 4, extra: "conditions: [singular]",
 			want: []string{"here without the framing term: only one framing was played", "only the singular framing was played (24 games)",
-				"| moral framing | not estimated |"},
+				"| moral framing | not estimated |", "| + framing condition | "},
 			figs: []string{endowment.FigBudget, endowment.FigBudgetCI},
 			check: func(t *testing.T, a *endowment.Analysis) {
 				if m := a.Budget.Mixed; m == nil || !m.NoFraming || !a.Budget.MoM.NoFraming || a.Budget.MoM.Pooled {
 					t.Errorf("one framing: mixed %+v, MoM %+v, %s", m, a.Budget.MoM, a.Budget.MixedErr)
+				}
+				if sq := a.Sequential; len(sq.Forward) != 4 || sq.Forward[2].Params != 0 || sq.Forward[2].Delta != 0 {
+					t.Errorf("one framing: table 8 %+v, want the framing to add nothing", sq)
 				}
 			}},
 		{name: "rounds 1", rounds: 1,

@@ -21,6 +21,7 @@ type game struct {
 	share        float64
 	turn1Refusal bool
 	cumulative   []float64 // dollars given by the end of holder turn t (1..MaxTurns)
+	features     []float64 // the requester's message features (MessageFeatureNames)
 }
 
 // Interval is an estimate with its 95% bootstrap interval (NaN when not
@@ -96,6 +97,34 @@ type FramingResult struct {
 	Err        string
 }
 
+// SequentialResult is table 8: the sequential R² of the share
+// transferred, with holder identity, requester identity, the framing and
+// the requester's message features entered in the paper's order
+// (Forward) and in the reverse order (framing and message features
+// together, then requester, then holder identity).
+type SequentialResult struct {
+	Forward, Reverse []stats.R2Step
+	// Features are the message features' means over the games, and under
+	// each framing (NaN without games).
+	Features []FeatureMeans
+	Err      string
+}
+
+// FeatureMeans is one message feature's means.
+type FeatureMeans struct {
+	Name                 string
+	All, Singular, Group float64
+}
+
+// Block names of table 8.
+const (
+	BlockHolder          = "holder identity"
+	BlockRequester       = "requester identity"
+	BlockFraming         = "framing condition"
+	BlockFeatures        = "message features"
+	BlockFramingFeatures = "framing + message features"
+)
+
 // AuditPoint is one point of figure 12.
 type AuditPoint struct {
 	K             int
@@ -119,6 +148,7 @@ type Analysis struct {
 	Cohorts                     []BudgetResult
 	Refusal                     RefusalResult
 	Framing                     FramingResult
+	Sequential                  SequentialResult
 	Audit                       []AuditPoint
 	// Cumulative[h][t-1] is holder h's mean dollars given by the end of
 	// turn t; CumulativeAll the mean over every game.
@@ -156,7 +186,7 @@ func (v *tournamentView) analyze() (*Analysis, error) {
 		if r.Condition == FramingGroup {
 			f = 1
 		}
-		g := game{id: r.ID, h: h, r: q, framing: f, share: o.Share, turn1Refusal: o.Turn1Refusal}
+		g := game{id: r.ID, h: h, r: q, framing: f, share: o.Share, turn1Refusal: o.Turn1Refusal, features: RequesterFeatures(r.Rollout.Turns).Values()}
 		for t := 1; t <= a.MaxTurns; t++ {
 			g.cumulative = append(g.cumulative, o.CumulativeAt(t))
 		}
@@ -197,6 +227,7 @@ func (v *tournamentView) analyze() (*Analysis, error) {
 	}
 	a.refusal(v, games, n, an.Splits, seed)
 	a.framing(games, an)
+	a.sequential(games, n)
 	a.audit(games, n, an.AuditDraws, an.AuditMaxK, seed)
 	a.cumulative(games, n)
 	return a, nil
@@ -506,6 +537,67 @@ func (a *Analysis) framing(games []game, an TournamentAnalysis) {
 		res.TOST = append(res.TOST, d.Tost(b))
 	}
 	a.Framing = res
+}
+
+func (a *Analysis) sequential(games []game, n int) {
+	var res SequentialResult
+	y := make([]float64, len(games))
+	dummies := func(of func(game) int) [][]float64 {
+		cols := make([][]float64, n)
+		for k := range cols {
+			cols[k] = make([]float64, len(games))
+		}
+		for i, g := range games {
+			cols[of(g)][i] = 1
+		}
+		return cols
+	}
+	framing := make([]float64, len(games))
+	feats := make([][]float64, len(MessageFeatureNames))
+	for k := range feats {
+		feats[k] = make([]float64, len(games))
+	}
+	for i, g := range games {
+		y[i], framing[i] = g.share, float64(g.framing)
+		for k, v := range g.features {
+			feats[k][i] = v
+		}
+	}
+	for k, name := range MessageFeatureNames {
+		fm := FeatureMeans{Name: name}
+		var sum, cnt [3]float64
+		for i, g := range games {
+			sum[0], cnt[0] = sum[0]+feats[k][i], cnt[0]+1
+			sum[1+g.framing], cnt[1+g.framing] = sum[1+g.framing]+feats[k][i], cnt[1+g.framing]+1
+		}
+		m := func(j int) float64 {
+			if cnt[j] == 0 {
+				return math.NaN()
+			}
+			return sum[j] / cnt[j]
+		}
+		fm.All, fm.Singular, fm.Group = m(0), m(1), m(2)
+		res.Features = append(res.Features, fm)
+	}
+	holder, requester := dummies(func(g game) int { return g.h }), dummies(func(g game) int { return g.r })
+	fw, err := stats.SequentialR2(y, []stats.Block{{Name: BlockHolder, Columns: holder}, {Name: BlockRequester, Columns: requester},
+		{Name: BlockFraming, Columns: [][]float64{framing}}, {Name: BlockFeatures, Columns: feats}})
+	if err != nil {
+		if errors.Is(err, stats.ErrConstant) {
+			res.Err = fmt.Sprintf("every game transferred the same share of the endowment (%.1f%%): there is no variance to explain", 100*games[0].share)
+		} else {
+			res.Err = err.Error()
+		}
+		a.Sequential = res
+		return
+	}
+	rv, err := stats.SequentialR2(y, []stats.Block{{Name: BlockFramingFeatures, Columns: append([][]float64{framing}, feats...)},
+		{Name: BlockRequester, Columns: requester}, {Name: BlockHolder, Columns: holder}})
+	if err != nil {
+		res.Err = err.Error()
+	}
+	res.Forward, res.Reverse = fw, rv
+	a.Sequential = res
 }
 
 // framingCause says in words why Cohen's d is not defined on the shares

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/figure"
+	"github.com/parleyhq/parley/stats"
 	"github.com/parleyhq/parley/stats/roundrobin"
 )
 
@@ -153,6 +154,7 @@ func (w *writer) all(name, promptsHash string) {
 	w.cohorts()
 	w.refusal()
 	w.framing()
+	w.sequential()
 	w.audit()
 	w.cumulative()
 	w.definitions()
@@ -426,6 +428,50 @@ func (w *writer) framing() {
 	w.figure(FigFraming, "framing effect", figure.IntervalChart{Title: fmt.Sprintf("Standardised framing effect (90%% thick, 95%% thin; band d = ±%g)", band),
 		XLabel: "Cohen's d (singular − group)", Band: &[2]float64{-band, band}, Ref: &zero, WidthPx: 800,
 		Rows: []figure.IntervalRow{{Label: "all games", Point: f.D.D, Intervals: []figure.IntervalBar{{Lo: f.CI95[0], Hi: f.CI95[1], Width: 1.5}, {Lo: f.CI90[0], Hi: f.CI90[1], Width: 5}}}}}.WritePNG)
+}
+
+func (w *writer) sequential() {
+	sq := w.a.Sequential
+	w.printf("## Sequential R² of the share transferred (table 8)\n\n")
+	if sq.Err != "" {
+		w.printf("Not estimated: %s.\n\n", sq.Err)
+	} else {
+		var rows [][]string
+		add := func(order string, steps []stats.R2Step) {
+			for i, st := range steps {
+				name := st.Name
+				if i > 0 {
+					name = "+ " + name
+				}
+				params := fmt.Sprint(st.Params)
+				if st.Params == 0 {
+					params = "0 (constant here)"
+				}
+				rows = append(rows, []string{order, name, f3(st.R2), f3(st.Delta), params})
+				order = ""
+			}
+		}
+		add("the paper's", sq.Forward)
+		add("reverse", sq.Reverse)
+		w.table([]string{"order", "predictors entered", "R²", "ΔR²", "parameters added"}, rows)
+		if len(sq.Reverse) == 3 {
+			w.printf("Entered in the reverse order, framing and the message features explain %s together, requester identity adds %s and holder identity %s. ",
+				f3(sq.Reverse[0].R2), f3(sq.Reverse[1].Delta), f3(sq.Reverse[2].Delta))
+		}
+		w.printf("Ordinary least squares of each game's share on an intercept and the blocks entered so far, over the %d games played: identities as one dummy per agent (one is the intercept's), framing as 0/1, the seven message features as they are. R² is in-sample, not adjusted: each identity adds (agents − 1) parameters, which in a small tournament are R² by themselves.\n\n", w.a.Played)
+	}
+	var rows [][]string
+	for _, f := range sq.Features {
+		rows = append(rows, []string{f.Name, f3(f.All), f3(f.Singular), f3(f.Group)})
+	}
+	if len(rows) > 0 {
+		w.printf("Message features of the requester's messages (private traces removed), mean per game:\n\n")
+		w.table([]string{"message feature", "all games", "singular", "group"}, rows)
+	}
+	for _, name := range MessageFeatureNames {
+		w.printf("- **%s**: %s.\n", name, FeatureDefinitions[name])
+	}
+	w.printf("\nThe paper names these features without defining them; these definitions are parley's. A game's rates are per message, so a game cut short compares with a long one.\n\n")
 }
 
 func (w *writer) audit() {

@@ -263,9 +263,22 @@ func (w *writer) budget() {
 		var segs []figure.Segment
 		var rows []figure.IntervalRow
 		for _, c := range roundrobin.Components {
-			segs = append(segs, figure.Segment{Label: compLabels[c], Value: b.MoM.Value(c)})
+			label := compLabels[c]
 			iv := b.Shares[c]
-			row := figure.IntervalRow{Label: compLabels[c], Point: 100 * iv.Point}
+			switch {
+			case c == roundrobin.CompMatchup && b.MoM.Pooled, c == roundrobin.CompFraming && b.MoM.NoFraming:
+				// Not estimated: no bar, and a row that says so.
+				what := "in the residual"
+				if c == roundrobin.CompFraming {
+					what = "not estimated"
+				}
+				rows = append(rows, figure.IntervalRow{Label: label + " (" + what + ")", Point: math.NaN()})
+				continue
+			case c == roundrobin.CompResidual && b.MoM.Pooled:
+				label += " + matchup"
+			}
+			segs = append(segs, figure.Segment{Label: label, Value: b.MoM.Value(c)})
+			row := figure.IntervalRow{Label: label, Point: 100 * iv.Point}
 			if c != roundrobin.CompMatchup { // that bootstrap resamples the unit the term is defined over
 				row.Intervals = []figure.IntervalBar{{Lo: 100 * iv.Lo, Hi: 100 * iv.Hi, Width: 2}}
 			}
@@ -277,6 +290,12 @@ func (w *writer) budget() {
 	}
 	var trows [][]string
 	for _, c := range roundrobin.Components {
+		// Framing's share is small: three decimals, as in the paper's table 3.
+		sh, shCI := pct, f1
+		if c == roundrobin.CompFraming {
+			sh = func(x float64) string { return f3(100 * x) }
+			shCI = f3
+		}
 		mix, mixCI := "—", "—"
 		if b.Mixed != nil {
 			switch {
@@ -285,12 +304,12 @@ func (w *writer) budget() {
 			case c == roundrobin.CompFraming && b.Mixed.NoFraming:
 				mix, mixCI = "not estimated", ""
 			default:
-				mix, mixCI = pct(b.MixedShares[c].Point), ci(Interval{Lo: 100 * b.MixedShares[c].Lo, Hi: 100 * b.MixedShares[c].Hi}, f1)
+				mix, mixCI = sh(b.MixedShares[c].Point), ci(Interval{Lo: 100 * b.MixedShares[c].Lo, Hi: 100 * b.MixedShares[c].Hi}, shCI)
 			}
 		}
 		mom, momCI := "—", "—"
 		if b.Err == "" {
-			mom, momCI = pct(b.Shares[c].Point), ci(Interval{Lo: 100 * b.Shares[c].Lo, Hi: 100 * b.Shares[c].Hi}, f1)
+			mom, momCI = sh(b.Shares[c].Point), ci(Interval{Lo: 100 * b.Shares[c].Lo, Hi: 100 * b.Shares[c].Hi}, shCI)
 			switch {
 			case c == roundrobin.CompMatchup && b.MoM.Pooled:
 				mom, momCI = "in residual", ""

@@ -92,6 +92,11 @@ var simAgents = []string{"stingy-g5-p20", "firm-g25-p80", "soft-g70-p40", "open-
 
 // specYAML is a tournament of the sim agents on the server at url.
 func specYAML(url, judgeURL string, rounds int, extra string) string {
+	return specYAMLOf(url, judgeURL, rounds, extra, simAgents)
+}
+
+// specYAMLOf is specYAML with other agents.
+func specYAMLOf(url, judgeURL string, rounds int, extra string, agents []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `seed: 3
 rounds: %d
@@ -106,7 +111,7 @@ analysis: {bootstrap: 200, splits: 200, audit_draws: 100, elo_permutations: 200}
 %s
 agents:
 `, rounds, judgeURL, extra)
-	for _, a := range simAgents {
+	for _, a := range agents {
 		fmt.Fprintf(&b, "  - {name: %s, endpoint: %s, model: sim-policy, adapter: %s, adapter_path: /sim/%s, max_concurrent: 8, family: sim}\n", a, url, a, a)
 	}
 	return b.String()
@@ -342,7 +347,8 @@ func TestEndToEndReport(t *testing.T) {
 	}
 	md, _ := os.ReadFile(path)
 	for _, want := range []string{"figure 1", "table 5", "figure 3, table 3", "table 4", "figure 6", "table 7, figure 5", "figure 12", "figure 7",
-		"holder identity", "no open holder", "Spearman", "TOST p", "Elo per role", "24 scheduled"} {
+		"holder identity", "no open holder", "Spearman", "TOST p", "Elo per role", "24 scheduled",
+		"table 8", "| the paper's | holder identity |", "| reverse | framing + message features |", "**strategy entropy**:"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -387,6 +393,40 @@ func TestEndToEndReport(t *testing.T) {
 	}
 	if math.Abs(mean-total) > 1e-9 {
 		t.Errorf("framing rows add up to %v, records to %v", mean, total)
+	}
+	// Table 8: both orders end with every predictor in; holder identity
+	// alone explains the between-holder sum of squares over the total.
+	sq := a.Sequential
+	if sq.Err != "" || len(sq.Forward) != 4 || len(sq.Reverse) != 3 || math.Abs(sq.Forward[3].R2-sq.Reverse[2].R2) > 1e-9 {
+		t.Fatalf("table 8: %+v", sq)
+	}
+	byHolder := map[string][]float64{}
+	var all []float64
+	for _, r := range recs {
+		if o, _ := outcome(r); o != nil {
+			byHolder[r.Match.Seats[0]] = append(byHolder[r.Match.Seats[0]], o.Share)
+			all = append(all, o.Share)
+		}
+	}
+	grand := total / float64(games)
+	var ssb, sst float64
+	for _, ys := range byHolder {
+		m := 0.0
+		for _, y := range ys {
+			m += y / float64(len(ys))
+		}
+		ssb += float64(len(ys)) * (m - grand) * (m - grand)
+	}
+	for _, y := range all {
+		sst += (y - grand) * (y - grand)
+	}
+	if got := sq.Forward[0]; math.Abs(got.R2-ssb/sst) > 1e-9 || got.Params != len(byHolder)-1 {
+		t.Errorf("R² of holder identity %.6f (%d parameters), between-holder SS / total %.6f (%d holders)", got.R2, got.Params, ssb/sst, len(byHolder))
+	}
+	// Under the singular framing the sim's requesters name and age the
+	// person; under the group framing they do not.
+	if f := sq.Features[0]; f.Name != endowment.FeatIndividuation || !(f.Singular > 0.1) || f.Group != 0 {
+		t.Errorf("individuation by framing: %+v", f)
 	}
 	// The stingy holder gives least: first in the robustness order.
 	if spec.Agents[a.HolderOrder[0]].Name != "stingy-g5-p20" {
@@ -477,5 +517,108 @@ func TestToyTournament(t *testing.T) {
 		if _, err := config.ParseTournament([]byte(y)); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "key env") {
 			t.Errorf("%q: %v, want %q", y, err, want)
 		}
+	}
+}
+
+// TestDegenerateTournaments: tournaments at the edges of the design give
+// a whole report (report.md and analysis.json) whose every section says
+// in words what it could not estimate, and (A) is fitted without the term
+// that is missing. Before: all-zero shares stopped the report at figure 3
+// ("nothing to draw", exit 1, no report.md); one framing and one round
+// skipped (A) with (B); two agents printed d's intervals collapsed to a
+// point ([−8.180, −8.180]).
+func TestDegenerateTournaments(t *testing.T) {
+	url := startSim(t, sim.Options{})
+	tests := []struct {
+		name   string
+		rounds int
+		extra  string
+		agents []string
+		want   []string
+		figs   []string // figures drawn
+		check  func(t *testing.T, a *endowment.Analysis)
+	}{
+		{name: "all shares zero", rounds: 2, agents: []string{"z1-g0-p20", "z2-g0-p80", "z3-g0-p40", "z4-g0-p90"},
+			want: []string{"The budget could not be estimated: every game transferred the same share of the endowment (0.0%): there is no variance to decompose",
+				"pooled SD is 0", "is not drawn", "No draw gave a coefficient", "(table 8)\n\nNot estimated: every game transferred the same share"},
+			figs: []string{endowment.FigShareMatrix, endowment.FigRefusal, endowment.FigCumulative},
+			check: func(t *testing.T, a *endowment.Analysis) {
+				if a.Budget.Mixed != nil || a.Budget.Err == "" {
+					t.Errorf("budget %+v of constant shares", a.Budget)
+				}
+			}},
+		{name: "one framing", rounds: 4, extra: "conditions: [singular]",
+			want: []string{"here without the framing term: only one framing was played", "only the singular framing was played (24 games)",
+				"| moral framing | not estimated |", "| + framing condition | "},
+			figs: []string{endowment.FigBudget, endowment.FigBudgetCI},
+			check: func(t *testing.T, a *endowment.Analysis) {
+				if m := a.Budget.Mixed; m == nil || !m.NoFraming || !a.Budget.MoM.NoFraming || a.Budget.MoM.Pooled {
+					t.Errorf("one framing: mixed %+v, MoM %+v, %s", m, a.Budget.MoM, a.Budget.MixedErr)
+				}
+				if sq := a.Sequential; len(sq.Forward) != 4 || sq.Forward[2].Params != 0 || sq.Forward[2].Delta != 0 {
+					t.Errorf("one framing: table 8 %+v, want the framing to add nothing", sq)
+				}
+			}},
+		{name: "rounds 1", rounds: 1,
+			want: []string{"no ordered pairing was played twice", "| requester × holder | in residual |  | in residual |", "(A) estimates it across pairings"},
+			figs: []string{endowment.FigBudget, endowment.FigFraming},
+			check: func(t *testing.T, a *endowment.Analysis) {
+				if m := a.Budget.Mixed; m == nil || m.NoFraming || !a.Budget.MoM.Pooled || !a.Budget.MoM.NoFraming {
+					t.Errorf("rounds 1: mixed %+v, MoM %+v, %s", m, a.Budget.MoM, a.Budget.MixedErr)
+				}
+			}},
+		{name: "two agents", rounds: 5, agents: []string{"firm-g25-p80", "soft-g70-p40"},
+			want: []string{"holder and requester identity cannot be told apart", "Cohen's d (singular − group"},
+			figs: []string{endowment.FigFraming},
+			check: func(t *testing.T, a *endowment.Analysis) {
+				f := a.Framing
+				if f.Err != "" || !(f.CI95[0] < f.CI90[0] && f.CI90[0] < f.D.D && f.D.D < f.CI90[1] && f.CI90[1] < f.CI95[1]) || f.CI90[1]-f.CI90[0] > 4 {
+					t.Errorf("two agents: d %.3f, 90%% [%.3f, %.3f], 95%% [%.3f, %.3f] (%s)", f.D.D, f.CI90[0], f.CI90[1], f.CI95[0], f.CI95[1], f.Err)
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			agents := tt.agents
+			if agents == nil {
+				agents = simAgents
+			}
+			spec := mustSpec(t, specYAMLOf(url, url, tt.rounds, tt.extra, agents))
+			dir := t.TempDir()
+			if sum, err := run(context.Background(), runOptions{Dir: dir, Spec: spec}); err != nil || sum.Failed > 0 {
+				t.Fatalf("tournament: %+v, %v", sum, err)
+			}
+			out := filepath.Join(dir, "report")
+			path, err := TournamentReport(dir, out)
+			if err != nil {
+				t.Fatalf("report: %v", err)
+			}
+			md, _ := os.ReadFile(path)
+			for _, w := range tt.want {
+				if !strings.Contains(string(md), w) {
+					t.Errorf("report lacks %q", w)
+				}
+			}
+			if strings.Contains(string(md), "NaN") || strings.Contains(string(md), "roundrobin.") || strings.Contains(string(md), "stats.") {
+				t.Errorf("report shows NaN or an error's package name")
+			}
+			for _, f := range tt.figs {
+				if _, err := os.Stat(filepath.Join(out, f)); err != nil || !strings.Contains(string(md), "]("+f+")") {
+					t.Errorf("figure %s: %v", f, err)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(out, tournament.AnalysisFile)); err != nil {
+				t.Error(err)
+			}
+			if t.Failed() {
+				t.Logf("report:\n%s", md)
+			}
+			recs, _ := tournament.ReadRecords(dir)
+			a, err := analyzeDir(t, dir, len(recs), recs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, a)
+		})
 	}
 }

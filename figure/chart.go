@@ -89,7 +89,7 @@ func (c Chart) WritePNG(path string) error {
 		legend += labelled
 	}
 	if n == 0 {
-		return fmt.Errorf("figure.Chart.WritePNG: %s: no data", filepath.Base(path))
+		return fmt.Errorf("figure.Chart.WritePNG: %s: no finite points: %w", filepath.Base(path), ErrNoData)
 	}
 	c.fitAxes(p, legend)
 	return savePlot(p, path, w, h)

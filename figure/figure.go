@@ -9,6 +9,7 @@
 package figure
 
 import (
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -24,6 +25,11 @@ import (
 
 	"github.com/parleyhq/parley/internal/fsutil"
 )
+
+// ErrNoData is wrapped by every figure's WritePNG when there is nothing to
+// draw (no rows, no finite points, a budget whose parts are all zero):
+// a report can then say so in a note instead of failing.
+var ErrNoData = errors.New("nothing to draw")
 
 // PaletteSize is the number of distinct colours Palette cycles through.
 const PaletteSize = 12
@@ -69,7 +75,7 @@ type Panel struct {
 // hPx pixels, into one PNG at path.
 func WritePanels(path string, panels []Panel, cols, wPx, hPx int) error {
 	if len(panels) == 0 {
-		return fmt.Errorf("figure.WritePanels: %s: no panels", path)
+		return fmt.Errorf("figure.WritePanels: %s: no panels: %w", path, ErrNoData)
 	}
 	cols = max(1, min(cols, len(panels)))
 	rows := (len(panels) + cols - 1) / cols
@@ -301,7 +307,7 @@ func (bc BarChart) WritePNG(path string, wPx, hPx int) error {
 		}
 	}
 	if drawn == 0 {
-		return fmt.Errorf("figure.BarChart.WritePNG: %s: no bars", path)
+		return fmt.Errorf("figure.BarChart.WritePNG: %s: no bars: %w", path, ErrNoData)
 	}
 	p.NominalX(bc.Groups...)
 	if bc.YMax > bc.YMin {

@@ -1,6 +1,8 @@
 package figure
 
 import (
+	"errors"
+	"fmt"
 	"image/png"
 	"math"
 	"os"
@@ -70,7 +72,38 @@ func TestChartWritePNG(t *testing.T) {
 		t.Errorf("chart is %d×%d, want 320×200", w, h)
 	}
 	empty := Chart{Lines: []Line{{X: []float64{1}, Y: []float64{math.NaN()}}}}
-	if err := empty.WritePNG(path); err == nil || !strings.Contains(err.Error(), "no data") {
-		t.Errorf("WritePNG(no finite points) error = %v, want no data", err)
+	if err := empty.WritePNG(path); !errors.Is(err, ErrNoData) {
+		t.Errorf("WritePNG(no finite points) error = %v, want ErrNoData", err)
+	}
+}
+
+// TestNothingToDraw: every figure with nothing to draw returns an error
+// wrapping ErrNoData (a report's note), and writes no file.
+func TestNothingToDraw(t *testing.T) {
+	dir := t.TempDir()
+	nan := math.NaN()
+	tests := []struct {
+		name string
+		draw func(path string) error
+	}{
+		{"chart without finite points", Chart{Lines: []Line{{X: []float64{1, 2}, Y: []float64{nan, nan}}}}.WritePNG},
+		{"panels", func(p string) error { return WritePanels(p, nil, 1, 0, 0) }},
+		{"bars", func(p string) error {
+			return BarChart{Groups: []string{"x"}, Series: []string{"a"}, Bars: [][]Bar{{{Missing: true}}}}.WritePNG(p, 0, 0)
+		}},
+		{"heatmap", Heatmap{}.WritePNG},
+		{"interval chart without rows", IntervalChart{}.WritePNG},
+		{"interval chart of NaN", IntervalChart{Rows: []IntervalRow{{Label: "a", Point: nan, Intervals: []IntervalBar{{Lo: nan, Hi: nan}}}}}.WritePNG},
+		{"stacked bar of zeros", StackedBar{Segments: []Segment{{"a", 0}, {"b", -0.1}}}.WritePNG},
+		{"scatter of NaN", Scatter{Points: []LabelledPoint{{X: nan, Y: 1}}}.WritePNG},
+	}
+	for i, tt := range tests {
+		path := filepath.Join(dir, fmt.Sprintf("%d.png", i))
+		if err := tt.draw(path); !errors.Is(err, ErrNoData) {
+			t.Errorf("%s: %v, want ErrNoData", tt.name, err)
+		}
+		if _, err := os.Stat(path); err == nil {
+			t.Errorf("%s: a file was written", tt.name)
+		}
 	}
 }

@@ -91,7 +91,7 @@ func (hm Heatmap) WritePNG(path string) error {
 	p := newPlot(hm.Title, hm.XLabel, hm.YLabel)
 	nr, nc := len(hm.Rows), len(hm.Cols)
 	if nr == 0 || nc == 0 {
-		return fmt.Errorf("figure.Heatmap: %s: no cells", path)
+		return fmt.Errorf("figure.Heatmap: %s: no cells: %w", path, ErrNoData)
 	}
 	scale := hm.Scale
 	if scale == 0 {
@@ -180,7 +180,7 @@ func (ic IntervalChart) WritePNG(path string) error {
 	p := newPlot(ic.Title, ic.XLabel, "")
 	n := len(ic.Rows)
 	if n == 0 {
-		return fmt.Errorf("figure.IntervalChart: %s: no rows", path)
+		return fmt.Errorf("figure.IntervalChart: %s: no rows: %w", path, ErrNoData)
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, r := range ic.Rows {
@@ -189,6 +189,9 @@ func (ic IntervalChart) WritePNG(path string) error {
 				lo, hi = math.Min(lo, v), math.Max(hi, v)
 			}
 		}
+	}
+	if lo > hi {
+		return fmt.Errorf("figure.IntervalChart: %s: no finite point or interval: %w", path, ErrNoData)
 	}
 	if ic.Band != nil {
 		lo, hi = math.Min(lo, ic.Band[0]), math.Max(hi, ic.Band[1])
@@ -280,7 +283,7 @@ func (sb StackedBar) WritePNG(path string) error {
 		total += math.Max(0, s.Value)
 	}
 	if total <= 0 {
-		return fmt.Errorf("figure.StackedBar: %s: nothing to draw", path)
+		return fmt.Errorf("figure.StackedBar: %s: every segment is zero: %w", path, ErrNoData)
 	}
 	x := 0.0
 	for i, s := range sb.Segments {
@@ -332,7 +335,7 @@ func (s Scatter) WritePNG(path string) error {
 		strs = append(strs, " "+pt.Label)
 	}
 	if len(xys) == 0 {
-		return fmt.Errorf("figure.Scatter: %s: no points", path)
+		return fmt.Errorf("figure.Scatter: %s: no finite points: %w", path, ErrNoData)
 	}
 	sc, err := plotter.NewScatter(xys)
 	if err != nil {

@@ -5,7 +5,8 @@
 // differences, and those of tournaments: Spearman's rank correlation,
 // Elo ratings per role with an order-independent average, Cohen's d with
 // its exact intervals and TOST equivalence tests (with the Student and
-// noncentral t distributions they need). It has no dependencies beyond the
+// noncentral t distributions they need), and the sequential R² of a
+// hierarchical regression. It has no dependencies beyond the
 // standard library; the round-robin variance statistics are in
 // stats/roundrobin.
 //

@@ -15,7 +15,8 @@ import (
 // conditions (each scenario row is played under its own framing), the
 // prompt files frozen with the tournament, and seed 001's analysis (the
 // share matrix, table 5 with per-role Elo, the variance budget, cohorts,
-// turn-1 refusal, the framing contrast, the audit curve and cumulative
+// turn-1 refusal, the framing contrast, table 8's sequential R² with the
+// requester's message features, the audit curve and cumulative
 // concessions).
 var TournamentHook = &rollout.Tournament{
 	Seats:      [2]string{RoleHolder, RoleRequester},

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strings"
 
 	"github.com/parleyhq/parley/rollout"
 	"github.com/parleyhq/parley/stats"
@@ -20,6 +21,7 @@ type game struct {
 	share        float64
 	turn1Refusal bool
 	cumulative   []float64 // dollars given by the end of holder turn t (1..MaxTurns)
+	features     []float64 // the requester's message features (MessageFeatureNames)
 }
 
 // Interval is an estimate with its 95% bootstrap interval (NaN when not
@@ -58,9 +60,10 @@ type BudgetResult struct {
 	MixedShares map[string]Interval
 	MixedRatio  Interval
 	MixedErr    string
-	// Resamples made and FailedResamples whose estimate failed.
-	Resamples, FailedResamples int
-	Err                        string
+	// Resamples made and FailedResamples whose estimate failed (MoM);
+	// MixedFailedResamples those whose REML fit failed.
+	Resamples, FailedResamples, MixedFailedResamples int
+	Err                                              string
 }
 
 // RefusalResult is figure 6: each holder's turn-1 refusal rate against
@@ -94,6 +97,34 @@ type FramingResult struct {
 	Err        string
 }
 
+// SequentialResult is table 8: the sequential R² of the share
+// transferred, with holder identity, requester identity, the framing and
+// the requester's message features entered in the paper's order
+// (Forward) and in the reverse order (framing and message features
+// together, then requester, then holder identity).
+type SequentialResult struct {
+	Forward, Reverse []stats.R2Step
+	// Features are the message features' means over the games, and under
+	// each framing (NaN without games).
+	Features []FeatureMeans
+	Err      string
+}
+
+// FeatureMeans is one message feature's means.
+type FeatureMeans struct {
+	Name                 string
+	All, Singular, Group float64
+}
+
+// Block names of table 8.
+const (
+	BlockHolder          = "holder identity"
+	BlockRequester       = "requester identity"
+	BlockFraming         = "framing condition"
+	BlockFeatures        = "message features"
+	BlockFramingFeatures = "framing + message features"
+)
+
 // AuditPoint is one point of figure 12.
 type AuditPoint struct {
 	K             int
@@ -117,6 +148,7 @@ type Analysis struct {
 	Cohorts                     []BudgetResult
 	Refusal                     RefusalResult
 	Framing                     FramingResult
+	Sequential                  SequentialResult
 	Audit                       []AuditPoint
 	// Cumulative[h][t-1] is holder h's mean dollars given by the end of
 	// turn t; CumulativeAll the mean over every game.
@@ -154,7 +186,7 @@ func (v *tournamentView) analyze() (*Analysis, error) {
 		if r.Condition == FramingGroup {
 			f = 1
 		}
-		g := game{id: r.ID, h: h, r: q, framing: f, share: o.Share, turn1Refusal: o.Turn1Refusal}
+		g := game{id: r.ID, h: h, r: q, framing: f, share: o.Share, turn1Refusal: o.Turn1Refusal, features: RequesterFeatures(r.Rollout.Turns).Values()}
 		for t := 1; t <= a.MaxTurns; t++ {
 			g.cumulative = append(g.cumulative, o.CumulativeAt(t))
 		}
@@ -195,6 +227,7 @@ func (v *tournamentView) analyze() (*Analysis, error) {
 	}
 	a.refusal(v, games, n, an.Splits, seed)
 	a.framing(games, an)
+	a.sequential(games, n)
 	a.audit(games, n, an.AuditDraws, an.AuditMaxK, seed)
 	a.cumulative(games, n)
 	return a, nil
@@ -303,20 +336,27 @@ func cellsOf(games []game) ([]roundrobin.Cell, error) {
 func nan3() Interval { return Interval{math.NaN(), math.NaN(), math.NaN()} }
 
 // budget computes the MoM budget of games with its bootstrap intervals
-// and, with mixed, the crossed-random-intercepts fit with its own.
+// and, with mixed, the crossed-random-intercepts fit with its own. The two
+// are independent: a design one of them cannot estimate (no ordered
+// pairing played twice leaves (B) without game noise of its own; (A)
+// needs none) still gets the other. Why an estimate is missing is said in
+// words (Err, MixedErr).
 func budget(name string, games []game, b int, seed uint64, mixed bool) BudgetResult {
 	res := BudgetResult{Name: name, Games: len(games), Shares: map[string]Interval{}, Ratio: nan3(), MixedShares: map[string]Interval{}, MixedRatio: nan3()}
 	cells, err := cellsOf(games)
+	if err == nil && len(cells) == 0 {
+		err = errors.New("no games")
+	}
 	if err != nil {
 		res.Err = err.Error()
+		res.MixedErr = res.Err
 		return res
 	}
-	mom, err := roundrobin.MoM(cells)
-	if err != nil {
-		res.Err = err.Error()
-		return res
+	hs, rs := map[int]bool{}, map[int]bool{}
+	for _, c := range cells {
+		hs[c.Holder], rs[c.Requester] = true, true
 	}
-	res.MoM, res.Holders, res.Requesters = mom, mom.Holders, mom.Requesters
+	res.Holders, res.Requesters = len(hs), len(rs)
 	shares := func(bg roundrobin.Budget) []float64 {
 		out := make([]float64, 0, len(roundrobin.Components)+1)
 		for _, c := range roundrobin.Components {
@@ -324,15 +364,6 @@ func budget(name string, games []game, b int, seed uint64, mixed bool) BudgetRes
 		}
 		return append(out, bg.Ratio())
 	}
-	point := shares(mom)
-	rows, failed := roundrobin.Bootstrap(cells, b, seed, func(cs []roundrobin.Cell) ([]float64, error) {
-		bg, err := roundrobin.MoM(cs)
-		if err != nil {
-			return nil, err
-		}
-		return shares(bg), nil
-	})
-	res.Resamples, res.FailedResamples = b, failed
 	fill := func(dst map[string]Interval, ratio *Interval, point []float64, rows [][]float64) {
 		for i, c := range roundrobin.Components {
 			lo, hi := roundrobin.Interval(roundrobin.Column(rows, i), 0.95)
@@ -341,17 +372,32 @@ func budget(name string, games []game, b int, seed uint64, mixed bool) BudgetRes
 		lo, hi := roundrobin.Interval(roundrobin.Column(rows, len(roundrobin.Components)), 0.95)
 		*ratio = Interval{point[len(point)-1], lo, hi}
 	}
-	fill(res.Shares, &res.Ratio, point, rows)
+	if mom, err := roundrobin.MoM(cells); err != nil {
+		res.Err = budgetCause(err, games)
+	} else {
+		res.MoM = mom
+		rows, failed := roundrobin.Bootstrap(cells, b, seed, func(cs []roundrobin.Cell) ([]float64, error) {
+			bg, err := roundrobin.MoM(cs)
+			if err != nil {
+				return nil, err
+			}
+			return shares(bg), nil
+		})
+		res.Resamples, res.FailedResamples = b, failed
+		fill(res.Shares, &res.Ratio, shares(mom), rows)
+	}
 	if !mixed {
 		return res
 	}
 	fit, err := roundrobin.FitMixed(cells)
 	if err != nil {
-		res.MixedErr = err.Error()
+		res.MixedErr = budgetCause(err, games)
 		return res
 	}
 	res.Mixed = &fit
-	mrows, _ := roundrobin.Bootstrap(cells, b, seed+1, func(cs []roundrobin.Cell) ([]float64, error) {
+	res.Resamples = b
+	var mrows [][]float64
+	mrows, res.MixedFailedResamples = roundrobin.Bootstrap(cells, b, seed+1, func(cs []roundrobin.Cell) ([]float64, error) {
 		f, err := roundrobin.FitMixed(cs)
 		if err != nil {
 			return nil, err
@@ -360,6 +406,23 @@ func budget(name string, games []game, b int, seed uint64, mixed bool) BudgetRes
 	})
 	fill(res.MixedShares, &res.MixedRatio, shares(fit.Budget()), mrows)
 	return res
+}
+
+// budgetCause says in words why a budget could not be estimated.
+func budgetCause(err error, games []game) string {
+	switch {
+	case errors.Is(err, roundrobin.ErrNoVariance):
+		return fmt.Sprintf("every game transferred the same share of the endowment (%.1f%%): there is no variance to decompose", 100*games[0].share)
+	case errors.Is(err, roundrobin.ErrConfounded):
+		return "every holder met only one requester and every requester one holder (two agents, or a subset like it): holder and requester identity cannot be told apart"
+	case errors.Is(err, roundrobin.ErrNotConverged):
+		return "the REML optimiser did not converge"
+	}
+	msg := err.Error()
+	for _, prefix := range []string{"roundrobin.MoM: ", "roundrobin.FitMixed: "} {
+		msg = strings.TrimPrefix(msg, prefix)
+	}
+	return msg
 }
 
 // perHolder groups the games by holder.
@@ -397,9 +460,14 @@ func (a *Analysis) refusal(v *tournamentView, games []game, n, splits int, seed 
 		}
 	}
 	rho, err := stats.Spearman(res.Rate, res.Gave)
-	if err != nil {
+	switch {
+	case errors.Is(err, stats.ErrConstant):
+		res.Err = "every holder has the same turn-1 refusal rate, or gave the same share: ρ is not defined"
+	case errors.Is(err, stats.ErrEmpty):
+		res.Err = fmt.Sprintf("%d holders: ρ needs two", len(res.Holders))
+	case err != nil:
 		res.Err = err.Error()
-	} else {
+	default:
 		res.Rho = rho
 	}
 	if len(idx) >= 3 && splits > 0 {
@@ -458,7 +526,7 @@ func (a *Analysis) framing(games []game, an TournamentAnalysis) {
 	}
 	d, err := stats.Cohen(x[0], x[1])
 	if err != nil {
-		res.Err = err.Error()
+		res.Err = framingCause(err, x)
 		a.Framing = res
 		return
 	}
@@ -469,6 +537,86 @@ func (a *Analysis) framing(games []game, an TournamentAnalysis) {
 		res.TOST = append(res.TOST, d.Tost(b))
 	}
 	a.Framing = res
+}
+
+func (a *Analysis) sequential(games []game, n int) {
+	var res SequentialResult
+	y := make([]float64, len(games))
+	dummies := func(of func(game) int) [][]float64 {
+		cols := make([][]float64, n)
+		for k := range cols {
+			cols[k] = make([]float64, len(games))
+		}
+		for i, g := range games {
+			cols[of(g)][i] = 1
+		}
+		return cols
+	}
+	framing := make([]float64, len(games))
+	feats := make([][]float64, len(MessageFeatureNames))
+	for k := range feats {
+		feats[k] = make([]float64, len(games))
+	}
+	for i, g := range games {
+		y[i], framing[i] = g.share, float64(g.framing)
+		for k, v := range g.features {
+			feats[k][i] = v
+		}
+	}
+	for k, name := range MessageFeatureNames {
+		fm := FeatureMeans{Name: name}
+		var sum, cnt [3]float64
+		for i, g := range games {
+			sum[0], cnt[0] = sum[0]+feats[k][i], cnt[0]+1
+			sum[1+g.framing], cnt[1+g.framing] = sum[1+g.framing]+feats[k][i], cnt[1+g.framing]+1
+		}
+		m := func(j int) float64 {
+			if cnt[j] == 0 {
+				return math.NaN()
+			}
+			return sum[j] / cnt[j]
+		}
+		fm.All, fm.Singular, fm.Group = m(0), m(1), m(2)
+		res.Features = append(res.Features, fm)
+	}
+	holder, requester := dummies(func(g game) int { return g.h }), dummies(func(g game) int { return g.r })
+	fw, err := stats.SequentialR2(y, []stats.Block{{Name: BlockHolder, Columns: holder}, {Name: BlockRequester, Columns: requester},
+		{Name: BlockFraming, Columns: [][]float64{framing}}, {Name: BlockFeatures, Columns: feats}})
+	if err != nil {
+		if errors.Is(err, stats.ErrConstant) {
+			res.Err = fmt.Sprintf("every game transferred the same share of the endowment (%.1f%%): there is no variance to explain", 100*games[0].share)
+		} else {
+			res.Err = err.Error()
+		}
+		a.Sequential = res
+		return
+	}
+	rv, err := stats.SequentialR2(y, []stats.Block{{Name: BlockFramingFeatures, Columns: append([][]float64{framing}, feats...)},
+		{Name: BlockRequester, Columns: requester}, {Name: BlockHolder, Columns: holder}})
+	if err != nil {
+		res.Err = err.Error()
+	}
+	res.Forward, res.Reverse = fw, rv
+	a.Sequential = res
+}
+
+// framingCause says in words why Cohen's d is not defined on the shares
+// x[0] (singular) and x[1] (group).
+func framingCause(err error, x [2][]float64) string {
+	names := [2]string{FramingSingular, FramingGroup}
+	switch {
+	case len(x[0]) == 0 || len(x[1]) == 0:
+		only := 0
+		if len(x[0]) == 0 {
+			only = 1
+		}
+		return fmt.Sprintf("only the %s framing was played (%d games): there is no framing contrast", names[only], len(x[only]))
+	case len(x[0]) < 2 || len(x[1]) < 2:
+		return fmt.Sprintf("%d %s and %d %s games: Cohen's d needs at least two games under each framing", len(x[0]), names[0], len(x[1]), names[1])
+	case errors.Is(err, stats.ErrConstant):
+		return fmt.Sprintf("every game under each framing transferred the same share (%.1f%% singular, %.1f%% group): the pooled SD is 0", 100*x[0][0], 100*x[1][0])
+	}
+	return err.Error()
 }
 
 func (a *Analysis) audit(games []game, n, draws, maxK int, seed uint64) {

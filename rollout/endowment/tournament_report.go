@@ -1,6 +1,7 @@
 package endowment
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/figure"
+	"github.com/parleyhq/parley/stats"
 	"github.com/parleyhq/parley/stats/roundrobin"
 )
 
@@ -34,11 +36,23 @@ type writer struct {
 
 func (w *writer) printf(format string, args ...any) { fmt.Fprintf(&w.md, format, args...) }
 
+// figure draws a figure into the report's folder and shows it; a figure
+// with nothing to draw (figure.ErrNoData: every component zero, no finite
+// point) is a note saying so, and the report goes on. Any other error
+// (the file cannot be written) stops the report.
 func (w *writer) figure(name, alt string, draw func(path string) error) {
 	if w.err != nil {
 		return
 	}
 	if err := draw(filepath.Join(w.out, name)); err != nil {
+		if errors.Is(err, figure.ErrNoData) {
+			detail := err.Error()
+			if _, after, ok := strings.Cut(detail, name+": "); ok {
+				detail = after
+			}
+			w.printf("> Figure `%s` (%s) is not drawn: %s.\n\n", name, alt, detail)
+			return
+		}
 		w.err = fmt.Errorf("%s: %w", name, err)
 		return
 	}
@@ -140,6 +154,7 @@ func (w *writer) all(name, promptsHash string) {
 	w.cohorts()
 	w.refusal()
 	w.framing()
+	w.sequential()
 	w.audit()
 	w.cumulative()
 	w.definitions()
@@ -240,55 +255,118 @@ var compLabels = map[string]string{
 func (w *writer) budget() {
 	b := w.a.Budget
 	w.printf("## Sources of variance in the share transferred (figure 3, table 3)\n\n")
-	if b.Err != "" {
+	if b.Err != "" && b.Mixed == nil && b.MixedErr == b.Err {
 		w.printf("The budget could not be estimated: %s.\n\n", b.Err)
 		return
 	}
-	var segs []figure.Segment
-	var rows []figure.IntervalRow
-	for _, c := range roundrobin.Components {
-		segs = append(segs, figure.Segment{Label: compLabels[c], Value: b.MoM.Value(c)})
-		iv := b.Shares[c]
-		row := figure.IntervalRow{Label: compLabels[c], Point: 100 * iv.Point}
-		if c != roundrobin.CompMatchup { // that bootstrap resamples the unit the term is defined over
-			row.Intervals = []figure.IntervalBar{{Lo: 100 * iv.Lo, Hi: 100 * iv.Hi, Width: 2}}
+	if b.Err == "" {
+		var segs []figure.Segment
+		var rows []figure.IntervalRow
+		for _, c := range roundrobin.Components {
+			label := compLabels[c]
+			iv := b.Shares[c]
+			switch {
+			case c == roundrobin.CompMatchup && b.MoM.Pooled, c == roundrobin.CompFraming && b.MoM.NoFraming:
+				// Not estimated: no bar, and a row that says so.
+				what := "in the residual"
+				if c == roundrobin.CompFraming {
+					what = "not estimated"
+				}
+				rows = append(rows, figure.IntervalRow{Label: label + " (" + what + ")", Point: math.NaN()})
+				continue
+			case c == roundrobin.CompResidual && b.MoM.Pooled:
+				label += " + matchup"
+			}
+			segs = append(segs, figure.Segment{Label: label, Value: b.MoM.Value(c)})
+			row := figure.IntervalRow{Label: label, Point: 100 * iv.Point}
+			if c != roundrobin.CompMatchup { // that bootstrap resamples the unit the term is defined over
+				row.Intervals = []figure.IntervalBar{{Lo: 100 * iv.Lo, Hi: 100 * iv.Hi, Width: 2}}
+			}
+			rows = append(rows, row)
 		}
-		rows = append(rows, row)
+		w.figure(FigBudget, "variance budget", figure.StackedBar{Title: "Sources of variance (method of moments)", Segments: segs, WidthPx: 900}.WritePNG)
+		w.figure(FigBudgetCI, "variance shares with intervals", figure.IntervalChart{Title: "Share of variance with 95% bootstrap intervals (ordered pairings resampled)",
+			XLabel: "share of variance (%)", Rows: rows, WidthPx: 900}.WritePNG)
 	}
-	w.figure(FigBudget, "variance budget", figure.StackedBar{Title: "Sources of variance (method of moments)", Segments: segs, WidthPx: 900}.WritePNG)
-	w.figure(FigBudgetCI, "variance shares with intervals", figure.IntervalChart{Title: "Share of variance with 95% bootstrap intervals (ordered pairings resampled)",
-		XLabel: "share of variance (%)", Rows: rows, WidthPx: 900}.WritePNG)
 	var trows [][]string
 	for _, c := range roundrobin.Components {
+		// Framing's share is small: three decimals, as in the paper's table 3.
+		sh, shCI := pct, f1
+		if c == roundrobin.CompFraming {
+			sh = func(x float64) string { return f3(100 * x) }
+			shCI = f3
+		}
 		mix, mixCI := "—", "—"
 		if b.Mixed != nil {
-			if c == roundrobin.CompMatchup {
-				mix = "in residual"
-			} else {
-				mix, mixCI = pct(b.MixedShares[c].Point), ci(Interval{Lo: 100 * b.MixedShares[c].Lo, Hi: 100 * b.MixedShares[c].Hi}, f1)
+			switch {
+			case c == roundrobin.CompMatchup:
+				mix, mixCI = "in residual", ""
+			case c == roundrobin.CompFraming && b.Mixed.NoFraming:
+				mix, mixCI = "not estimated", ""
+			default:
+				mix, mixCI = sh(b.MixedShares[c].Point), ci(Interval{Lo: 100 * b.MixedShares[c].Lo, Hi: 100 * b.MixedShares[c].Hi}, shCI)
 			}
 		}
-		momCI := ci(Interval{Lo: 100 * b.Shares[c].Lo, Hi: 100 * b.Shares[c].Hi}, f1)
-		if c == roundrobin.CompMatchup {
-			momCI = "(point only)"
+		mom, momCI := "—", "—"
+		if b.Err == "" {
+			mom, momCI = sh(b.Shares[c].Point), ci(Interval{Lo: 100 * b.Shares[c].Lo, Hi: 100 * b.Shares[c].Hi}, shCI)
+			switch {
+			case c == roundrobin.CompMatchup && b.MoM.Pooled:
+				mom, momCI = "in residual", ""
+			case c == roundrobin.CompMatchup:
+				momCI = "(point only)"
+			case c == roundrobin.CompFraming && b.MoM.NoFraming:
+				mom, momCI = "not estimated", ""
+			}
 		}
-		trows = append(trows, []string{compLabels[c], mix, mixCI, pct(b.Shares[c].Point), momCI})
+		trows = append(trows, []string{compLabels[c], mix, mixCI, mom, momCI})
 	}
-	mr := "—"
+	mr, br := "—", "—"
 	if b.Mixed != nil {
-		mr = ratio(b.MixedRatio.Point) + " " + ratioCI(b.MixedRatio)
+		mr = ratio(b.MixedRatio.Point)
 	}
-	trows = append(trows, []string{"holder : requester ratio", mr, "", ratio(b.Ratio.Point), ratioCI(b.Ratio)})
+	if b.Err == "" {
+		br = ratio(b.Ratio.Point)
+	}
+	trows = append(trows, []string{"holder : requester ratio", mr, ratioCI(b.MixedRatio), br, ratioCI(b.Ratio)})
 	w.table([]string{"source of variance", "(A) %", "95% CI", "(B) %", "95% CI"}, trows)
 	w.printf("(A) crossed random intercepts for holder and requester, framing as a fixed effect, fitted by REML (the matchup is part of the residual)")
 	switch {
 	case b.Mixed == nil:
-		w.printf(": not reported, the fit did not converge (%s)", b.MixedErr)
-	case b.Mixed.Singular:
-		w.printf(": the fit is singular (a variance on the boundary, zero)")
+		w.printf(": not reported, %s", b.MixedErr)
+	case b.Mixed.NoFraming:
+		w.printf(", here without the framing term: only one framing was played")
 	}
-	w.printf(". (B) the social-relations-model method of moments, which separates the requester × holder matchup from game noise through the round-robin design; reciprocity (the covariance of a pairing's matchup with the reverse pairing's) %.4f. Variances: holder %.4f, requester %.4f, matchup %.4f, framing %.5f, residual %.4f (negative estimates count as zero in the shares). Intervals: %d bootstrap resamples of the ordered pairings, holding the agents fixed (%d failed).\n\n",
-		b.MoM.Reciprocity, b.MoM.Holder, b.MoM.Requester, b.MoM.Matchup, b.MoM.Framing, b.MoM.Residual, b.Resamples, b.FailedResamples)
+	if b.Mixed != nil && b.Mixed.Singular {
+		w.printf("; the fit is singular (a variance on the boundary, zero)")
+	}
+	if b.Mixed != nil {
+		w.printf("; intervals from %d bootstrap resamples of the ordered pairings (%d whose fit failed left out)", b.Resamples, b.MixedFailedResamples)
+	}
+	if b.Err != "" {
+		w.printf(". (B) the social-relations-model method of moments: not reported, %s.", b.Err)
+	} else {
+		w.printf(". (B) the social-relations-model method of moments, which separates the requester × holder matchup from game noise through the round-robin design")
+		if b.MoM.Pooled {
+			w.printf(", except here: no ordered pairing was played twice (one game per pairing, as at `rounds: 1`), so game noise cannot be told from the matchup and (B) counts the matchup in the residual, as (A) does")
+		}
+		matchup, framing := fmt.Sprintf("%.4f", b.MoM.Matchup), fmt.Sprintf("%.5f", b.MoM.Framing)
+		if b.MoM.Pooled {
+			matchup = "in the residual"
+		}
+		if b.MoM.NoFraming {
+			framing = "not estimated"
+		}
+		w.printf("; reciprocity (the covariance of a pairing's matchup with the reverse pairing's) %.4f. Variances: holder %.4f, requester %.4f, matchup %s, framing %s, residual %.4f (negative estimates count as zero in the shares). Intervals: %d bootstrap resamples of the ordered pairings, holding the agents fixed (%d failed).",
+			b.MoM.Reciprocity, b.MoM.Holder, b.MoM.Requester, matchup, framing, b.MoM.Residual, b.Resamples, b.FailedResamples)
+	}
+	switch {
+	case b.Mixed != nil && b.Mixed.NoFraming:
+		w.printf(" The framing term is left out of both: only one framing was played.")
+	case b.Err == "" && b.MoM.NoFraming:
+		w.printf(" (B) estimates framing within ordered pairings and none was played under both framings, so its framing is not estimated and stays in its residual; (A) estimates it across pairings.")
+	}
+	w.printf(" Framing in both is the variance the framing term adds over the games, p(1−p)·(effect² − its sampling variance), p the share of group-framing games: the square of an estimated effect alone would count its sampling noise as framing variance.\n\n")
 }
 
 func (w *writer) cohorts() {
@@ -371,11 +449,62 @@ func (w *writer) framing() {
 		Rows: []figure.IntervalRow{{Label: "all games", Point: f.D.D, Intervals: []figure.IntervalBar{{Lo: f.CI95[0], Hi: f.CI95[1], Width: 1.5}, {Lo: f.CI90[0], Hi: f.CI90[1], Width: 5}}}}}.WritePNG)
 }
 
+func (w *writer) sequential() {
+	sq := w.a.Sequential
+	w.printf("## Sequential R² of the share transferred (table 8)\n\n")
+	if sq.Err != "" {
+		w.printf("Not estimated: %s.\n\n", sq.Err)
+	} else {
+		var rows [][]string
+		add := func(order string, steps []stats.R2Step) {
+			for i, st := range steps {
+				name := st.Name
+				if i > 0 {
+					name = "+ " + name
+				}
+				params := fmt.Sprint(st.Params)
+				if st.Params == 0 {
+					params = "0 (constant here)"
+				}
+				rows = append(rows, []string{order, name, f3(st.R2), f3(st.Delta), params})
+				order = ""
+			}
+		}
+		add("the paper's", sq.Forward)
+		add("reverse", sq.Reverse)
+		w.table([]string{"order", "predictors entered", "R²", "ΔR²", "parameters added"}, rows)
+		if len(sq.Reverse) == 3 {
+			w.printf("Entered in the reverse order, framing and the message features explain %s together, requester identity adds %s and holder identity %s. ",
+				f3(sq.Reverse[0].R2), f3(sq.Reverse[1].Delta), f3(sq.Reverse[2].Delta))
+		}
+		w.printf("Ordinary least squares of each game's share on an intercept and the blocks entered so far, over the %d games played: identities as one dummy per agent (one is the intercept's), framing as 0/1, the seven message features as they are. R² is in-sample, not adjusted: each identity adds (agents − 1) parameters, which in a small tournament are R² by themselves.\n\n", w.a.Played)
+	}
+	var rows [][]string
+	for _, f := range sq.Features {
+		rows = append(rows, []string{f.Name, f3(f.All), f3(f.Singular), f3(f.Group)})
+	}
+	if len(rows) > 0 {
+		w.printf("Message features of the requester's messages (private traces removed), mean per game:\n\n")
+		w.table([]string{"message feature", "all games", "singular", "group"}, rows)
+	}
+	for _, name := range MessageFeatureNames {
+		w.printf("- **%s**: %s.\n", name, FeatureDefinitions[name])
+	}
+	w.printf("\nThe paper names these features without defining them; these definitions are parley's. A game's rates are per message, so a game cut short compares with a long one.\n\n")
+}
+
 func (w *writer) audit() {
 	w.printf("## How many first-turn probes an audit needs (figure 12)\n\n")
 	if len(w.a.Audit) == 0 {
 		w.printf("Too few holders or games for the audit curve (it needs 3 holders with 2 games each).\n\n")
 		return
+	}
+	drawn := false
+	for _, p := range w.a.Audit {
+		drawn = drawn || p.Draws > 0
+	}
+	if !drawn {
+		w.printf("No draw gave a coefficient: in every draw the holders' turn-1 refusal rates, or their shares given on the other games, were all tied (as when no holder gives anything).\n\n")
 	}
 	var x, y, lo, hi []float64
 	var rows [][]string

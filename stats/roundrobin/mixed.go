@@ -11,14 +11,25 @@ import (
 // Mixed is a REML fit of y = β0 + β1·framing + u_holder + v_requester + e,
 // with crossed random intercepts u ~ N(0, σ²_h), v ~ N(0, σ²_r): seed
 // 001's specification (A), in which the matchup is part of the residual.
+// With one framing only the model has no β1 (NoFraming).
 type Mixed struct {
 	// Holder, Requester and Residual are the variances σ²_h, σ²_r, σ².
 	Holder, Requester, Residual float64
-	// Intercept and FramingCoef are the fixed effects (framing coded 0/1).
+	// Intercept and FramingCoef are the fixed effects (framing coded 0/1;
+	// FramingCoef is 0 without a framing term).
 	Intercept, FramingCoef float64
-	// Framing is the variance of the fixed framing term over the games,
-	// β1²·p(1−p), p the share of framing-1 games.
+	// FramingCoefVar is the sampling variance of the framing coefficient,
+	// σ²·[(X'V⁻¹X)⁻¹]₁₁ at the REML estimate.
+	FramingCoefVar float64
+	// Framing is the variance the framing term adds over the games,
+	// estimated without bias as MoM's is: p(1−p)·(β̂1² − Var β̂1), p the
+	// share of framing-1 games (β̂1²·p(1−p) alone would count the
+	// coefficient's sampling noise as framing variance). It may be
+	// negative; shares count it as zero.
 	Framing float64
+	// NoFraming reports that only one framing was played: the model was
+	// fitted without the framing term and Framing is 0.
+	NoFraming bool
 	// Deviance is the REML criterion at the optimum, −2 × the REML
 	// log-likelihood (lme4's; statsmodels' llf is −Deviance/2).
 	Deviance float64
@@ -31,7 +42,7 @@ type Mixed struct {
 
 // Budget returns the fit as a budget (matchup in the residual).
 func (f Mixed) Budget() Budget {
-	return Budget{Holder: f.Holder, Requester: f.Requester, Framing: f.Framing, Residual: f.Residual, Mean: f.Intercept}
+	return Budget{Holder: f.Holder, Requester: f.Requester, Framing: f.Framing, Residual: f.Residual, Mean: f.Intercept, NoFraming: f.NoFraming}
 }
 
 // ErrNotConverged is returned (wrapped) by FitMixed when the REML
@@ -41,7 +52,10 @@ var ErrNotConverged = errors.New("the REML fit did not converge")
 // FitMixed fits the crossed random intercepts by REML: the criterion is
 // profiled over the fixed effects and the residual variance (Bates et
 // al. 2015, lme4), and minimised over the two relative standard
-// deviations θ = (σ_h/σ, σ_r/σ) by Nelder–Mead from three starts.
+// deviations θ = (σ_h/σ, σ_r/σ) by Nelder–Mead from three starts. With one
+// framing only it is fitted without the framing term. A design whose
+// outcomes are all equal, or in which holder and requester cannot be told
+// apart, is an error (ErrNoVariance, ErrConfounded).
 func FitMixed(cells []Cell) (Mixed, error) {
 	f, err := fitMixed(cells)
 	if err != nil {
@@ -50,14 +64,15 @@ func FitMixed(cells []Cell) (Mixed, error) {
 	return f, nil
 }
 
-// mixedStats are the sufficient statistics of the model.
+// mixedStats are the sufficient statistics of the model; px is the
+// number of fixed effects (2, or 1 without a framing term).
 type mixedStats struct {
-	q, nh, n      int
+	q, nh, n, px  int
 	ZtZ           *mat.SymDense // q×q
-	ZtX           *mat.Dense    // q×2
-	XtX           *mat.SymDense // 2×2
+	ZtX           *mat.Dense    // q×px
+	XtX           *mat.SymDense // px×px
 	Zty           *mat.VecDense // q
-	Xty           *mat.VecDense // 2
+	Xty           *mat.VecDense // px
 	yty, framing1 float64
 }
 
@@ -75,9 +90,26 @@ func newMixedStats(cells []Cell) (*mixedStats, error) {
 	if nh < 2 || nr < 2 {
 		return nil, fmt.Errorf("%d holders and %d requesters: need at least 2 of each", nh, nr)
 	}
+	if err := checkDesign(cells); err != nil {
+		return nil, err
+	}
+	n, framing1 := 0, 0
+	for _, c := range cells {
+		for _, g := range c.Games {
+			n++
+			framing1 += g.Framing
+		}
+	}
+	if n <= 2 {
+		return nil, fmt.Errorf("%d games: too few", n)
+	}
+	px := 2
+	if framing1 == 0 || framing1 == n {
+		px = 1 // one framing only: no framing term
+	}
 	q := nh + nr
-	s := &mixedStats{q: q, nh: nh, ZtZ: mat.NewSymDense(q, nil), ZtX: mat.NewDense(q, 2, nil), XtX: mat.NewSymDense(2, nil),
-		Zty: mat.NewVecDense(q, nil), Xty: mat.NewVecDense(2, nil)}
+	s := &mixedStats{q: q, nh: nh, px: px, ZtZ: mat.NewSymDense(q, nil), ZtX: mat.NewDense(q, px, nil), XtX: mat.NewSymDense(px, nil),
+		Zty: mat.NewVecDense(q, nil), Xty: mat.NewVecDense(px, nil)}
 	for _, c := range cells {
 		h, r := hIdx[c.Holder], nh+rIdx[c.Requester]
 		for _, g := range c.Games {
@@ -87,11 +119,11 @@ func newMixedStats(cells []Cell) (*mixedStats, error) {
 			s.ZtZ.SetSym(h, h, s.ZtZ.At(h, h)+1)
 			s.ZtZ.SetSym(r, r, s.ZtZ.At(r, r)+1)
 			s.ZtZ.SetSym(h, r, s.ZtZ.At(h, r)+1)
-			for j := 0; j < 2; j++ {
+			for j := 0; j < px; j++ {
 				s.ZtX.Set(h, j, s.ZtX.At(h, j)+x[j])
 				s.ZtX.Set(r, j, s.ZtX.At(r, j)+x[j])
 				s.Xty.SetVec(j, s.Xty.AtVec(j)+x[j]*g.Y)
-				for k := j; k < 2; k++ {
+				for k := j; k < px; k++ {
 					s.XtX.SetSym(j, k, s.XtX.At(j, k)+x[j]*x[k])
 				}
 			}
@@ -100,24 +132,19 @@ func newMixedStats(cells []Cell) (*mixedStats, error) {
 			s.yty += g.Y * g.Y
 		}
 	}
-	if s.n <= 2 {
-		return nil, fmt.Errorf("%d games: too few", s.n)
-	}
-	if s.framing1 == 0 || s.framing1 == float64(s.n) {
-		return nil, errors.New("one framing only: the framing effect is not estimable")
-	}
 	return s, nil
 }
 
-// evalResult is the profiled REML solution at one θ.
+// evalResult is the profiled REML solution at one θ; varB1 is the
+// framing coefficient's sampling variance (0 without the term).
 type evalResult struct {
-	dev, sigma2, b0, b1 float64
-	ok                  bool
+	dev, sigma2, b0, b1, varB1 float64
+	ok                         bool
 }
 
 // eval computes the REML criterion at θ = (θh, θr).
 func (s *mixedStats) eval(th, tr float64) evalResult {
-	q := s.q
+	q, px := s.q, s.px
 	lam := func(i int) float64 {
 		if i < s.nh {
 			return th
@@ -142,10 +169,10 @@ func (s *mixedStats) eval(th, tr float64) evalResult {
 	ch.LTo(&L)
 	// Forward solves: L cu = Λ Z'y, L RZX = Λ Z'X.
 	cu := mat.NewVecDense(q, nil)
-	B := mat.NewDense(q, 2, nil)
+	B := mat.NewDense(q, px, nil)
 	for i := 0; i < q; i++ {
 		cu.SetVec(i, lam(i)*s.Zty.AtVec(i))
-		for j := 0; j < 2; j++ {
+		for j := 0; j < px; j++ {
 			B.Set(i, j, lam(i)*s.ZtX.At(i, j))
 		}
 	}
@@ -159,9 +186,9 @@ func (s *mixedStats) eval(th, tr float64) evalResult {
 	// Schur complement X'X − RZX'RZX = R_X'R_X.
 	var G mat.Dense
 	G.Mul(RZX.T(), &RZX)
-	S := mat.NewSymDense(2, nil)
-	for i := 0; i < 2; i++ {
-		for j := i; j < 2; j++ {
+	S := mat.NewSymDense(px, nil)
+	for i := 0; i < px; i++ {
+		for j := i; j < px; j++ {
 			S.SetSym(i, j, s.XtX.At(i, j)-G.At(i, j))
 		}
 	}
@@ -184,7 +211,7 @@ func (s *mixedStats) eval(th, tr float64) evalResult {
 		return evalResult{}
 	}
 	r2 := s.yty - mat.Dot(cu, cu) - mat.Dot(&zx, &zx)
-	df := float64(s.n - 2)
+	df := float64(s.n - px)
 	if !(r2 > 0) {
 		return evalResult{}
 	}
@@ -192,11 +219,20 @@ func (s *mixedStats) eval(th, tr float64) evalResult {
 	for i := 0; i < q; i++ {
 		logdet += 2 * math.Log(L.At(i, i))
 	}
-	for i := 0; i < 2; i++ {
+	for i := 0; i < px; i++ {
 		logdet += 2 * math.Log(LX.At(i, i))
 	}
 	dev := logdet + df*(1+math.Log(2*math.Pi*r2/df))
-	return evalResult{dev: dev, sigma2: r2 / df, b0: beta.AtVec(0), b1: beta.AtVec(1), ok: true}
+	res := evalResult{dev: dev, sigma2: r2 / df, b0: beta.AtVec(0), ok: true}
+	if px == 2 {
+		// Cov β̂ = σ² (X'V⁻¹X)⁻¹ = σ² S⁻¹, V in units of σ².
+		var inv mat.SymDense
+		if err := cx.InverseTo(&inv); err != nil {
+			return evalResult{}
+		}
+		res.b1, res.varB1 = beta.AtVec(1), res.sigma2*inv.At(1, 1)
+	}
+	return res
 }
 
 func fitMixed(cells []Cell) (Mixed, error) {
@@ -228,9 +264,12 @@ func fitMixed(cells []Cell) (Mixed, error) {
 	th, tr := math.Abs(bestX[0]), math.Abs(bestX[1])
 	r := s.eval(th, tr)
 	f.Holder, f.Requester, f.Residual = th*th*r.sigma2, tr*tr*r.sigma2, r.sigma2
-	f.Intercept, f.FramingCoef, f.Deviance = r.b0, r.b1, r.dev
-	p := s.framing1 / float64(s.n)
-	f.Framing = r.b1 * r.b1 * p * (1 - p)
+	f.Intercept, f.FramingCoef, f.FramingCoefVar, f.Deviance = r.b0, r.b1, r.varB1, r.dev
+	f.NoFraming = s.px == 1
+	if !f.NoFraming {
+		p := s.framing1 / float64(s.n)
+		f.Framing = p * (1 - p) * (r.b1*r.b1 - r.varB1)
+	}
 	f.Converged = converged
 	f.Singular = th < 1e-4 || tr < 1e-4
 	if !converged {

@@ -2,9 +2,11 @@ package roundrobin
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -29,6 +31,11 @@ func loadFixture(t *testing.T, name string) ([]Cell, map[string]any) {
 	if err := json.Unmarshal(b, &f); err != nil {
 		t.Fatal(err)
 	}
+	return f.cells(t), f.Want
+}
+
+func (f fixture) cells(t *testing.T) []Cell {
+	t.Helper()
 	var h, r, fr []int
 	var y []float64
 	for _, g := range f.Games {
@@ -38,7 +45,7 @@ func loadFixture(t *testing.T, name string) ([]Cell, map[string]any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cells, f.Want
+	return cells
 }
 
 // TestMoMMatchesWKS: on a complete, balanced round robin the general
@@ -148,20 +155,30 @@ func TestMoMRecoversComponents(t *testing.T) {
 	}
 	const sa, sb, sg, rho, d, se = 0.30, 0.10, 0.12, 0.3, 0.06, 0.25
 	truth := map[string]float64{CompHolder: sa * sa, CompRequester: sb * sb, CompMatchup: sg * sg, CompFraming: d * d / 4, CompResidual: se * se, "reciprocity": rho * sg * sg}
+	// At one round of seed 001's schedule every ordered pairing plays
+	// once: the matchup is pooled into the residual, and so is the
+	// framing, which no pairing plays both ways (and which, being opposite
+	// in a pairing and its reverse, adds −d²/4 to the reciprocity).
+	pooled := map[string]float64{CompHolder: sa * sa, CompRequester: sb * sb, CompMatchup: 0, CompFraming: 0, CompResidual: sg*sg + se*se + d*d/4, "reciprocity": rho*sg*sg - d*d/4}
 	for _, tc := range []struct {
 		n, reps   int
 		alternate bool
 		trials    int
-	}{{15, 5, true, 200}, {6, 3, false, 400}} {
-		rng := rand.New(rand.NewPCG(uint64(tc.n), 99))
+		truth     map[string]float64
+	}{{15, 5, true, 200, truth}, {6, 3, false, 400, truth}, {15, 1, true, 400, pooled}} {
+		truth := tc.truth
+		rng := rand.New(rand.NewPCG(uint64(tc.n*10+tc.reps), 99))
 		sums, sq := map[string]float64{}, map[string]float64{}
 		for i := 0; i < tc.trials; i++ {
 			b, err := MoM(synth(rng, tc.n, tc.reps, tc.alternate, sa, sb, sg, rho, d, se))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if i == 0 && tc.n == 15 && b.Games != 1050 {
-				t.Fatalf("%d games at 15 agents, want 1050", b.Games)
+			if i == 0 && tc.n == 15 && b.Games != 210*tc.reps {
+				t.Fatalf("%d games at 15 agents, want %d", b.Games, 210*tc.reps)
+			}
+			if b.Pooled != (tc.reps == 1) || b.NoFraming != (tc.reps == 1) {
+				t.Fatalf("reps %d: Pooled %v, NoFraming %v", tc.reps, b.Pooled, b.NoFraming)
 			}
 			for k := range truth {
 				v := b.Value(k)
@@ -177,7 +194,10 @@ func TestMoMRecoversComponents(t *testing.T) {
 			mean := sums[k] / n
 			se := math.Sqrt((sq[k]/n - mean*mean) / n)
 			tol := math.Max(4*se, 0.05*want)
-			t.Logf("n=%d %-11s true %.5f mean %.5f (MC s.e. %.5f)", tc.n, k, want, mean, se)
+			if want == 0 && se == 0 {
+				tol = 0 // not estimated: exactly 0
+			}
+			t.Logf("n=%d reps=%d %-11s true %.5f mean %.5f (MC s.e. %.5f)", tc.n, tc.reps, k, want, mean, se)
 			if math.Abs(mean-want) > tol {
 				t.Errorf("n=%d %s: mean estimate %.5f, true %.5f (tolerance %.5f)", tc.n, k, mean, want, tol)
 			}
@@ -292,14 +312,136 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
-func TestMoMErrors(t *testing.T) {
-	if _, err := MoM(nil); err == nil {
-		t.Error("no cells")
+// TestDesignErrors: designs that hold no budget are errors that say why
+// in words, from both estimators.
+func TestDesignErrors(t *testing.T) {
+	g := func(f int, y float64) Game { return Game{f, y} }
+	tests := []struct {
+		name  string
+		cells []Cell
+		mom   error  // a sentinel, or nil with want in the message
+		mixed error  // the same for FitMixed
+		want  string // in both messages
+		fits  bool   // FitMixed fits it (the matchup is in its residual)
+	}{
+		{"no cells", nil, nil, nil, "", false},
+		{"all shares zero", []Cell{{0, 1, []Game{g(0, 0), g(1, 0)}}, {1, 0, []Game{g(0, 0), g(1, 0)}}, {0, 2, []Game{g(0, 0), g(1, 0)}},
+			{2, 0, []Game{g(0, 0), g(1, 0)}}, {1, 2, []Game{g(0, 0), g(1, 0)}}, {2, 1, []Game{g(0, 0), g(1, 0)}}},
+			ErrNoVariance, ErrNoVariance, "every game's outcome is 0", false},
+		{"two agents", []Cell{{0, 1, []Game{g(0, 0.1), g(1, 0.3), g(0, 0.2)}}, {1, 0, []Game{g(0, 0.5), g(1, 0.7), g(1, 0.4)}}},
+			ErrConfounded, ErrConfounded, "each of the 2 holders meets only one requester", false},
+		{"too few pairings", []Cell{{0, 1, []Game{g(0, 1)}}, {1, 0, []Game{g(0, 2)}}, {0, 2, []Game{g(0, 4)}}}, nil, nil, "too few left over", true},
 	}
-	one := []Cell{{0, 1, []Game{{0, 1}}}, {1, 0, []Game{{0, 1}}}, {0, 2, []Game{{0, 1}}}}
-	if _, err := MoM(one); err == nil {
-		t.Error("no replication")
+	for _, tt := range tests {
+		_, err := MoM(tt.cells)
+		if err == nil || (tt.mom != nil && !errors.Is(err, tt.mom)) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: MoM error %v, want %v %q", tt.name, err, tt.mom, tt.want)
+		}
+		if tt.fits {
+			continue
+		}
+		_, err = FitMixed(tt.cells)
+		if err == nil || (tt.mixed != nil && !errors.Is(err, tt.mixed)) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: FitMixed error %v, want %v %q", tt.name, err, tt.mixed, tt.want)
+		}
 	}
+}
+
+// TestDegenerateDesigns: one framing only, and every ordered pairing
+// played once (seed 001's schedule at rounds: 1), are fitted without the
+// term that is missing: (A) against statsmodels' REML on the same data
+// (testdata/designs.json), (B) with its flags set.
+func TestDegenerateDesigns(t *testing.T) {
+	b, err := os.ReadFile("testdata/designs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fx map[string]fixture
+	if err := json.Unmarshal(b, &fx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name                string
+		noFraming, pooled   bool // MoM's
+		mixedNoFraming      bool
+		framingInStatsmodel bool
+	}{{"one_framing", true, false, true, false}, {"rounds_1", true, true, false, true}} {
+		f := fx[tt.name]
+		cells := f.cells(t)
+		fit, err := FitMixed(cells)
+		if err != nil {
+			t.Fatalf("%s: FitMixed: %v", tt.name, err)
+		}
+		want := f.Want
+		got := map[string]float64{"holder": fit.Holder, "requester": fit.Requester, "residual": fit.Residual, "intercept": fit.Intercept}
+		if tt.framingInStatsmodel {
+			got["framing"], got["framing_var"] = fit.FramingCoef, fit.FramingCoefVar
+		}
+		for k, g := range got {
+			w := want[k].(float64)
+			if math.Abs(g-w) > 2e-4*math.Max(1, math.Abs(w)) && math.Abs(g-w)/math.Abs(w) > 2e-3 {
+				t.Errorf("%s: %s = %.6g, want %.6g (statsmodels)", tt.name, k, g, w)
+			}
+		}
+		if llf := want["llf"].(float64); math.Abs(-fit.Deviance/2-llf) > 1e-5 {
+			t.Errorf("%s: REML log-likelihood %.7f, statsmodels %.7f", tt.name, -fit.Deviance/2, llf)
+		}
+		if fit.NoFraming != tt.mixedNoFraming || fit.Budget().NoFraming != tt.mixedNoFraming || (fit.NoFraming && fit.Framing != 0) {
+			t.Errorf("%s: mixed NoFraming %v (budget %v), framing %v", tt.name, fit.NoFraming, fit.Budget().NoFraming, fit.Framing)
+		}
+		m, err := MoM(cells)
+		if err != nil {
+			t.Fatalf("%s: MoM: %v", tt.name, err)
+		}
+		if m.NoFraming != tt.noFraming || m.Pooled != tt.pooled || m.Framing != 0 || (m.Pooled && m.Matchup != 0) || !(m.Residual > 0) || !(m.Holder > 0) {
+			t.Errorf("%s: MoM %+v, want NoFraming %v, Pooled %v", tt.name, m, tt.noFraming, tt.pooled)
+		}
+	}
+}
+
+// TestFramingUnbiased: with no framing effect, both specifications'
+// framing components average zero over many tournaments (β̂1²·p(1−p)
+// alone, (A)'s earlier estimate, averaged Var β̂1/4 > 0); with one, both
+// average its variance p(1−p)·d².
+func TestFramingUnbiased(t *testing.T) {
+	if testing.Short() {
+		t.Skip("Monte Carlo")
+	}
+	for _, d := range []float64{0, 0.2} {
+		rng := rand.New(rand.NewPCG(17, uint64(100*d)))
+		const trials = 300
+		var sa, sb, qa, qb, naive float64
+		for i := 0; i < trials; i++ {
+			cells := synth(rng, 6, 2, false, 0.3, 0.1, 0.05, 0, d, 0.3)
+			fit, err := FitMixed(cells)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := MoM(cells)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sa, qa = sa+fit.Framing, qa+fit.Framing*fit.Framing
+			sb, qb = sb+m.Framing, qb+m.Framing*m.Framing
+			naive += fit.FramingCoef * fit.FramingCoef / 4
+		}
+		want := d * d / 4
+		for _, c := range []struct {
+			name      string
+			sum, sq   float64
+			wantEqual bool
+		}{{"(A) mixed", sa, qa, true}, {"(B) MoM", sb, qb, true}} {
+			mean := c.sum / trials
+			se := math.Sqrt((c.sq/trials - mean*mean) / trials)
+			t.Logf("d=%g %s: mean framing %.6f, true %.6f (MC s.e. %.6f); β̂1²/4 alone %.6f", d, c.name, mean, want, se, naive/trials)
+			if math.Abs(mean-want) > 4*se {
+				t.Errorf("d=%g %s: mean framing component %.6f, true %.6f (MC s.e. %.6f)", d, c.name, mean, want, se)
+			}
+		}
+	}
+}
+
+func TestCellsErrors(t *testing.T) {
 	if _, err := Cells([]int{0}, []int{0}, []int{0}, []float64{1}); err == nil {
 		t.Error("self-play accepted")
 	}

@@ -89,6 +89,64 @@ type Budget struct {
 	Mean float64
 	// Games, Cells, Holders and Requesters count what was used.
 	Games, Cells, Holders, Requesters int
+	// NoFraming reports that the framing effect was not estimated: one
+	// framing only, or (MoM, which estimates it within pairings) no
+	// ordered pairing played under both. Framing and FramingEffect are 0,
+	// and whatever framing does is left in the other components.
+	NoFraming bool
+	// Pooled reports that no ordered pairing was played twice (MoM, seed
+	// 001's schedule at rounds: 1), so the matchup cannot be told from game
+	// noise: Residual holds both and Matchup is 0, as in specification (A).
+	Pooled bool
+}
+
+// Errors of designs that hold no budget, wrapped by MoM and FitMixed;
+// their messages say why in words.
+var (
+	// ErrNoVariance: every game has the same outcome.
+	ErrNoVariance = errors.New("there is no variance to decompose")
+	// ErrConfounded: every holder meets one requester only and every
+	// requester one holder (two agents, or a subset like it), so holder
+	// and requester identity cannot be told apart.
+	ErrConfounded = errors.New("holder and requester identity cannot be told apart")
+)
+
+// checkDesign returns ErrNoVariance or ErrConfounded (wrapped with the
+// case) when the cells hold no budget.
+func checkDesign(cells []Cell) error {
+	first, constant, seen := 0.0, true, false
+	reqOf, holdOf := map[int]map[int]bool{}, map[int]map[int]bool{}
+	for _, c := range cells {
+		for _, g := range c.Games {
+			if !seen {
+				first, seen = g.Y, true
+			} else if g.Y != first {
+				constant = false
+			}
+		}
+		if reqOf[c.Holder] == nil {
+			reqOf[c.Holder] = map[int]bool{}
+		}
+		if holdOf[c.Requester] == nil {
+			holdOf[c.Requester] = map[int]bool{}
+		}
+		reqOf[c.Holder][c.Requester], holdOf[c.Requester][c.Holder] = true, true
+	}
+	if seen && constant {
+		return fmt.Errorf("every game's outcome is %g: %w", first, ErrNoVariance)
+	}
+	one := func(m map[int]map[int]bool) bool {
+		for _, v := range m {
+			if len(v) != 1 {
+				return false
+			}
+		}
+		return true
+	}
+	if len(reqOf) >= 2 && one(reqOf) && one(holdOf) {
+		return fmt.Errorf("each of the %d holders meets only one requester and each requester one holder: %w", len(reqOf), ErrConfounded)
+	}
+	return nil
 }
 
 // Component names, in the budget's order.
@@ -167,7 +225,17 @@ func (b Budget) Ratio() float64 {
 // reciprocity (co)variances given the game noise. On a complete, balanced
 // round robin this is Warner, Kenny and Stoto's (1979) estimator, with the
 // matchup variance net of game noise. The framing component is the
-// variance of the two framing effects, (d̂² − Var d̂)/4.
+// variance the framing term adds over the games, estimated without bias:
+// p(1−p)·(d̂² − Var d̂), p the share of framing-1 games, Var d̂ the game
+// noise over Σ n0·n1/(n0+n1) (FitMixed's is the same with its β̂ and its
+// variance). Without any pairing played under both framings the framing
+// is not estimated (NoFraming). Without any pairing played twice the
+// matchup and game noise are one component, the residual (Pooled): the
+// cell means' residual variance is then fitted as one unknown.
+//
+// A design whose outcomes are all equal, or in which holder and
+// requester cannot be told apart, is an error (ErrNoVariance,
+// ErrConfounded).
 func MoM(cells []Cell) (Budget, error) {
 	b, err := mom(cells)
 	if err != nil {
@@ -182,8 +250,12 @@ func mom(cells []Cell) (Budget, error) {
 	if m == 0 {
 		return b, errors.New("no cells")
 	}
+	if err := checkDesign(cells); err != nil {
+		return b, err
+	}
 	// Framing, within cells.
 	var sw, swd float64
+	framing1 := 0
 	for _, c := range cells {
 		n0, n1, s0, s1 := 0, 0, 0.0, 0.0
 		for _, g := range c.Games {
@@ -199,12 +271,14 @@ func mom(cells []Cell) (Budget, error) {
 			swd += w * (s0/float64(n0) - s1/float64(n1))
 		}
 		b.Games += len(c.Games)
+		framing1 += n1
 	}
 	d := 0.0
 	if sw > 0 {
 		d = swd / sw
 	}
 	b.FramingEffect = d
+	b.NoFraming = sw == 0
 	// Cell means and game noise, the framing effect removed.
 	x := make([]float64, m)
 	nc := make([]float64, m)
@@ -229,13 +303,15 @@ func mom(cells []Cell) (Budget, error) {
 	if sw > 0 {
 		dfw--
 	}
-	if dfw <= 0 {
-		return b, errors.New("no replication within cells: game noise cannot be told from the matchup")
+	b.Pooled = dfw <= 0
+	if !b.Pooled {
+		b.Residual = ssw / float64(dfw)
 	}
-	b.Residual = ssw / float64(dfw)
-	if sw > 0 {
-		b.Framing = (d*d - b.Residual/sw) / 4
+	if sw > 0 && !b.Pooled {
+		p := float64(framing1) / float64(b.Games)
+		b.Framing = p * (1 - p) * (d*d - b.Residual/sw)
 	}
+	b.NoFraming = b.NoFraming || b.Pooled // Var d̂ needs the game noise alone
 	b.Cells = m
 	for _, v := range x {
 		b.Mean += v / float64(m)
@@ -251,7 +327,9 @@ func adjusted(g Game, d float64) float64 {
 }
 
 // fitCells estimates the holder, requester, matchup and reciprocity
-// components from the cell means x (n games each), given b.Residual.
+// components from the cell means x (n games each), given b.Residual; with
+// b.Pooled, the residual (matchup and game noise together) is the third
+// unknown.
 func (b *Budget) fitCells(cells []Cell, x, nc []float64) error {
 	m := len(cells)
 	hIdx, rIdx := map[int]int{}, map[int]int{}
@@ -293,7 +371,7 @@ func (b *Budget) fitCells(cells []Cell, x, nc []float64) error {
 		}
 	}
 	if m-k < 2 {
-		return fmt.Errorf("%d cells for %d parameters: no residual degrees of freedom for the matchup", m, k)
+		return fmt.Errorf("%d ordered pairings for %d holder and requester effects: too few left over to estimate the matchup", m, k)
 	}
 	Uk := U.Slice(0, m, 0, k).(*mat.Dense)
 	// β = V S⁻¹ U'x; â, b̂ are its centred holder and requester parts:
@@ -406,7 +484,9 @@ func (b *Budget) fitCells(cells []Cell, x, nc []float64) error {
 			coef[3][c] += cp.onRev(i, j) - dot(ui, cp.KU.RawRowView(j)) - dot(cp.KU.RawRowView(i), uj) + dot(UG.RawRowView(i), uj)
 		}
 	}
-	// Solve for (holder, requester, matchup[, reciprocity]) given the noise.
+	// Solve for (holder, requester, matchup[, reciprocity]) given the
+	// noise; pooled, the third unknown is matchup + noise/n, whose
+	// structure over cells is the game noise's (each cell's own).
 	unknowns := 4
 	if len(rev) == 0 {
 		unknowns = 3 // no reverse pairings: the reciprocity is not estimable
@@ -417,13 +497,21 @@ func (b *Budget) fitCells(cells []Cell, x, nc []float64) error {
 		for c := 0; c < unknowns; c++ {
 			A.Set(q, c, coef[q][c])
 		}
-		rhs.SetVec(q, Q[q]-coef[q][4]*b.Residual)
+		if b.Pooled {
+			A.Set(q, 2, coef[q][4])
+			rhs.SetVec(q, Q[q])
+		} else {
+			rhs.SetVec(q, Q[q]-coef[q][4]*b.Residual)
+		}
 	}
 	var sol mat.VecDense
 	if err := sol.SolveVec(A, rhs); err != nil {
 		return fmt.Errorf("the moment equations are singular: %w", err)
 	}
 	b.Holder, b.Requester, b.Matchup = sol.AtVec(0), sol.AtVec(1), sol.AtVec(2)
+	if b.Pooled {
+		b.Matchup, b.Residual = 0, sol.AtVec(2)
+	}
 	if unknowns == 4 {
 		b.Reciprocity = sol.AtVec(3)
 	}

@@ -45,6 +45,11 @@ func TestScenarioCmd(t *testing.T) {
 	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "unknown scenario type") {
 		t.Errorf("generate --type 3hb = %v", err)
 	}
+	cmd = newScenarioCmd(quietApp())
+	cmd.SetArgs([]string{"generate", "--type", "2hb2g", "--target", "table5", "--out", out})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), `flag --target: "table5", want paper or none`) {
+		t.Errorf("generate --target table5 = %v", err)
+	}
 }
 
 // TestSeriesCmd plays configs/multiparty.yaml's game against serve-sim

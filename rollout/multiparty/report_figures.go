@@ -81,7 +81,7 @@ func figures(b *strings.Builder, gs []game, typ, dir string) error {
 				continue
 			}
 			for _, m := range measures {
-				pn := figure.Panel{Title: fmt.Sprintf("%s, %s (%s)", m.title, methodLabel(method), tl), XLabel: "Game", YLabel: m.ylabel, YMin: m.ymin, YMax: m.ymax}
+				pn := figure.Panel{Title: fmt.Sprintf("%s, %s (%s)", m.title, methodLabel(method), tl), XLabel: "Game", YLabel: m.ylabel, YMin: m.ymin, YMax: m.ymax, Dodge: 0.12}
 				for _, c := range mc {
 					x, y, lo, hi := byGame(sel(gs, typ, c.Label()), m.scale, m.f)
 					clampBand(lo, hi, m.lower, m.upper)
@@ -142,14 +142,15 @@ func figure10(b *strings.Builder, gs []game, typ, dir string) error {
 	if err := bc.WritePNG(filepath.Join(dir, name), max(640, 120+110*len(groups)), 440); err != nil {
 		return err
 	}
-	fmt.Fprintf(b, "![Figure 10 (%s)](%s)\n\n*Figure 10 (%s): honest parties' acceptance of others' proposals that meet their BATNA when their trust in the proposer is low (< 0.45) or high (> 0.55); the neutral band is left out; bars from fewer than three series are omitted; error bars are 95%% intervals over series.*\n\n", tl, name, tl)
+	fmt.Fprintf(b, "![Figure 10 (%s)](%s)\n\n*Figure 10 (%s): honest parties' acceptance of others' proposals that meet their BATNA when their trust in the proposer is low (< 0.45) or high (> 0.55); the neutral band is left out; bars from fewer than three series are omitted; error bars are 95%% intervals over series, clipped to 0–100 %%.*\n\n", tl, name, tl)
 	return nil
 }
 
 // acceptanceBars are figure 10's bars for one scenario type: per
 // condition that shows trust, the mean over series of each series'
 // acceptance rate (%) in the low and the high trust band, with its 95%
-// interval over series, and Missing below three series.
+// interval over series clipped to 0–100 % (a t interval over few series
+// reaches past a rate's range), and Missing below three series.
 func acceptanceBars(gs []game, typ string) (groups []string, bars [2][]figure.Bar) {
 	for _, c := range conditions(gs) {
 		if !c.Shown() {
@@ -186,7 +187,9 @@ func acceptanceBars(gs []game, typ string) (groups []string, bars [2][]figure.Ba
 				}
 			}
 			iv := stats.MeanCI(rates, level)
-			pair[band] = figure.Bar{Value: iv.Mean, Lo: iv.Mean - iv.Half, Hi: iv.Mean + iv.Half, Missing: iv.N < 3}
+			lo, hi := []float64{iv.Mean - iv.Half}, []float64{iv.Mean + iv.Half}
+			clampBand(lo, hi, 0, 100)
+			pair[band] = figure.Bar{Value: iv.Mean, Lo: lo[0], Hi: hi[0], Missing: iv.N < 3}
 		}
 		if pair[0].Missing && pair[1].Missing {
 			continue // no trust outside the neutral band (S0.5+P), or too few series

@@ -93,7 +93,8 @@ func TestSeriesCmd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"## Five-party negotiation (seed 002)", "### Table 1", "### Table 2", "### Table 3", "### Table 6", "fig2-2hb2g.png", "fig8-1hb3g.png"} {
+	// The head names what the report read: the series' rollouts.
+	for _, w := range []string{"Sources: `rollouts/` (1 file, step 0; the multiparty game's section).\n", "## Five-party negotiation (seed 002)", "### Table 1", "### Table 2", "### Table 3", "### Table 6", "fig2-2hb2g.png", "fig8-1hb3g.png"} {
 		if !strings.Contains(string(md), w) {
 			t.Errorf("report lacks %q", w)
 		}

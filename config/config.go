@@ -35,6 +35,13 @@ type Config struct {
 	// given holds the key paths the file, the environment or flags set
 	// (Given); the others hold defaults.
 	given map[string]bool
+	// origin names, per key path set, where its value came from: the
+	// file and the line ("configs/x.yaml:12"), a flag ("flag --run.seed")
+	// or an environment variable; validation errors start with it.
+	origin map[string]string
+	// file is the config file's path ("" for none): the origin of a
+	// validation error of a key the file does not set.
+	file string
 }
 
 // Given reports whether key (a key path such as policy.endpoints, or a

@@ -99,6 +99,57 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
+// TestValidationErrorLines: a bad value set in the file is an error that
+// starts with the file and the line of its key (an item of a list, its
+// own line); one set by a flag or a variable names it; Parse names the
+// line.
+func TestValidationErrorLines(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		flags      []string
+		env        map[string]string
+		want       []string // after the file's path, or whole
+	}{
+		{"leaf", "run:\n  name: x\nsampling:\n  top_p: 3\n", nil, nil, []string{":4: key sampling.top_p: must be in (0, 1], got 3"}},
+		{"flow list item", "policy:\n  endpoints: [\"http://a:1\", \"ftp://b\"]\n", nil, nil, []string{`:2: key policy.endpoints[1]: "ftp://b" is not an http(s) URL`}},
+		{"block list item", "policy:\n  endpoints:\n    - http://a:1\n    - localhost:8000\n", nil, nil, []string{`:4: key policy.endpoints[1]`}},
+		{"game key", "game:\n  env: multiparty\n  multiparty:\n    series_length: 0\n", nil, nil, []string{":4: key game.multiparty.series_length: must be in [1, 10000], got 0"}},
+		{"game env", "run:\n  seed: 1\ngame:\n  env: chess\n", nil, nil, []string{`:4: key game.env: "chess" is not one of`}},
+		{"role", "roles:\n  B:\n    policy: frozen\n", nil, nil, []string{`:3: key roles.B.policy`}},
+		{"map entry", "curriculum:\n  mix:\n    sports: 1\n", nil, nil, []string{":3: key curriculum.mix.sports: unknown category"}},
+		{"enum", "log:\n  level: loud\n", nil, nil, []string{`:2: key log.level: "loud" is not one of`}},
+		{"two errors", "sampling:\n  top_p: 3\ntrainer:\n  tis_cap: -1\n", nil, nil, []string{":2: key sampling.top_p", ":4: key trainer.tis_cap"}},
+		{"flag over the file", "sampling:\n  temperature: 1\n", []string{"--sampling.temperature=-1"}, nil, []string{"flag --sampling.temperature: key sampling.temperature: must be in [0, 5], got -1"}},
+		{"flag list over the file", "policy:\n  endpoints:\n    - http://a:1\n    - http://b:2\n", []string{"--policy.endpoints=http://a:1,ftp://c"}, nil, []string{`flag --policy.endpoints: key policy.endpoints[1]: "ftp://c"`}},
+		{"environment", "run:\n  seed: 1\n", nil, map[string]string{"PARLEY_ROLLOUT_GROUP_SIZE": "-2"}, []string{"environment variable PARLEY_ROLLOUT_GROUP_SIZE: key rollout.group_size: must be positive, got -2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+			RegisterFlags(fs)
+			if err := fs.Parse(tc.flags); err != nil {
+				t.Fatal(err)
+			}
+			p := writeFile(t, tc.body)
+			_, err := Load(p, fs)
+			for _, w := range tc.want {
+				if tc.flags == nil && tc.env == nil {
+					w = p + w
+				}
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("Load(%q) = %v, want it to contain %q", tc.body, err, w)
+				}
+			}
+		})
+	}
+	_, err := Parse([]byte("run:\n  name: x\nsampling:\n  top_p: 3\n"))
+	if want := "line 4: key sampling.top_p"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Parse = %v, want it to contain %q", err, want)
+	}
+}
+
 func TestLoadMissingFile(t *testing.T) {
 	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"), nil)
 	if err == nil || !strings.Contains(err.Error(), "nope.yaml") {

@@ -26,9 +26,14 @@ const EnvPrefix = "PARLEY"
 // overrides' values; curriculum.path, if none of them gave it, is the
 // configured game's default curriculum. It validates the result. Unknown keys and wrong types
 // are errors naming the file, line and key path.
+//
+// A validation error starts with where the bad value came from: the file
+// and line of its key ("configs/x.yaml:12: key sampling.top_p: …"), the
+// flag or the environment variable; the file alone for a key it does not
+// set.
 func Load(path string, fs *pflag.FlagSet) (Config, error) {
 	cfg := Default()
-	cfg.given = map[string]bool{}
+	cfg.given, cfg.origin, cfg.file = map[string]bool{}, map[string]string{}, path
 	if path != "" {
 		data, err := textfile.ReadFile(path)
 		if err != nil {
@@ -43,19 +48,17 @@ func Load(path string, fs *pflag.FlagSet) (Config, error) {
 	}
 	cfg.useGameCurriculum()
 	if err := cfg.Validate(); err != nil {
-		if path != "" {
-			return cfg, fmt.Errorf("config %s: %w", path, err)
-		}
 		return cfg, fmt.Errorf("config: %w", err)
 	}
 	return cfg, nil
 }
 
 // Parse decodes YAML bytes over the defaults and validates the result; it is
-// Load without a file, environment or flags.
+// Load without a file, environment or flags. Validation errors of keys the
+// bytes set name their line ("line 12: key …").
 func Parse(data []byte) (Config, error) {
 	cfg := Default()
-	cfg.given = map[string]bool{}
+	cfg.given, cfg.origin = map[string]bool{}, map[string]string{}
 	if err := decodeStrict(data, &cfg); err != nil {
 		return cfg, fmt.Errorf("config: %w", err)
 	}
@@ -86,6 +89,15 @@ func decodeStrict(data []byte, cfg *Config) error {
 	}
 	if cfg.given != nil {
 		givenKeys(doc, "", cfg.given)
+	}
+	if cfg.origin != nil {
+		keyLines(doc, "", func(key string, line int) {
+			if cfg.file != "" {
+				cfg.origin[key] = fmt.Sprintf("%s:%d", cfg.file, line)
+			} else {
+				cfg.origin[key] = fmt.Sprintf("line %d", line)
+			}
+		})
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -161,6 +173,28 @@ func givenKeys(n *yaml.Node, prefix string, out map[string]bool) {
 		}
 		out[path] = true
 		givenKeys(n.Content[i+1], path, out)
+	}
+}
+
+// keyLines calls set with the key path and line of every mapping key and
+// sequence item under n ("policy.endpoints[1]" for the second endpoint).
+func keyLines(n *yaml.Node, prefix string, set func(key string, line int)) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			path := n.Content[i].Value
+			if prefix != "" {
+				path = prefix + "." + path
+			}
+			set(path, n.Content[i].Line)
+			keyLines(n.Content[i+1], path, set)
+		}
+	case yaml.SequenceNode:
+		for i, item := range n.Content {
+			path := fmt.Sprintf("%s[%d]", prefix, i)
+			set(path, item.Line)
+			keyLines(item, path, set)
+		}
 	}
 }
 
@@ -254,6 +288,15 @@ func applyOverrides(cfg *Config, fs *pflag.FlagSet) error {
 		}
 		if cfg.given != nil {
 			cfg.given[l.key] = true
+		}
+		if cfg.origin != nil {
+			// The file's lines of this key and its items no longer hold.
+			for k := range cfg.origin {
+				if strings.HasPrefix(k, l.key+"[") || strings.HasPrefix(k, l.key+".") {
+					delete(cfg.origin, k)
+				}
+			}
+			cfg.origin[l.key] = src
 		}
 	}
 	return nil

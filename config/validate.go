@@ -40,11 +40,47 @@ const (
 	ReportNone        = "none"
 )
 
-// checker collects validation problems, each naming its key path.
-type checker struct{ errs []error }
+// checker collects validation problems, each naming its key path and
+// where its value came from.
+type checker struct {
+	errs []error
+	// origin and file are the config's (Config.origin, Config.file).
+	origin map[string]string
+	file   string
+}
 
 func (c *checker) bad(key, format string, args ...any) {
-	c.errs = append(c.errs, fmt.Errorf("key %s: %s", key, fmt.Sprintf(format, args...)))
+	c.add(key, fmt.Sprintf(format, args...))
+}
+
+// add records problem msg of key, after the key's origin: the file and
+// line that set it (or the nearest key above it that the file sets, for
+// an item of a list or a map), the flag or the environment variable; the
+// file alone when nothing sets it.
+func (c *checker) add(key, msg string) {
+	where := c.file
+	for k := key; k != ""; k = parentKey(k) {
+		if o, ok := c.origin[k]; ok {
+			where = o
+			break
+		}
+	}
+	if where != "" {
+		c.errs = append(c.errs, fmt.Errorf("%s: key %s: %s", where, key, msg))
+		return
+	}
+	c.errs = append(c.errs, fmt.Errorf("key %s: %s", key, msg))
+}
+
+// parentKey is the key path above key ("policy.endpoints" above
+// "policy.endpoints[1]", "curriculum.mix" above "curriculum.mix.x"; "" at
+// the top). A section is not a key's origin: run is above run.name, but a
+// file that sets run and not run.name does not set run.name.
+func parentKey(key string) string {
+	if i := strings.LastIndex(key, "["); i > 0 && strings.HasSuffix(key, "]") {
+		return key[:i]
+	}
+	return ""
 }
 
 // oneOf checks that key's value v is one of allowed.
@@ -147,7 +183,7 @@ func (c *checker) mix(key string, m map[string]float64, known []string) {
 // Validate checks every value, returning all problems joined; each names
 // its key path.
 func (c Config) Validate() error {
-	var k checker
+	k := checker{origin: c.origin, file: c.file}
 	c.validateRun(&k)
 	c.validatePolicy(&k)
 	c.validateSampling(&k)
@@ -211,11 +247,12 @@ func (c Config) validateGame(k *checker) {
 			for _, e := range splitJoined(err) {
 				msg := e.Error()
 				if rest, ok := strings.CutPrefix(msg, "key "); ok {
-					msg = "key game." + c.Game.Env + "." + rest
-				} else {
-					msg = "key game." + c.Game.Env + ": " + msg
+					if name, what, ok := strings.Cut(rest, ": "); ok {
+						k.add("game."+c.Game.Env+"."+name, what)
+						continue
+					}
 				}
-				k.errs = append(k.errs, errors.New(msg))
+				k.add("game."+c.Game.Env, msg)
 			}
 		}
 	}

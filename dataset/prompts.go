@@ -96,6 +96,11 @@ type LoadOptions struct {
 	// without BuiltinPrefix: the games' (rollout.Curriculum.Builtins), so
 	// that "builtin:<name>" loads one.
 	Builtins map[string][]byte
+	// Check, when set, validates a row's game payload (its scenario) after
+	// the checks above: a game's rule (rollout.Curriculum.Check), so that a
+	// bad row is an error naming the file and line when the curriculum is
+	// loaded, not when the row is played.
+	Check func(Prompt) error
 }
 
 // LoadPrompts reads and validates a curriculum. path is a JSON lines file
@@ -212,6 +217,11 @@ func (v *promptValidator) check(loc string, p *Prompt) error {
 	}
 	if v.opts.RequireScenario && strings.TrimSpace(p.Scenario) == "" {
 		return errors.New("field scenario: empty (the game plays structured rows: each needs its scenario)")
+	}
+	if v.opts.Check != nil {
+		if err := v.opts.Check(*p); err != nil {
+			return fmt.Errorf("field scenario: %w", err)
+		}
 	}
 	return nil
 }

@@ -345,3 +345,24 @@ func TestRequireScenario(t *testing.T) {
 		t.Errorf("ValidatePrompts with RequireScenario = %v, want an error naming field scenario", err)
 	}
 }
+
+// TestLoadPromptsCheck: a game's row check runs as the curriculum is
+// loaded, and its error names the file, the line and the field.
+func TestLoadPromptsCheck(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rows.jsonl")
+	rows := `{"id":"r1","category":"open_ended","task":"Plan a trip.","scenario":"good"}` + "\n" +
+		`{"id":"r2","category":"open_ended","task":"Plan a party.","scenario":"bad"}` + "\n"
+	if err := os.WriteFile(path, []byte(rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check := func(p Prompt) error {
+		if p.Scenario != "good" {
+			return fmt.Errorf("prompt %s: scenario %q is not good", p.ID, p.Scenario)
+		}
+		return nil
+	}
+	_, err := LoadPrompts(path, LoadOptions{RequireScenario: true, Check: check})
+	if want := path + `:2: field scenario: prompt r2: scenario "bad" is not good`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("LoadPrompts with a check = %v, want %q", err, want)
+	}
+}

@@ -18,7 +18,9 @@ import (
 	"math"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -67,9 +69,25 @@ type Panel struct {
 	// YMin and YMax fix the y range when both are set (YMax > YMin);
 	// bands are clipped to it.
 	YMin, YMax float64
-	// Legend places the legend: "" top left, "none" none, "right" top right.
+	// Legend places the legend: "" below the plot, outside the data (its
+	// entries side by side), "right" inside at the top right, "none" none.
 	Legend string
+	// Dodge shifts line i of n by (i − (n−1)/2)·Dodge on the x axis, so
+	// that lines that coincide (conditions with the same outcome) stay
+	// apart; 0 for none. Ticks stay at the unshifted x.
+	Dodge float64
 }
+
+// Panel legend placements.
+const (
+	LegendBelow = ""
+	LegendRight = "right"
+	LegendNone  = "none"
+)
+
+// glyphs are the marker shapes of a panel's lines, by line index, so that
+// lines drawn over each other stay apart.
+var glyphs = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.SquareGlyph{}, draw.PyramidGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{}}
 
 // WritePanels draws panels in a grid of cols columns, each panel wPx ×
 // hPx pixels, into one PNG at path.
@@ -86,24 +104,33 @@ func WritePanels(path string, panels []Panel, cols, wPx, hPx int) error {
 	for r := range plots {
 		plots[r] = make([]*plot.Plot, cols)
 	}
+	legends := make([][]legendItem, len(panels))
 	for i, pn := range panels {
-		p, err := pn.plot()
+		p, items, err := pn.build()
 		if err != nil {
 			return fmt.Errorf("figure.WritePanels: %s: panel %q: %w", path, pn.Title, err)
 		}
 		plots[i/cols][i%cols] = p
+		legends[i] = items
 	}
 	img := image.NewRGBA(image.Rect(0, 0, wPx*cols, hPx*rows))
 	canvas := vgimg.NewWith(vgimg.UseImage(img), vgimg.UseDPI(dpi))
 	dc := draw.New(canvas)
 	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(6), PadY: vg.Points(6), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8)}
 	canvases := plot.Align(plots, tiles, dc)
-	for r := range plots {
-		for c := range plots[r] {
-			if plots[r][c] != nil {
-				plots[r][c].Draw(canvases[r][c])
-			}
-		}
+	// Every panel's plot gives up the same strip at its bottom (the
+	// tallest legend's), so that the aligned data areas stay aligned.
+	strip := vg.Length(0)
+	for i := range panels {
+		r, c := i/cols, i%cols
+		strip = max(strip, legendHeight(legends[i], canvases[r][c].Max.X-canvases[r][c].Min.X))
+	}
+	for i := range panels {
+		r, c := i/cols, i%cols
+		cv := canvases[r][c]
+		plotArea, legendArea := splitLegend(cv, strip)
+		plots[r][c].Draw(plotArea)
+		drawLegend(legendArea, legends[i])
 	}
 	return writeImage(path, canvas)
 }
@@ -115,74 +142,211 @@ func writeImage(path string, canvas *vgimg.Canvas) error {
 	return nil
 }
 
+// legendItem is one entry of a legend drawn below a panel.
+type legendItem struct {
+	label  string
+	thumbs []plot.Thumbnailer
+}
+
+// Legend geometry below a panel.
+var (
+	legendText  = text.Style{Color: color.Black, Font: font.From(plotter.DefaultFont, vg.Points(8)), Handler: plot.DefaultTextHandler}
+	legendThumb = vg.Points(24)
+	legendGap   = vg.Points(10)
+	legendRow   = vg.Points(11)
+	legendPad   = vg.Points(3)
+)
+
+// legendLayout places items side by side in rows of at most width,
+// returning each item's offset from the strip's top left and the rows.
+func legendLayout(items []legendItem, width vg.Length) (offsets []vg.Point, rows int) {
+	if len(items) == 0 {
+		return nil, 0
+	}
+	x, row := vg.Length(0), 0
+	for _, it := range items {
+		w := legendThumb + legendPad + legendText.Width(it.label)
+		if x > 0 && x+w > width {
+			x, row = 0, row+1
+		}
+		offsets = append(offsets, vg.Point{X: x, Y: vg.Length(row) * legendRow})
+		x += w + legendGap
+	}
+	return offsets, row + 1
+}
+
+// legendHeight is the height of the strip items need below a panel of
+// width w (0 without items).
+func legendHeight(items []legendItem, w vg.Length) vg.Length {
+	_, rows := legendLayout(items, w)
+	if rows == 0 {
+		return 0
+	}
+	return vg.Length(rows)*legendRow + 2*legendPad
+}
+
+// splitLegend splits a panel's canvas into the plot's area above and the
+// legend's strip of height strip at the bottom; the two do not overlap.
+func splitLegend(c draw.Canvas, strip vg.Length) (plotArea, legendArea draw.Canvas) {
+	plotArea, legendArea = c, c
+	plotArea.Min.Y += strip
+	legendArea.Max.Y = c.Min.Y + strip
+	return plotArea, legendArea
+}
+
+// drawLegend draws items side by side in the strip c, from its top left.
+func drawLegend(c draw.Canvas, items []legendItem) {
+	offsets, _ := legendLayout(items, c.Max.X-c.Min.X)
+	for i, it := range items {
+		top := c.Max.Y - legendPad - offsets[i].Y
+		x := c.Min.X + offsets[i].X
+		icon := draw.Canvas{Canvas: c.Canvas, Rectangle: vg.Rectangle{Min: vg.Point{X: x, Y: top - legendRow}, Max: vg.Point{X: x + legendThumb, Y: top}}}
+		for _, t := range it.thumbs {
+			t.Thumbnail(&icon)
+		}
+		sty := legendText
+		sty.YAlign = text.YCenter
+		c.FillText(sty, vg.Point{X: x + legendThumb + legendPad, Y: top - legendRow/2}, it.label)
+	}
+}
+
+// plot builds the panel's plot (without a legend below it).
 func (pn Panel) plot() (*plot.Plot, error) {
+	p, _, err := pn.build()
+	return p, err
+}
+
+// build builds the panel's plot and, for a legend below it, the legend's
+// items (the plot then carries none).
+func (pn Panel) build() (*plot.Plot, []legendItem, error) {
 	p := plot.New()
 	p.Title.Text = pn.Title
 	p.Title.TextStyle.Font.Size = vg.Points(11)
 	p.X.Label.Text, p.Y.Label.Text = pn.XLabel, pn.YLabel
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
-	p.Legend.Left = pn.Legend != "right"
+	p.Legend.Left = pn.Legend != LegendRight
 	p.Legend.ThumbnailWidth = vg.Points(24)
 	p.Legend.TextStyle.Font.Size = vg.Points(8)
-	xmin, xmax := math.Inf(1), math.Inf(-1)
+	// Every band first, then every line: no band covers a line.
 	for i, l := range pn.Lines {
-		lo, hi, err := pn.addLine(p, i, l)
+		if err := pn.addBand(p, i, l); err != nil {
+			return nil, nil, err
+		}
+	}
+	xmin, xmax := math.Inf(1), math.Inf(-1)
+	var items []legendItem
+	var xs []float64
+	for i, l := range pn.Lines {
+		lo, hi, thumbs, err := pn.addLine(p, i, l)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		xmin, xmax = math.Min(xmin, lo), math.Max(xmax, hi)
+		for k := range l.X {
+			if k < len(l.Y) && finiteF(l.X[k]) && finiteF(l.Y[k]) {
+				xs = append(xs, l.X[k])
+			}
+		}
+		if l.Label == "" || thumbs == nil {
+			continue
+		}
+		switch pn.Legend {
+		case LegendNone:
+		case LegendBelow:
+			items = append(items, legendItem{label: l.Label, thumbs: thumbs})
+		default:
+			p.Legend.Add(l.Label, thumbs...)
+		}
 	}
 	if pn.RefY != nil && xmin <= xmax {
 		ref, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: *pn.RefY}, {X: xmax, Y: *pn.RefY}})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ref.LineStyle.Color = color.Gray{0x60}
 		ref.LineStyle.Dashes = []vg.Length{vg.Points(1.5), vg.Points(2.5)}
 		p.Add(ref)
 	}
+	if integers(xs) {
+		integerTicks(p, xs)
+	}
 	if pn.YMax > pn.YMin {
 		p.Y.Min, p.Y.Max = pn.YMin, pn.YMax
 	}
-	return p, nil
+	return p, items, nil
 }
 
-// addLine draws line l (the i-th) of the panel, with its band, into p,
-// and returns the x range it covers (+Inf, −Inf when it has no points).
-func (pn Panel) addLine(p *plot.Plot, i int, l BandLine) (xmin, xmax float64, err error) {
-	xmin, xmax = math.Inf(1), math.Inf(-1)
-	col := l.Color
-	if col == nil {
-		col = Palette(i)
+// integers reports whether xs are all whole numbers (games, steps), and
+// there is at least one.
+func integers(xs []float64) bool {
+	for _, x := range xs {
+		if x != math.Trunc(x) {
+			return false
+		}
 	}
+	return len(xs) > 0
+}
+
+// dodge is the x shift of line i (see Panel.Dodge).
+func (pn Panel) dodge(i int) float64 {
+	return (float64(i) - float64(len(pn.Lines)-1)/2) * pn.Dodge
+}
+
+// color is the colour of line i.
+func (l BandLine) color(i int) color.Color {
+	if l.Color == nil {
+		return Palette(i)
+	}
+	return l.Color
+}
+
+// addBand shades line l's band (the i-th line), clipped to the panel's
+// range.
+func (pn Panel) addBand(p *plot.Plot, i int, l BandLine) error {
+	if l.HideBand {
+		return nil
+	}
+	var lower, upper plotter.XYs
+	for k := range l.X {
+		if k >= len(l.Y) || k >= len(l.Lo) || k >= len(l.Hi) || !finiteF(l.X[k]) || !finiteF(l.Y[k]) || !finiteF(l.Lo[k]) || !finiteF(l.Hi[k]) {
+			continue
+		}
+		lo, hi := l.Lo[k], l.Hi[k]
+		if pn.YMax > pn.YMin { // a band is clipped to the panel's range
+			lo, hi = math.Max(lo, pn.YMin), math.Min(hi, pn.YMax)
+		}
+		x := l.X[k] + pn.dodge(i)
+		lower = append(lower, plotter.XY{X: x, Y: lo})
+		upper = append(upper, plotter.XY{X: x, Y: hi})
+	}
+	alpha := uint8(0x38)
+	if len(pn.Lines) > 2 {
+		alpha = 0x26 // three bands over each other stay apart
+	}
+	return shade(p, lower, upper, l.color(i), alpha)
+}
+
+// addLine draws line l (the i-th) of the panel into p, and returns the x
+// range it covers (+Inf, −Inf when it has no points) and its legend
+// thumbnails (nil when it has no points).
+func (pn Panel) addLine(p *plot.Plot, i int, l BandLine) (xmin, xmax float64, thumbs []plot.Thumbnailer, err error) {
+	xmin, xmax = math.Inf(1), math.Inf(-1)
+	col := l.color(i)
 	xys := make(plotter.XYs, 0, len(l.X))
-	var band plotter.XYs
-	var upper plotter.XYs
 	for k := range l.X {
 		if k >= len(l.Y) || !finiteF(l.X[k]) || !finiteF(l.Y[k]) {
 			continue
 		}
-		xys = append(xys, plotter.XY{X: l.X[k], Y: l.Y[k]})
+		xys = append(xys, plotter.XY{X: l.X[k] + pn.dodge(i), Y: l.Y[k]})
 		xmin, xmax = math.Min(xmin, l.X[k]), math.Max(xmax, l.X[k])
-		if !l.HideBand && k < len(l.Lo) && k < len(l.Hi) && finiteF(l.Lo[k]) && finiteF(l.Hi[k]) {
-			lo, hi := l.Lo[k], l.Hi[k]
-			if pn.YMax > pn.YMin { // a band is clipped to the panel's range
-				lo, hi = math.Max(lo, pn.YMin), math.Min(hi, pn.YMax)
-			}
-			band = append(band, plotter.XY{X: l.X[k], Y: lo})
-			upper = append(upper, plotter.XY{X: l.X[k], Y: hi})
-		}
 	}
 	if len(xys) == 0 {
-		return xmin, xmax, nil
-	}
-	if err := addBand(p, band, upper, col); err != nil {
-		return xmin, xmax, err
+		return xmin, xmax, nil, nil
 	}
 	line, err := plotter.NewLine(xys)
 	if err != nil {
-		return xmin, xmax, err
+		return xmin, xmax, nil, err
 	}
 	line.LineStyle.Color = col
 	line.LineStyle.Width = vg.Points(1.6)
@@ -193,26 +357,26 @@ func (pn Panel) addLine(p *plot.Plot, i int, l BandLine) (xmin, xmax float64, er
 		line.LineStyle.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 	}
 	p.Add(line)
+	thumbs = []plot.Thumbnailer{line}
 	if len(xys) <= sparsePoints {
 		sc, err := plotter.NewScatter(xys)
 		if err != nil {
-			return xmin, xmax, err
+			return xmin, xmax, nil, err
 		}
 		sc.GlyphStyle.Color = col
-		sc.GlyphStyle.Radius = vg.Points(2)
+		sc.GlyphStyle.Radius = vg.Points(2.2)
+		sc.GlyphStyle.Shape = glyphs[i%len(glyphs)]
 		p.Add(sc)
+		thumbs = append(thumbs, sc)
 	}
-	if l.Label != "" && pn.Legend != "none" {
-		p.Legend.Add(l.Label, line)
-	}
-	return xmin, xmax, nil
+	return xmin, xmax, thumbs, nil
 }
 
-// addBand shades the polygon between the lower points and the upper
-// ones (at least two) in a light tint of col.
-func addBand(p *plot.Plot, lower, upper plotter.XYs, col color.Color) error {
+// shade shades the polygon between the lower points and the upper
+// ones (at least two) in a light tint of col (opacity alpha).
+func shade(p *plot.Plot, lower, upper plotter.XYs, col color.Color, alpha uint8) error {
 	r, g, b, _ := col.RGBA()
-	pg, err := bandPolygon(lower, upper, color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 0x38})
+	pg, err := bandPolygon(lower, upper, color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), alpha})
 	if pg != nil {
 		p.Add(pg)
 	}

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 func pngSize(t *testing.T, path string) (int, int) {
@@ -105,5 +108,101 @@ func TestNothingToDraw(t *testing.T) {
 		if _, err := os.Stat(path); err == nil {
 			t.Errorf("%s: a file was written", tt.name)
 		}
+	}
+}
+
+// TestPanelIntegerTicks: a panel whose x values are whole numbers (games,
+// steps) is marked at each of them, the first included.
+func TestPanelIntegerTicks(t *testing.T) {
+	tests := []struct {
+		xs   []float64
+		want []float64
+	}{
+		{[]float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
+		{[]float64{1, 5, 10, 15, 20}, []float64{1, 3, 5, 7, 9, 11, 13, 15, 17, 19}},
+	}
+	for _, tt := range tests {
+		ys := make([]float64, len(tt.xs))
+		p, err := Panel{Lines: []BandLine{{Label: "a", X: tt.xs, Y: ys}}}.plot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []float64
+		for _, tk := range p.X.Tick.Marker.Ticks(p.X.Min, p.X.Max) {
+			if tk.Label != "" {
+				got = append(got, tk.Value)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("ticks of x %v = %v, want %v", tt.xs, got, tt.want)
+		}
+	}
+}
+
+// TestPanelBandsUnderLines: every band is drawn before every line, so a
+// later line's band does not tint an earlier line: the pure colour of the
+// first line is still in the image.
+func TestPanelBandsUnderLines(t *testing.T) {
+	xs := []float64{0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5, 11.5, 12.5, 13.5, 14.5, 15.5, 16.5, 17.5, 18.5, 19.5, 20.5, 21.5, 22.5, 23.5, 24.5, 25.5, 26.5, 27.5, 28.5, 29.5, 30.5}
+	flat := func(y float64) []float64 {
+		out := make([]float64, len(xs))
+		for i := range out {
+			out[i] = y
+		}
+		return out
+	}
+	red := palette[1]
+	pn := Panel{YMin: 0, YMax: 1, Legend: LegendNone, Lines: []BandLine{
+		{X: xs, Y: flat(0.5), Color: red, HideBand: true, LineWidth: 3},
+		{X: xs, Y: flat(0.2), Lo: flat(0), Hi: flat(1), Color: palette[0]},
+	}}
+	path := filepath.Join(t.TempDir(), "bands.png")
+	if err := WritePanels(path, []Panel{pn}, 1, 400, 300); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if uint8(r>>8) == red.R && uint8(g>>8) == red.G && uint8(bl>>8) == red.B {
+				n++
+			}
+		}
+	}
+	if n < 100 {
+		t.Errorf("%d pixels of the first line's pure colour: the second line's band covers it", n)
+	}
+}
+
+// TestLegendBelow: the legend below a panel takes a strip under the
+// plot's area, apart from it, its entries side by side and wrapped to the
+// panel's width.
+func TestLegendBelow(t *testing.T) {
+	items := []legendItem{{label: "BRS (S)"}, {label: "BRS (S→P)"}, {label: "BRS (S+P)"}}
+	offs, rows := legendLayout(items, vg.Points(400))
+	if rows != 1 || offs[1].X <= offs[0].X || offs[2].X <= offs[1].X || offs[2].Y != 0 {
+		t.Errorf("legend in 400 pt: %d rows, offsets %v; want one row, side by side", rows, offs)
+	}
+	if _, rows := legendLayout(items, vg.Points(120)); rows < 2 {
+		t.Errorf("legend in 120 pt: %d rows, want it wrapped", rows)
+	}
+	c := draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: 400, Y: 300}}}
+	h := legendHeight(items, 400)
+	plotArea, legendArea := splitLegend(c, h)
+	if legendArea.Max.Y > plotArea.Min.Y || legendArea.Min.Y != 0 || plotArea.Max.Y != 300 || h <= 0 {
+		t.Errorf("split %v: plot %v, legend %v: want the legend strip below the plot, apart", h, plotArea.Rectangle, legendArea.Rectangle)
+	}
+	if legendHeight(nil, 400) != 0 {
+		t.Error("a panel without a legend gives up a strip")
 	}
 }

@@ -133,6 +133,10 @@ type Curriculum struct {
 	// (Builtins, Spec.LoadOptions). Names are unique across games and
 	// distinct from dataset's own (dataset.SampleCurricula).
 	Builtins map[string][]byte
+	// Check, when set, validates one row for the game (its scenario
+	// parses and can be played) as the curriculum is loaded, so that a bad
+	// row is an error naming the file, the line and curriculum.path.
+	Check func(dataset.Prompt) error
 }
 
 // LoadOptions are the options to load a curriculum of the game with
@@ -145,6 +149,7 @@ func (s Spec) LoadOptions() dataset.LoadOptions {
 		RequireScenario: s.Curriculum.RequireScenario,
 		Categories:      s.Curriculum.Categories,
 		Builtins:        Builtins(),
+		Check:           s.Curriculum.Check,
 	}
 }
 

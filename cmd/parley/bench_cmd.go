@@ -59,7 +59,7 @@ func newBenchCmd(a *cli) *cobra.Command {
 		Args:      cobra.ExactArgs(1),
 		Long:      benchLong,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, log, err := a.setup(cmd, path)
+			cfg, log, err := a.setup(cmd, path, usesPolicy)
 			if err != nil {
 				return err
 			}

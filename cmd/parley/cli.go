@@ -76,8 +76,9 @@ func (a *cli) summarize(t *summary.Table) {
 }
 
 // setup loads --config (with environment and --<key> overrides), builds the
-// logger from it, and says which server keys are at their defaults.
-func (a *cli) setup(cmd *cobra.Command, path string) (config.Config, *zap.Logger, error) {
+// logger from it, and says which of the server keys the command uses (u)
+// are at their defaults.
+func (a *cli) setup(cmd *cobra.Command, path string, u uses) (config.Config, *zap.Logger, error) {
 	cfg, err := a.loadConfig(cmd, path)
 	if err != nil {
 		return cfg, nil, err
@@ -86,7 +87,7 @@ func (a *cli) setup(cmd *cobra.Command, path string) (config.Config, *zap.Logger
 	if err != nil {
 		return cfg, nil, err
 	}
-	warnDefaults(cfg, path, log)
+	warnDefaults(cfg, path, u, log)
 	return cfg, log, nil
 }
 

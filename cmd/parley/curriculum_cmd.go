@@ -38,7 +38,7 @@ func newCurriculumGenerateCmd(a *cli) *cobra.Command {
 		Short: "Write N prompts with the generator LLM to F (.jsonl or .parquet), resuming what F holds",
 		Long:  generateLong,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, log, err := a.setup(cmd, path)
+			cfg, log, err := a.setup(cmd, path, usesGenerator)
 			if err != nil {
 				return err
 			}

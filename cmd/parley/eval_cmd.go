@@ -48,7 +48,7 @@ func newEvalPairwiseCmd(a *cli) *cobra.Command {
 		Short: "Win rate of a left model against a right model, judged pairwise in both orders",
 		Long:  pairwiseLong,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, log, err := a.setup(cmd, path)
+			cfg, log, err := a.setup(cmd, path, usesPolicy|usesChatJudge)
 			if err != nil {
 				return err
 			}
@@ -96,7 +96,7 @@ func newEvalAgreementCmd(a *cli) *cobra.Command {
 		Short: "Agreement of two judges (or one judge twice: test-retest) on the same rollouts' final completions",
 		Long:  agreementLong,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, log, err := a.setup(cmd, path)
+			cfg, log, err := a.setup(cmd, path, usesJudge)
 			if err != nil {
 				return err
 			}

@@ -93,25 +93,35 @@ func TestPreflightJudge(t *testing.T) {
 	}
 }
 
-// TestWarnDefaults: a missing or empty config, or one that leaves server
-// or judge keys out, gives one warning line naming the keys at their
-// defaults with the values in force; a config that sets them gives none.
+// TestWarnDefaults: a missing or empty config, or one that leaves out
+// server, judge or generator keys the command uses, gives one warning line
+// naming those keys at their defaults with the values in force; keys the
+// command never reads are not named; a config that sets them gives none.
 func TestWarnDefaults(t *testing.T) {
 	policy := "policy: {endpoints: [\"http://10.0.0.1:8000\"], model: m}\n"
+	generator := "generator: {base_url: \"http://10.0.0.3/v1\", model: g}\n"
+	train := usesPolicy | usesJudge
 	tests := []struct {
 		name string
 		yaml string // "-": no --config
+		uses uses
 		msg  string // "": no warning
 		keys []string
 	}{
-		{"no --config", "-", "no --config: these server keys are at their defaults",
+		{"no --config", "-", train, "no --config: these server keys are at their defaults",
 			[]string{"policy.endpoints", "policy.model", "judge.base_url", "judge.model"}},
-		{"empty config", "", "these server keys are at their defaults (not set by the config, PARLEY_* variables or flags)",
+		{"empty config", "", train, "these server keys are at their defaults (not set by the config, PARLEY_* variables or flags)",
 			[]string{"policy.endpoints", "policy.model", "judge.base_url", "judge.model"}},
-		{"policy only, default LLM judge", policy, "these server keys are at their defaults (not set by the config, PARLEY_* variables or flags)",
+		{"policy only, default LLM judge", policy, train, "these server keys are at their defaults (not set by the config, PARLEY_* variables or flags)",
 			[]string{"judge.base_url", "judge.model"}},
-		{"policy and a rule judge", policy + "judge: {kind: rule, rule: {kind: agreement}}\n", "", nil},
-		{"policy and an LLM judge", policy + "judge: {kind: ca, base_url: \"http://10.0.0.2/v1\", model: j}\n", "", nil},
+		{"policy and a rule judge", policy + "judge: {kind: rule, rule: {kind: agreement}}\n", train, "", nil},
+		{"policy and an LLM judge", policy + "judge: {kind: ca, base_url: \"http://10.0.0.2/v1\", model: j}\n", train, "", nil},
+		{"a rollout uses no judge", policy, usesPolicy, "", nil},
+		{"eval pairwise asks the LLM judge whatever judge.kind", policy + "judge: {kind: rule, rule: {kind: agreement}}\n", usesPolicy | usesChatJudge,
+			"these server keys are at their defaults (not set by the config, PARLEY_* variables or flags)", []string{"judge.base_url", "judge.model"}},
+		{"generator only, for curriculum generate", generator, usesGenerator, "", nil},
+		{"curriculum generate without a generator", policy, usesGenerator,
+			"these server keys are at their defaults (not set by the config, PARLEY_* variables or flags)", []string{"generator.base_url", "generator.model"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,7 +132,7 @@ func TestWarnDefaults(t *testing.T) {
 			cmd := &cobra.Command{}
 			configFlags(cmd, new(string))
 			a, logs := observedApp(zap.WarnLevel)
-			if _, _, err := a.setup(cmd, path); err != nil {
+			if _, _, err := a.setup(cmd, path, tt.uses); err != nil {
 				t.Fatal(err)
 			}
 			warned := logs.FilterMessageSnippet("at their defaults").All()
@@ -148,6 +158,21 @@ func TestWarnDefaults(t *testing.T) {
 				t.Errorf("policy.endpoints in force %v, want the default [http://127.0.0.1:8000]", v)
 			}
 		})
+	}
+}
+
+// TestCurriculumGenerateWarnsOnlyItsKeys: parley curriculum generate with a
+// config that sets only the generator does not warn that policy or judge
+// keys are at their defaults: it never uses them.
+func TestCurriculumGenerateWarnsOnlyItsKeys(t *testing.T) {
+	path := writeYAML(t, "generator: {base_url: \"http://127.0.0.1:9/v1\", model: g, max_retries: 0}\n")
+	a, logs := observedApp(zap.WarnLevel)
+	cmd := newCurriculumCmd(a)
+	cmd.SetOut(&strings.Builder{})
+	cmd.SetArgs([]string{"generate", "--config", path, "--n", "1", "--out", filepath.Join(t.TempDir(), "c.jsonl")})
+	_ = cmd.Execute() // nothing listens on port 9: only the warning matters
+	for _, e := range logs.FilterMessageSnippet("at their defaults").All() {
+		t.Errorf("curriculum generate warned %q %v, want no warning (it sets the generator and uses nothing else)", e.Message, e.ContextMap())
 	}
 }
 

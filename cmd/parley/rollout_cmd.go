@@ -13,7 +13,7 @@ func newRolloutCmd(a *cli) *cobra.Command {
 		Use:   "rollout --config F --out DIR",
 		Short: "Sample G rollouts per prompt row and write DIR/rollouts.parquet and DIR/summary.json",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, log, err := a.setup(cmd, path)
+			cfg, log, err := a.setup(cmd, path, usesPolicy)
 			if err != nil {
 				return err
 			}

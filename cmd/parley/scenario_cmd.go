@@ -19,15 +19,28 @@ func newScenarioCmd(_ *cli) *cobra.Command {
 
 func newScenarioGenerateCmd() *cobra.Command {
 	var (
-		opts scenario.GenerateOptions
-		out  string
+		opts   scenario.GenerateOptions
+		out    string
+		target string
 	)
 	cmd := &cobra.Command{
-		Use:   "generate --type 2hb2g|1hb3g --out FILE.jsonl [--n 20] [--seed S]",
-		Short: "Generate a seeded scenario set, each validated by enumerating its packages and kept inside the stated difficulty range",
+		Use:   "generate --type 2hb2g|1hb3g --out FILE.jsonl [--n 20] [--seed S] [--target paper|none]",
+		Short: "Generate a seeded scenario set with the structure of seed 002's table 5, each scenario validated by enumerating its packages and kept inside the stated difficulty range",
+		Long: `Draws --pool candidates per scenario and chooses the set whose table 5
+(honest-feasible mean, most constrained party per package, option changes
+from the ideal) is closest to the seed's; every row must be within its
+tolerance (rollout/multiparty/scenario/sets/README.md). --target none draws
+each scenario alone, with no set target.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
 				return fmt.Errorf("scenario generate: --out FILE is required")
+			}
+			switch target {
+			case "paper":
+			case "none":
+				opts.NoTarget = true
+			default:
+				return fmt.Errorf("scenario generate: flag --target: %q, want paper or none", target)
 			}
 			sps, err := scenario.GenerateSet(out, opts)
 			if err != nil {
@@ -45,6 +58,8 @@ func newScenarioGenerateCmd() *cobra.Command {
 	f.IntVar(&opts.Difficulty.FeasibleMin, "feasible-min", 0, "least honest-feasible packages (default: the type's stated range)")
 	f.IntVar(&opts.Difficulty.FeasibleMax, "feasible-max", 0, "most honest-feasible packages (default: the type's stated range)")
 	f.IntVar(&opts.Difficulty.LossMax, "loss-max", 0, "most points any honest party may lose from its ideal to its best feasible package (default: the type's)")
+	f.StringVar(&target, "target", "paper", "set structure to meet: paper (the seed's table 5, per type) or none")
+	f.IntVar(&opts.Pool, "pool", 0, "candidates drawn per scenario, among which the set is chosen (default 128)")
 	f.StringVar(&out, "out", "", "output curriculum file (.jsonl)")
 	return cmd
 }

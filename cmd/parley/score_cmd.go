@@ -14,7 +14,7 @@ func newScoreCmd(a *cli) *cobra.Command {
 		Use:   "score --config F --in ROLLOUTS.parquet --out DIR",
 		Short: "Judge a rollouts parquet, compute advantages and write the batch (re-score without rolling out again)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, log, err := a.setup(cmd, path)
+			cfg, log, err := a.setup(cmd, path, usesJudge)
 			if err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -44,6 +45,11 @@ func TestScenarioCmd(t *testing.T) {
 	cmd.SetArgs([]string{"generate", "--type", "3hb", "--out", out})
 	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "unknown scenario type") {
 		t.Errorf("generate --type 3hb = %v", err)
+	}
+	cmd = newScenarioCmd(quietApp())
+	cmd.SetArgs([]string{"generate", "--type", "2hb2g", "--target", "table5", "--out", out})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), `flag --target: "table5", want paper or none`) {
+		t.Errorf("generate --target table5 = %v", err)
 	}
 }
 
@@ -88,7 +94,8 @@ func TestSeriesCmd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"## Five-party negotiation (seed 002)", "### Table 1", "### Table 2", "### Table 3", "### Table 6", "fig2-2hb2g.png", "fig8-1hb3g.png"} {
+	// The head names what the report read: the series' rollouts.
+	for _, w := range []string{"Sources: `rollouts/` (1 file, step 0; the multiparty game's section).\n", "## Five-party negotiation (seed 002)", "### Table 1", "### Table 2", "### Table 3", "### Table 6", "fig2-2hb2g.png", "fig8-1hb3g.png"} {
 		if !strings.Contains(string(md), w) {
 			t.Errorf("report lacks %q", w)
 		}
@@ -96,6 +103,43 @@ func TestSeriesCmd(t *testing.T) {
 	for _, f := range []string{"fig2-2hb2g.png", "fig2-1hb3g.png", "fig8-2hb2g.png", "fig8-1hb3g.png"} {
 		if st, err := os.Stat(filepath.Join(out, "report", f)); err != nil || st.Size() < 10_000 {
 			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+// TestSeriesBadScenario: a bad scenario in the curriculum file is an error
+// naming the config key, the file and the line, before any game is played.
+func TestSeriesBadScenario(t *testing.T) {
+	root, _ := filepath.Abs("../..")
+	rows, err := os.ReadFile(filepath.Join(root, "rollout", "multiparty", "scenario", "sets", "2hb2g.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitN(string(rows), "\n", 3)
+	var row map[string]any
+	if err := json.Unmarshal([]byte(lines[1]), &row); err != nil {
+		t.Fatal(err)
+	}
+	var sc map[string]any
+	if err := json.Unmarshal([]byte(row["scenario"].(string)), &sc); err != nil {
+		t.Fatal(err)
+	}
+	sc["parties"].([]any)[0].(map[string]any)["batna"] = -3
+	b, _ := json.Marshal(sc)
+	row["scenario"] = string(b)
+	bad, _ := json.Marshal(row)
+	path := filepath.Join(t.TempDir(), "bad.jsonl")
+	if err := os.WriteFile(path, []byte(lines[0]+"\n"+string(bad)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := newSeriesCmd(quietApp())
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetArgs([]string{"--config", filepath.Join(root, "configs", "multiparty.yaml"), "--out", t.TempDir(),
+		"--policy.endpoints=http://127.0.0.1:9", "--curriculum.path=" + path})
+	err = cmd.Execute()
+	for _, w := range []string{"config key curriculum.path", path + ":2:", "party 0 (hb1): BATNA -3 is negative"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("series with a bad scenario = %v, want it to name %q", err, w)
 		}
 	}
 }

@@ -12,7 +12,7 @@ func newTrainCmd(a *cli) *cobra.Command {
 		Use:   "train --config F [--resume]",
 		Short: "Run the training loop: roll out, judge, write batches, hand them to the trainer, load its adapters",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, log, err := a.setup(cmd, path)
+			cfg, log, err := a.setup(cmd, path, usesPolicy|usesJudge)
 			if err != nil {
 				return err
 			}

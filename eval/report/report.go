@@ -122,7 +122,11 @@ func (g *generator) run() error {
 		return err
 	}
 
-	g.sources(metrics)
+	spec, files, err := g.runGame()
+	if err != nil {
+		return err
+	}
+	g.sources(metrics, spec, files)
 	if metrics != nil && len(metrics.Steps) > 0 {
 		if err := g.dynamics(metrics); err != nil {
 			return err
@@ -130,7 +134,7 @@ func (g *generator) run() error {
 	} else if metrics != nil {
 		g.note("metrics.jsonl has no steps: no training dynamics")
 	}
-	if err := g.games(); err != nil {
+	if err := g.games(spec, files); err != nil {
 		return err
 	}
 	if err := g.pairwise(evals.Pairwise); err != nil {
@@ -156,24 +160,36 @@ func (g *generator) run() error {
 	return nil
 }
 
-// games adds the section of the run's game, drawn by the game itself
-// (rollout.Spec.Report), when the run directory's frozen config names a
-// registered game that has one.
-func (g *generator) games() error {
+// runGame returns the registered game the run directory's frozen config
+// names when it draws a report section (rollout.Spec.Report), and the
+// run's rollouts files that section reads; a zero Spec when there is none.
+func (g *generator) runGame() (rollout.Spec, []dataset.StepFile, error) {
 	if g.opts.RunDir == "" {
-		return nil
+		return rollout.Spec{}, nil, nil
 	}
 	env, err := runGame(g.opts.RunDir)
 	if err != nil || env == "" {
-		return err
+		return rollout.Spec{}, nil, err
 	}
 	spec, ok := rollout.Lookup(env)
 	if !ok || spec.Report == nil {
+		return rollout.Spec{}, nil, nil
+	}
+	files, err := dataset.RolloutFiles(dataset.RunDir(g.opts.RunDir).RolloutsDir(), 0, 0)
+	if err != nil {
+		files = nil // no rollouts yet: the game's section says so
+	}
+	return spec, files, nil
+}
+
+// games adds the section of the run's game, drawn by the game itself
+// (spec.Report) from the rollouts files, when runGame found one.
+func (g *generator) games(spec rollout.Spec, files []dataset.StepFile) error {
+	if spec.Report == nil {
 		return nil
 	}
-	rd := dataset.RunDir(g.opts.RunDir)
 	in := rollout.ReportInput{RunDir: g.opts.RunDir, Dir: g.opts.OutDir}
-	if files, err := dataset.RolloutFiles(rd.RolloutsDir(), 0, 0); err == nil && len(files) > 0 {
+	if len(files) > 0 {
 		in.Rollouts = func(fn func(dataset.Rollout) error) error {
 			for _, f := range files {
 				if err := dataset.ReadRollouts(f.Path, fn); err != nil {
@@ -185,7 +201,7 @@ func (g *generator) games() error {
 	}
 	md, err := spec.Report(in)
 	if err != nil {
-		return fmt.Errorf("the %s game's report: %w", env, err)
+		return fmt.Errorf("the %s game's report: %w", spec.Name, err)
 	}
 	g.printf("%s\n", md)
 	return nil
@@ -224,10 +240,23 @@ func runGame(runDir string) (string, error) {
 	return c.Game.Env, nil
 }
 
-func (g *generator) sources(m *Metrics) {
+// sources writes the report's head line: every file it reads (the
+// metrics, the rollouts the game's section reads, the evaluation files).
+func (g *generator) sources(m *Metrics, spec rollout.Spec, files []dataset.StepFile) {
 	var parts []string
 	if m != nil && len(m.Steps) > 0 {
 		parts = append(parts, fmt.Sprintf("`metrics.jsonl` (%d steps, %d–%d)", len(m.Steps), m.Steps[0], m.Steps[len(m.Steps)-1]))
+	}
+	if spec.Report != nil && len(files) > 0 {
+		n := "1 file"
+		if len(files) > 1 {
+			n = fmt.Sprintf("%d files", len(files))
+		}
+		steps := fmt.Sprintf("step %d", files[0].Step)
+		if last := files[len(files)-1].Step; last != files[0].Step {
+			steps = fmt.Sprintf("steps %d–%d", files[0].Step, last)
+		}
+		parts = append(parts, fmt.Sprintf("`rollouts/` (%s, %s; the %s game's section)", n, steps, spec.Name))
 	}
 	for _, f := range g.opts.EvalFiles {
 		parts = append(parts, "`"+filepath.Base(f)+"`")

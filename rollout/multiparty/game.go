@@ -53,6 +53,7 @@ func init() {
 			RequireScenario: true,
 			Categories:      scenario.Types,
 			Builtins:        scenario.Builtins(),
+			Check:           checkRow,
 		},
 		Kinds:   []string{dataset.KindDialogue},
 		Metrics: StepMetrics,
@@ -92,7 +93,11 @@ func (g *Game) Name() string { return Name }
 // Validate implements rollout.Game: the row's scenario parses, passes
 // scenario.Validate (so a bad scenario is never played) and has the
 // seed's shape, five issues of four options.
-func (g *Game) Validate(p dataset.Prompt) error {
+func (g *Game) Validate(p dataset.Prompt) error { return checkRow(p) }
+
+// checkRow is Validate, and the curriculum's row check
+// (rollout.Curriculum.Check).
+func checkRow(p dataset.Prompt) error {
 	s, err := scenario.FromPrompt(p)
 	if err != nil {
 		return err

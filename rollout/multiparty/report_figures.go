@@ -14,11 +14,12 @@ import (
 )
 
 // byGame returns, for the games gs, x = game number (from 1) and the
-// interval of f over the games at each.
+// interval of f over the series at each (a series' several continuations
+// of one game, in a training run, are one observation).
 func byGame(gs []game, scale float64, f func(game) float64) (x, y, lo, hi []float64) {
-	at := map[int][]float64{}
+	at := map[int][]game{}
 	for _, g := range gs {
-		at[g.Game] = append(at[g.Game], scale*f(g))
+		at[g.Game] = append(at[g.Game], g)
 	}
 	idx := make([]int, 0, len(at))
 	for k := range at {
@@ -26,7 +27,7 @@ func byGame(gs []game, scale float64, f func(game) float64) (x, y, lo, hi []floa
 	}
 	sort.Ints(idx)
 	for _, k := range idx {
-		iv := stats.MeanCI(at[k], level)
+		iv := ci(at[k], scale, f)
 		if iv.N == 0 {
 			continue
 		}
@@ -80,7 +81,7 @@ func figures(b *strings.Builder, gs []game, typ, dir string) error {
 				continue
 			}
 			for _, m := range measures {
-				pn := figure.Panel{Title: fmt.Sprintf("%s, %s (%s)", m.title, methodLabel(method), tl), XLabel: "Game", YLabel: m.ylabel, YMin: m.ymin, YMax: m.ymax}
+				pn := figure.Panel{Title: fmt.Sprintf("%s, %s (%s)", m.title, methodLabel(method), tl), XLabel: "Game", YLabel: m.ylabel, YMin: m.ymin, YMax: m.ymax, Dodge: 0.12}
 				for _, c := range mc {
 					x, y, lo, hi := byGame(sel(gs, typ, c.Label()), m.scale, m.f)
 					clampBand(lo, hi, m.lower, m.upper)
@@ -130,16 +131,35 @@ func figure8(b *strings.Builder, gs []game, typ string, conds []trust.Settings, 
 // condition that shows trust; rates are per series, bars from fewer than
 // three series are left out.
 func figure10(b *strings.Builder, gs []game, typ, dir string) error {
-	var groups []string
-	var bars [2][]figure.Bar
+	groups, bars := acceptanceBars(gs, typ)
+	if len(groups) == 0 || !anyBar(bars) {
+		return nil
+	}
+	name := "fig10-" + typ + ".png"
+	tl := scenario.TypeLabel(typ)
+	bc := figure.BarChart{Title: "Acceptance of BATNA-meeting proposals by trust in the proposer (" + tl + ")", YLabel: "Acceptance (%)",
+		Groups: groups, Series: []string{"low trust (< 0.45)", "high trust (> 0.55)"}, Bars: [][]figure.Bar{bars[0], bars[1]}, YMin: 0, YMax: 110}
+	if err := bc.WritePNG(filepath.Join(dir, name), max(640, 120+110*len(groups)), 440); err != nil {
+		return err
+	}
+	fmt.Fprintf(b, "![Figure 10 (%s)](%s)\n\n*Figure 10 (%s): honest parties' acceptance of others' proposals that meet their BATNA when their trust in the proposer is low (< 0.45) or high (> 0.55); the neutral band is left out; bars from fewer than three series are omitted; error bars are 95%% intervals over series, clipped to 0–100 %%.*\n\n", tl, name, tl)
+	return nil
+}
+
+// acceptanceBars are figure 10's bars for one scenario type: per
+// condition that shows trust, the mean over series of each series'
+// acceptance rate (%) in the low and the high trust band, with its 95%
+// interval over series clipped to 0–100 % (a t interval over few series
+// reaches past a rate's range), and Missing below three series.
+func acceptanceBars(gs []game, typ string) (groups []string, bars [2][]figure.Bar) {
 	for _, c := range conditions(gs) {
 		if !c.Shown() {
 			continue
 		}
 		per := map[string]*[2][2]int{} // series → band → accepted, votes
 		for _, g := range sel(gs, typ, c.Label()) {
-			if per[g.Series] == nil {
-				per[g.Series] = &[2][2]int{}
+			if per[g.unit] == nil {
+				per[g.unit] = &[2][2]int{}
 			}
 			for _, a := range g.Accept {
 				band := -1
@@ -152,9 +172,9 @@ func figure10(b *strings.Builder, gs []game, typ, dir string) error {
 				if band < 0 {
 					continue
 				}
-				per[g.Series][band][1]++
+				per[g.unit][band][1]++
 				if a.Accepted {
-					per[g.Series][band][0]++
+					per[g.unit][band][0]++
 				}
 			}
 		}
@@ -167,7 +187,9 @@ func figure10(b *strings.Builder, gs []game, typ, dir string) error {
 				}
 			}
 			iv := stats.MeanCI(rates, level)
-			pair[band] = figure.Bar{Value: iv.Mean, Lo: iv.Mean - iv.Half, Hi: iv.Mean + iv.Half, Missing: iv.N < 3}
+			lo, hi := []float64{iv.Mean - iv.Half}, []float64{iv.Mean + iv.Half}
+			clampBand(lo, hi, 0, 100)
+			pair[band] = figure.Bar{Value: iv.Mean, Lo: lo[0], Hi: hi[0], Missing: iv.N < 3}
 		}
 		if pair[0].Missing && pair[1].Missing {
 			continue // no trust outside the neutral band (S0.5+P), or too few series
@@ -175,18 +197,7 @@ func figure10(b *strings.Builder, gs []game, typ, dir string) error {
 		groups = append(groups, c.Label())
 		bars[0], bars[1] = append(bars[0], pair[0]), append(bars[1], pair[1])
 	}
-	if len(groups) == 0 || !anyBar(bars) {
-		return nil
-	}
-	name := "fig10-" + typ + ".png"
-	tl := scenario.TypeLabel(typ)
-	bc := figure.BarChart{Title: "Acceptance of BATNA-meeting proposals by trust in the proposer (" + tl + ")", YLabel: "Acceptance (%)",
-		Groups: groups, Series: []string{"low trust (< 0.45)", "high trust (> 0.55)"}, Bars: [][]figure.Bar{bars[0], bars[1]}, YMin: 0, YMax: 110}
-	if err := bc.WritePNG(filepath.Join(dir, name), max(640, 120+110*len(groups)), 440); err != nil {
-		return err
-	}
-	fmt.Fprintf(b, "![Figure 10 (%s)](%s)\n\n*Figure 10 (%s): honest parties' acceptance of others' proposals that meet their BATNA when their trust in the proposer is low (< 0.45) or high (> 0.55); the neutral band is left out; bars from fewer than three series are omitted; error bars are 95%% intervals over series.*\n\n", tl, name, tl)
-	return nil
+	return groups, bars
 }
 
 func methodLabel(m string) string {
@@ -247,26 +258,30 @@ func sensitivity(b *strings.Builder, gs []game) {
 				rows[key] = &acc{}
 				keys = append(keys, key)
 			}
+			// One observation per series: its mean over its games.
+			var det, mis, sep []float64
 			for _, tr := range trust.Replay(s, sg[0].o.Names, counts, signals) {
 				m := trust.MeanRanking(tr, sg[0].o.Adversary())
-				rows[key].det = append(rows[key].det, 100*m.Detection)
-				rows[key].mis = append(rows[key].mis, 100*m.Misidentification)
-				rows[key].sep = append(rows[key].sep, m.Separation)
+				det, mis, sep = append(det, 100*m.Detection), append(mis, 100*m.Misidentification), append(sep, m.Separation)
 			}
+			rows[key].det = append(rows[key].det, stats.MeanCI(det, level).Mean)
+			rows[key].mis = append(rows[key].mis, stats.MeanCI(mis, level).Mean)
+			rows[key].sep = append(rows[key].sep, stats.MeanCI(sep, level).Mean)
 		}
 	}
 	if len(keys) == 0 {
 		return
 	}
 	sort.Strings(keys)
-	b.WriteString("### Trust sensitivity to the decay (seed figures 13, 14 and 16)\n\nEach series' recorded assessments (rubric and free-form signals, BRS observations) replayed under other decay values, behaviour held fixed; the configured value reproduces the observed trust.\n\n")
+	b.WriteString("### Trust sensitivity to the decay (seed figures 13, 14 and 16)\n\nEach series' recorded assessments (rubric and free-form signals, BRS observations) replayed under other decay values, behaviour held fixed; the configured value reproduces the observed trust. Det., MisID and Sep. average each series' games.\n\n")
 	header(b, "Condition", "Decay", "Det. (%)", "MisID (%)", "Sep.")
+	var tl tally
 	for _, k := range keys {
 		cond, param, _ := strings.Cut(k, " | ")
 		a := rows[k]
-		row(b, cond, param, stats.MeanCI(a.det, level).Format(1), stats.MeanCI(a.mis, level).Format(1), stats.MeanCI(a.sep, level).Format(3))
+		row(b, cond, param, tl.add(stats.MeanCI(a.det, level)).Format(1), tl.add(stats.MeanCI(a.mis, level)).Format(1), tl.add(stats.MeanCI(a.sep, level)).Format(3))
 	}
-	b.WriteString("\n")
+	tl.unit(b, false)
 }
 
 // oneEach reports whether sorted games hold each game index once, from 0.
@@ -290,9 +305,9 @@ func trainingCurve(b *strings.Builder, gs []game, dir string) error {
 		return nil
 	}
 	curve := func(scale float64, f func(game) float64) (x, y, lo, hi []float64) {
-		at := map[int32][]float64{}
+		at := map[int32][]game{}
 		for _, g := range gs {
-			at[g.step] = append(at[g.step], scale*f(g))
+			at[g.step] = append(at[g.step], g)
 		}
 		var ks []int
 		for k := range at {
@@ -300,7 +315,7 @@ func trainingCurve(b *strings.Builder, gs []game, dir string) error {
 		}
 		sort.Ints(ks)
 		for _, k := range ks {
-			iv := stats.MeanCI(at[int32(k)], level)
+			iv := ci(at[int32(k)], scale, f)
 			h := iv.Half
 			if math.IsNaN(h) {
 				h = 0
@@ -326,7 +341,7 @@ func trainingCurve(b *strings.Builder, gs []game, dir string) error {
 	if err := figure.WritePanels(filepath.Join(dir, name), panels, 2, panelW, panelH); err != nil {
 		return err
 	}
-	fmt.Fprintf(b, "![Training](%s)\n\n*Training: the trained honest parties' mean utility above BATNA (each party's surplus with a deal, 0 without; the dashed line is every honest party's, scripted ones included) and the agreement rate, per step; shading is the 95%% interval over the step's games.*\n\n", name)
+	fmt.Fprintf(b, "![Training](%s)\n\n*Training: the trained honest parties' mean utility above BATNA (each party's surplus with a deal, 0 without; the dashed line is every honest party's, scripted ones included) and the agreement rate, per step; shading is the 95%% interval over the step's series (a series' continuations of its game are one observation).*\n\n", name)
 	return nil
 }
 

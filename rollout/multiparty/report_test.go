@@ -81,3 +81,46 @@ func TestReportTables(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestReportIntervalsOverSeries: the intervals are over series, the
+// independent unit, not over games. Three series of four games each:
+//
+//	S:   k0 1 1 0 0 (50), k1 1 1 1 0 (75), k2 1 0 0 0 (25)
+//	S+P: k0 1 1 1 0 (75), k1 1 1 1 1 (100), k2 1 1 1 0 (75)
+//
+// α_S over series: 50, 75, 25: mean 50, SD 25, t(0.975, 2) = 4.3027 →
+// ± 4.3027·25/√3 = 62.1 (over the 12 games it would be ± 33.2). Δ_S+P
+// paired by series: 25, 25, 50: mean 33.3, SD 14.43 → ± 35.9 (over games,
+// 4 differences of 100 in 12: ± 31.3).
+func TestReportIntervalsOverSeries(t *testing.T) {
+	base := trust.Settings{Method: trust.MethodBRS, Lambda: 0.7, Gamma: 0.9, Prior: 0.5}
+	deals := map[string][][]bool{
+		trust.CondS:  {{true, true, false, false}, {true, true, true, false}, {true, false, false, false}},
+		trust.CondSP: {{true, true, true, false}, {true, true, true, true}, {true, true, true, false}},
+	}
+	var rs []dataset.Rollout
+	for cond, series := range deals {
+		s := base
+		s.Condition = cond
+		for k, games := range series {
+			for g, d := range games {
+				rs = append(rs, synthetic(s, k, g, d))
+			}
+		}
+	}
+	md, err := multiparty.WriteReport(rs, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		"| BRS (S) | 50.0 ± 62.1 |",
+		"| BRS | 50.0 | – | 83.3 | – | – | +33.3 ± 35.9 | – |",
+		"*Unit: the series (3 series per cell). ± is the 95% Student t interval over series",
+		"A difference is paired by series",
+		"24 games in 6 series",
+	} {
+		if !strings.Contains(md, w) {
+			t.Errorf("report lacks %q:\n%s", w, md)
+		}
+	}
+}

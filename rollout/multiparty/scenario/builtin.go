@@ -30,7 +30,13 @@ func Builtins() map[string][]byte {
 	return map[string][]byte{Type2HB2G: set2HB2G, Type1HB3G: set1HB3G, BuiltinAll: setBoth}
 }
 
-// loadOptions are the options a scenario curriculum is loaded with.
+// loadOptions are the options a scenario curriculum is loaded with: each
+// row's scenario is parsed and validated as it is read, so that a bad one
+// is an error naming the file and line.
 func loadOptions() dataset.LoadOptions {
-	return dataset.LoadOptions{Categories: Types, RequireScenario: true, Builtins: Builtins()}
+	return dataset.LoadOptions{Categories: Types, RequireScenario: true, Builtins: Builtins(),
+		Check: func(p dataset.Prompt) error {
+			_, err := FromPrompt(p)
+			return err
+		}}
 }

@@ -7,12 +7,20 @@ import (
 	"strings"
 )
 
-// Constrained values of Properties.MostConstrained.
-const (
-	ConstrainedHB  = "hb"
-	ConstrainedG   = "g"
-	ConstrainedTie = "tie"
-)
+// Constrained counts, over a scenario's honest-feasible packages, which
+// kind of honest party is the most constrained at each: the one with the
+// least slack (its utility for the package minus its BATNA, in points of
+// its 100). HB counts the packages where only hard bargainers have the
+// least slack, G those where only general agents do, Tie those where a
+// hard bargainer and a general agent share it. The seed's table 5 counts
+// this way: its shares are counts of packages (151, 25 and 13 of the 189
+// honest-feasible packages of its 2HB+2G set; 40 and 110 of the 150 of its
+// 1HB+3G set), not of scenarios.
+type Constrained struct {
+	HB  int `json:"hb"`
+	G   int `json:"g"`
+	Tie int `json:"tie"`
+}
 
 // Properties are the structural properties of one scenario (the seed's
 // table 5), found by enumerating every package.
@@ -25,10 +33,9 @@ type Properties struct {
 	Feasible int `json:"feasible"`
 	// Acceptable counts, per honest role, the packages meeting its own BATNA.
 	Acceptable map[string]int `json:"acceptable"`
-	// MostConstrained names the kind of the honest party with the fewest
-	// acceptable packages: ConstrainedHB, ConstrainedG, or ConstrainedTie
-	// when a hard bargainer and a general agent share the fewest.
-	MostConstrained string `json:"most_constrained"`
+	// Constrained counts the honest-feasible packages by the kind of their
+	// most constrained party.
+	Constrained Constrained `json:"most_constrained"`
 	// OptionChanges is, per honest role, the fewest issues on which a
 	// feasible package departs from the role's ideal (its best option on
 	// every issue; an issue whose best score is shared by several options
@@ -47,16 +54,9 @@ func Measure(s *Scenario) Properties {
 		ID: s.ID, Type: s.Type, Packages: s.Packages(), Feasible: len(feasible),
 		Acceptable: map[string]int{}, OptionChanges: map[string]int{}, UtilityLoss: map[string]int{},
 	}
-	minHB, minG := math.MaxInt, math.MaxInt
 	for _, p := range honest {
 		party := s.Parties[p]
-		n := CountFeasible(s, []int{p})
-		pr.Acceptable[party.Role] = n
-		if party.Kind == KindHardBargainer {
-			minHB = min(minHB, n)
-		} else {
-			minG = min(minG, n)
-		}
+		pr.Acceptable[party.Role] = CountFeasible(s, []int{p})
 		changes, best := len(s.Issues)+1, math.MinInt
 		for _, pkg := range feasible {
 			c := 0
@@ -73,13 +73,24 @@ func Measure(s *Scenario) Properties {
 			pr.UtilityLoss[party.Role] = s.MaxUtility(p) - best
 		}
 	}
-	switch {
-	case minHB < minG:
-		pr.MostConstrained = ConstrainedHB
-	case minG < minHB:
-		pr.MostConstrained = ConstrainedG
-	default:
-		pr.MostConstrained = ConstrainedTie
+	for _, pkg := range feasible {
+		minHB, minG := math.MaxInt, math.MaxInt
+		for _, p := range honest {
+			slack := s.Utility(p, pkg) - s.Parties[p].BATNA
+			if s.Parties[p].Kind == KindHardBargainer {
+				minHB = min(minHB, slack)
+			} else {
+				minG = min(minG, slack)
+			}
+		}
+		switch {
+		case minHB < minG:
+			pr.Constrained.HB++
+		case minG < minHB:
+			pr.Constrained.G++
+		default:
+			pr.Constrained.Tie++
+		}
 	}
 	return pr
 }
@@ -98,11 +109,13 @@ type SetProperties struct {
 	FeasibleMin   int     `json:"feasible_min"`
 	FeasibleMax   int     `json:"feasible_max"`
 	FeasibleShare float64 `json:"feasible_share_pct"`
-	// ConstrainedHB, ConstrainedG and ConstrainedTie are the shares of
-	// scenarios (percent) whose most constrained party is of that kind.
-	ConstrainedHB  float64 `json:"constrained_hb_pct"`
-	ConstrainedG   float64 `json:"constrained_g_pct"`
-	ConstrainedTie float64 `json:"constrained_tie_pct"`
+	// Constrained sums the scenarios' Constrained counts; ConstrainedHB,
+	// ConstrainedG and ConstrainedTie are their shares (percent) of all the
+	// set's honest-feasible packages.
+	Constrained    Constrained `json:"most_constrained"`
+	ConstrainedHB  float64     `json:"constrained_hb_pct"`
+	ConstrainedG   float64     `json:"constrained_g_pct"`
+	ConstrainedTie float64     `json:"constrained_tie_pct"`
 	// ChangesHB and ChangesG are the mean option changes from the ideal to
 	// the nearest feasible package of the hard bargainers and the general
 	// agents (role means); LossHB and LossG the mean utility losses.
@@ -135,14 +148,9 @@ func Summarize(set []*Scenario) SetProperties {
 		sp.FeasibleShare += 100 * float64(pr.Feasible) / float64(pr.Packages)
 		sp.FeasibleMin = min(sp.FeasibleMin, pr.Feasible)
 		sp.FeasibleMax = max(sp.FeasibleMax, pr.Feasible)
-		switch pr.MostConstrained {
-		case ConstrainedHB:
-			sp.ConstrainedHB++
-		case ConstrainedG:
-			sp.ConstrainedG++
-		default:
-			sp.ConstrainedTie++
-		}
+		sp.Constrained.HB += pr.Constrained.HB
+		sp.Constrained.G += pr.Constrained.G
+		sp.Constrained.Tie += pr.Constrained.Tie
 		for _, p := range s.Parties {
 			if !p.Honest() {
 				continue
@@ -161,9 +169,11 @@ func Summarize(set []*Scenario) SetProperties {
 	n := float64(len(set))
 	sp.FeasibleMean /= n
 	sp.FeasibleShare /= n
-	sp.ConstrainedHB *= 100 / n
-	sp.ConstrainedG *= 100 / n
-	sp.ConstrainedTie *= 100 / n
+	if all := sp.Constrained.HB + sp.Constrained.G + sp.Constrained.Tie; all > 0 {
+		sp.ConstrainedHB = 100 * float64(sp.Constrained.HB) / float64(all)
+		sp.ConstrainedG = 100 * float64(sp.Constrained.G) / float64(all)
+		sp.ConstrainedTie = 100 * float64(sp.Constrained.Tie) / float64(all)
+	}
 	if nHB > 0 {
 		sp.ChangesHB /= float64(nHB)
 		sp.LossHB /= float64(nHB)

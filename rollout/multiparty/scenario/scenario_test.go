@@ -154,8 +154,9 @@ func TestMeasureTiny(t *testing.T) {
 	pr := Measure(s)
 	want := Properties{
 		ID: "tiny", Type: Type2HB2G, Packages: 8, Feasible: 1,
-		Acceptable:      map[string]int{"hb1": 2, "hb2": 4, "g1": 8, "g2": 7},
-		MostConstrained: ConstrainedHB,
+		Acceptable: map[string]int{"hb1": 2, "hb2": 4, "g1": 8, "g2": 7},
+		// At 001 the slacks are 5 0 0 3: hb2 and g1 share the least.
+		Constrained: Constrained{Tie: 1},
 		// hb1's ideal is 001 itself; hb2's is A2 B1 C1|C2 (one change);
 		// g1's is A1|A2 B2 C1 (two); g2's is A2 B1 C2 (one).
 		OptionChanges: map[string]int{"hb1": 0, "hb2": 1, "g1": 2, "g2": 1},
@@ -170,6 +171,59 @@ func TestMeasureTiny(t *testing.T) {
 	}
 	if got := s.PackageLabel([]int{0, 0, 1}); got != "A1 B1 C2" {
 		t.Errorf("PackageLabel = %q", got)
+	}
+}
+
+// TestConstrainedPerPackage checks the most-constrained count of the
+// seed's table 5 on tiny.json with other BATNAs: it counts packages, the
+// kind with the least slack (utility − BATNA) at each; the totals are in
+// TestMeasureTiny's comment.
+func TestConstrainedPerPackage(t *testing.T) {
+	tests := []struct {
+		batna []int // hb1 hb2 g1 g2
+		want  Constrained
+	}{
+		// 000: slacks 2 1 5 0 → G; 001: 10 1 0 3 → G; 101: 0 7 0 6 → tie.
+		{[]int{13, 10, 5, 7}, Constrained{G: 2, Tie: 1}},
+		// 000: 2 7 5 3 → HB; 001: 10 7 0 6 → G; 010: 0 0 9 0 → tie;
+		// 011: 8 0 4 3 → HB; 101: 0 13 0 9 → tie.
+		{[]int{13, 4, 5, 4}, Constrained{HB: 2, G: 1, Tie: 2}},
+	}
+	for _, tt := range tests {
+		s := readScenario(t, "tiny.json")
+		for p, b := range tt.batna {
+			s.Parties[p].BATNA = b
+		}
+		pr := Measure(s)
+		if pr.Constrained != tt.want || pr.Feasible != tt.want.HB+tt.want.G+tt.want.Tie {
+			t.Errorf("BATNAs %v: Constrained = %+v over %d feasible, want %+v", tt.batna, pr.Constrained, pr.Feasible, tt.want)
+		}
+	}
+}
+
+// TestTargetCheck: the seed's table 5 shares are package counts (151, 25
+// and 13 of 189 for 2HB+2G; 40 and 110 of 150 for 1HB+3G), which its
+// target accepts; a set whose hard bargainer is the most constrained at
+// every package (the sets shipped before) misses it, naming the rows.
+func TestTargetCheck(t *testing.T) {
+	props := func(typ string, feasible, hb, g, tie int, chHB, chG float64) SetProperties {
+		all := float64(hb + g + tie)
+		return SetProperties{Type: typ, Scenarios: 20, FeasibleMean: float64(feasible) / 20,
+			Constrained:   Constrained{HB: hb, G: g, Tie: tie},
+			ConstrainedHB: 100 * float64(hb) / all, ConstrainedG: 100 * float64(g) / all, ConstrainedTie: 100 * float64(tie) / all,
+			ChangesHB: chHB, ChangesG: chG}
+	}
+	if err := PaperTarget(Type2HB2G).Check(props(Type2HB2G, 189, 151, 25, 13, 53.0/40, 2.0/40)); err != nil {
+		t.Errorf("the seed's 2HB+2G counts: %v", err)
+	}
+	if err := PaperTarget(Type1HB3G).Check(props(Type1HB3G, 150, 40, 110, 0, 2, 1)); err != nil {
+		t.Errorf("the seed's 1HB+3G counts: %v", err)
+	}
+	err := PaperTarget(Type2HB2G).Check(props(Type2HB2G, 177, 177, 0, 0, 1.43, 2.20))
+	for _, w := range []string{"honest-feasible packages, mean 8.85, target 9.45 ± 0.10", "most constrained HB (%) 100.00, target 79.90 ± 2.00", "option changes G 2.20, target 0.05 ± 0.05"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("Check(old 2HB+2G set) = %v, want it to contain %q", err, w)
+		}
 	}
 }
 
@@ -223,6 +277,9 @@ func TestGenerate(t *testing.T) {
 		if string(ja) != string(jb) {
 			t.Errorf("Generate(%s) is not deterministic", typ)
 		}
+		if err := PaperTarget(typ).Check(Summarize(a)); err != nil {
+			t.Errorf("Generate(%s): %v", typ, err)
+		}
 		d := DefaultDifficulty(typ)
 		for _, s := range a {
 			if err := s.Validate(); err != nil {
@@ -250,9 +307,22 @@ func TestGenerate(t *testing.T) {
 		t.Errorf("Generate(3hb) = %v", err)
 	}
 	// An impossible range is an error naming the scenario and the range.
-	_, err := Generate(GenerateOptions{Type: Type2HB2G, N: 1, Difficulty: Difficulty{FeasibleMin: 1, FeasibleMax: 1, LossMax: 0}, MaxAttempts: 5})
+	_, err := Generate(GenerateOptions{Type: Type2HB2G, N: 1, Difficulty: Difficulty{FeasibleMin: 1, FeasibleMax: 1, LossMax: 0}, MaxAttempts: 5, NoTarget: true})
 	if err == nil || !strings.Contains(err.Error(), "no draw in 5 attempts") {
 		t.Errorf("Generate with an impossible range = %v", err)
+	}
+	// A target the draws cannot reach is an error naming the row.
+	far := PaperTarget(Type1HB3G)
+	far.ChangesG = 4
+	_, err = Generate(GenerateOptions{Type: Type1HB3G, N: 4, Seed: 1, Target: &far, Pool: 8})
+	if err == nil || !strings.Contains(err.Error(), "misses its target") || !strings.Contains(err.Error(), "option changes G 2.92, target 4.00") {
+		t.Errorf("Generate with an unreachable target = %v", err)
+	}
+	// A target outside the stated range is refused before any draw.
+	bad := PaperTarget(Type2HB2G)
+	bad.FeasibleMean = 12
+	if _, err := Generate(GenerateOptions{Type: Type2HB2G, N: 1, Target: &bad}); err == nil || !strings.Contains(err.Error(), "target feasible mean 12.00 is outside the feasible range [8, 10]") {
+		t.Errorf("Generate with a target out of range = %v", err)
 	}
 }
 
@@ -286,6 +356,10 @@ func TestFixedSets(t *testing.T) {
 		if sp.FeasibleMin < d.FeasibleMin || sp.FeasibleMax > d.FeasibleMax || sp.Packages != 1024 {
 			t.Errorf("%s: properties %+v outside the stated range %+v", path, sp, d)
 		}
+		// Every row of the seed's table 5, within the stated tolerance.
+		if err := PaperTarget(typ).Check(sp); err != nil {
+			t.Errorf("%s: %v", path, err)
+		}
 	}
 	// both.jsonl is the two sets, 2HB+2G first.
 	mixed, err := LoadSet(filepath.Join("sets", "both.jsonl"))
@@ -303,12 +377,12 @@ func TestSummarizeTiny(t *testing.T) {
 	s := readScenario(t, "tiny.json")
 	sp := Summarize([]*Scenario{s, s})
 	want := SetProperties{Type: Type2HB2G, Scenarios: 2, Packages: 8, FeasibleMean: 1, FeasibleMin: 1, FeasibleMax: 1,
-		FeasibleShare: 12.5, ConstrainedHB: 100, ChangesHB: 0.5, ChangesG: 1.5, LossHB: 3, LossG: 6}
+		FeasibleShare: 12.5, Constrained: Constrained{Tie: 2}, ConstrainedTie: 100, ChangesHB: 0.5, ChangesG: 1.5, LossHB: 3, LossG: 6}
 	if sp != want {
 		t.Errorf("Summarize = %+v, want %+v", sp, want)
 	}
 	tab := PropertiesTable([]SetProperties{sp})
-	for _, w := range []string{"| 2HB+2G |", "| Honest-feasible packages, mean [range] | 1.00 [1, 1] |", "| 100.0 / 0.0 / 0.0 |", "| 0.50 / 1.50 |"} {
+	for _, w := range []string{"| 2HB+2G |", "| Honest-feasible packages, mean [range] | 1.00 [1, 1] |", "| 0.0 / 0.0 / 100.0 |", "| 0.50 / 1.50 |"} {
 		if !strings.Contains(tab, w) {
 			t.Errorf("PropertiesTable lacks %q:\n%s", w, tab)
 		}

@@ -43,13 +43,37 @@ Every run in FILE must answer every item of --data: a file that misses
 items is an error naming them, not a lower score. GPQA's choice order
 depends on --seed: score with the seed the responses were generated with.
 
+--scorer reads GPQA's and AIME's answers the way a published evaluation
+does, so a number can be reported beside it:
+
+  parley            the default: GPQA's last answer statement ("Answer: C",
+                    "the answer is (C)", \boxed{C}, ...), AIME's last \boxed{}
+                    read as an integer (units, %, degrees, "n = 467" allowed;
+                    lists refused), after the thinking block.
+  lm-eval-strict    GPQA: lm-eval 0.4.13's strict-match filter ("The answer
+                    is (C)"), exact match as lm-eval scores it.
+  lm-eval-flexible  GPQA: lm-eval 0.4.13's flexible-extract filter (the last
+                    "(C)", else a choice's text, else ": C").
+  simple-evals      GPQA: simple-evals' pattern (the first "Answer: C").
+  math-verify       AIME: Hugging Face's math-verify package itself, run in
+                    parley's Python environment (--python, else
+                    $PARLEY_PYTHON, else .venv/bin/python, else python3;
+                    make venv installs it).
+
+The references read a response after its last </think>, and a response cut
+off inside its thinking block (<think> never closed) whole, thinking as
+answer, as they do; parley's scorer gives such a response no answer. The
+table says how many there were. Under a reference scorer the results go to
+OUT/<benchmark>.<scorer>.json and OUT/<benchmark>-<model>.<scorer>.scores.json,
+beside parley's; the results and the table name the scorer.
+
 IFEval's headline number is the prompt-level strict accuracy (ifeval); the
 instruction-level and loose accuracies are written beside it. GPQA data is
 the user's own file and is never written out: only item ids and answer
 letters are.`
 
 func newBenchCmd(a *cli) *cobra.Command {
-	var path string
+	var path, python string
 	var force bool
 	var o harness.BenchOptions
 	cmd := &cobra.Command{
@@ -64,7 +88,7 @@ func newBenchCmd(a *cli) *cobra.Command {
 				return err
 			}
 			o.Benchmark = args[0]
-			return app.Bench(cmd.Context(), cfg, a.env(cmd, log), o, cmd.Flags().Changed("seed"), force)
+			return app.Bench(cmd.Context(), cfg, a.env(cmd, log), o, cmd.Flags().Changed("seed"), force, python)
 		},
 	}
 	configFlags(cmd, &path)
@@ -77,6 +101,8 @@ func newBenchCmd(a *cli) *cobra.Command {
 	f.IntVar(&o.Concurrency, "concurrency", 0, "questions in flight (default: rollout.concurrency)")
 	f.Int64Var(&o.Seed, "seed", 0, "seed of sampling and of GPQA's choice shuffle (default: run.seed)")
 	f.StringArrayVar(&o.Responses, "responses", nil, "score this responses file instead of generating: [MODEL=]FILE, repeatable (MODEL defaults to base)")
+	f.StringVar(&o.Scorer, "scorer", "parley", "how answers are read: parley; gpqa: lm-eval-strict, lm-eval-flexible, simple-evals; aime: math-verify")
+	f.StringVar(&python, "python", "", "the Python of parley's environment, for --scorer math-verify (default: $PARLEY_PYTHON, else .venv/bin/python, else python3)")
 	f.StringVar(&o.Out, "out", "bench-results", "output directory")
 	f.BoolVar(&force, "force", false, "replace OUT/<benchmark>.json and its files when they exist")
 	return cmd

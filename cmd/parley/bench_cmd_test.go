@@ -184,3 +184,124 @@ func TestBenchAIMEAndIFEval(t *testing.T) {
 		}
 	}
 }
+
+// --scorer reads the answers by a reference's rules: the results and the
+// table name it, the files are named for it beside parley's, and a
+// response cut off while thinking is counted and said.
+func TestBenchScorers(t *testing.T) {
+	srv := startSim(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "config.yaml", srv.URL, srv.URL)
+	items, err := bench.LoadGPQA(gpqaFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Item 1 in lm-eval's strict form, item 2 in simple-evals' (which
+	// strict-match misses), item 3 cut off while thinking, item 4 wrong.
+	var rs []bench.Response
+	for i, it := range items {
+		letter := bench.ShuffleGPQA(it, 3, 0).Correct
+		text := []string{"Reasoning.\nThe answer is (" + letter + ").", "Reasoning.\nAnswer: " + letter,
+			"<think>The answer is (" + letter + ").", "The answer is (" + map[string]string{"A": "B", "B": "C", "C": "D", "D": "A"}[letter] + ")."}[i]
+		rs = append(rs, bench.Response{ID: it.ID, Run: 0, Response: text})
+	}
+	fixture := filepath.Join(dir, "responses.jsonl")
+	if err := bench.WriteResponses(fixture, rs); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	for _, tt := range []struct {
+		scorer, file string
+		mean         float64
+	}{
+		{"", "gpqa_diamond.json", 50},                                  // parley: items 1 and 2; 3 has no answer
+		{"lm-eval-strict", "gpqa_diamond.lm-eval-strict.json", 50},     // items 1 and 3 (the thinking read whole)
+		{"lm-eval-flexible", "gpqa_diamond.lm-eval-flexible.json", 75}, // items 1, 2 (": X") and 3
+		{"simple-evals", "gpqa_diamond.simple-evals.json", 25},         // item 2
+	} {
+		args := []string{"gpqa", "--config", cfg, "--data", gpqaFixture, "--responses", fixture, "--out", out}
+		if tt.scorer != "" {
+			args = append(args, "--scorer", tt.scorer)
+		}
+		stdout, err := run(t, newBenchCmd(quietApp()), args...)
+		if err != nil {
+			t.Fatalf("--scorer %q: %v", tt.scorer, err)
+		}
+		want := tt.scorer
+		if want == "" {
+			want = bench.ScorerParley
+		}
+		r := benchResults(t, filepath.Join(out, tt.file))["gpqa_diamond/base"]
+		if r.Scorer != want || r.Mean != tt.mean || r.CutOff != 1 {
+			t.Errorf("--scorer %q: %s = scorer %q, mean %v, cut off %d; want %s, %v, 1", tt.scorer, tt.file, r.Scorer, r.Mean, r.CutOff, want, tt.mean)
+		}
+		row := "gpqa_diamond [" + want + "] (4)"
+		if tt.scorer == "" {
+			row = "gpqa_diamond (4)"
+		}
+		if !strings.Contains(stdout, row) || !strings.Contains(stdout, "Scorer "+want+": ") ||
+			!strings.Contains(stdout, "1 response ends inside an unclosed thinking block") {
+			t.Errorf("--scorer %q: table:\n%s", tt.scorer, stdout)
+		}
+		scores := filepath.Join(out, "gpqa_diamond-base.scores.json")
+		if tt.scorer != "" {
+			scores = filepath.Join(out, "gpqa_diamond-base."+tt.scorer+".scores.json")
+		}
+		if _, err := os.Stat(scores); err != nil {
+			t.Errorf("--scorer %q: %v", tt.scorer, err)
+		}
+	}
+
+	for name, tt := range map[string]struct {
+		args []string
+		want string
+	}{
+		"a scorer of another benchmark": {[]string{"gpqa", "--data", gpqaFixture, "--responses", fixture, "--scorer", "math-verify"}, "want one of parley, lm-eval-strict"},
+		"an unknown scorer":             {[]string{"aime24", "--data", aimeFixture, "--responses", fixture, "--scorer", "lm-eval"}, `no scorer "lm-eval" (want one of parley, math-verify)`},
+		"ifeval's one scorer":           {[]string{"ifeval", "--data", ifevalFixture, "--scorer", "simple-evals"}, "ifeval has one scorer"},
+		"no python":                     {[]string{"aime24", "--data", aimeFixture, "--responses", fixture, "--scorer", "math-verify", "--python", filepath.Join(dir, "no-python")}, "pass --python PATH"},
+	} {
+		_, err := run(t, newBenchCmd(quietApp()), append(tt.args, "--config", cfg, "--out", filepath.Join(dir, "x"))...)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("bench (%s) error = %v, want it to contain %q", name, err, tt.want)
+		}
+	}
+}
+
+// --scorer math-verify runs the package in parley's Python environment.
+func TestBenchMathVerify(t *testing.T) {
+	python := os.Getenv("PARLEY_PYTHON")
+	if python == "" {
+		t.Skip("PARLEY_PYTHON is not set (make test sets it to the venv's python, which has math-verify)")
+	}
+	scripts, err := filepath.Abs("../../scripts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PYTHONPATH", scripts) // this tree's parley_tools
+	srv := startSim(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "config.yaml", srv.URL, srv.URL)
+	fixture := filepath.Join(dir, "aime.jsonl")
+	// math-verify reads \frac{84}{2} as 42 and the unboxed 99; not 255.
+	if err := bench.WriteResponses(fixture, []bench.Response{
+		{ID: "s1", Response: "So \\boxed{\\frac{84}{2}}."},
+		{ID: "s2", Response: "The answer is 99."},
+		{ID: "s3", Response: "\\boxed{255}"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	stdout, err := run(t, newBenchCmd(quietApp()), "aime24", "--config", cfg, "--data", aimeFixture, "--responses", fixture,
+		"--scorer", "math-verify", "--python", python, "--out", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := benchResults(t, filepath.Join(out, "aime2024.math-verify.json"))["aime2024/base"]
+	if r.Scorer != bench.ScorerMathVerify || math.Abs(r.Mean-200.0/3) > 1e-9 {
+		t.Errorf("math-verify = %+v, want 66.67 %%", r)
+	}
+	if !strings.Contains(stdout, "aime2024 [math-verify] (3)") || !strings.Contains(stdout, "Scorer math-verify: Hugging Face math-verify") {
+		t.Errorf("table:\n%s", stdout)
+	}
+}

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -105,8 +106,11 @@ func AIMEQuestions(items []AIMEItem, run int) []Question {
 
 // ExtractBoxed returns the content of the last complete \boxed{…} (or
 // \fbox{…}) in s, braces balanced ("\boxed{\frac{1}{2}}" gives
-// "\frac{1}{2}"; escaped braces \{ \} do not count). A final \boxed{ cut
-// off before its closing brace is passed over for the one before it.
+// "\frac{1}{2}"; escaped braces \{ \} do not count). A box without braces
+// holds a number: "\boxed 7" and "\boxed 7." give "7", "\boxed 16.0" gives
+// "16.0", but "\boxed 7x", "\boxed 3/4" or "\boxed \pi" are no box. A final
+// \boxed cut off before its closing brace (or with nothing readable after
+// it) is passed over for the one before it.
 func ExtractBoxed(s string) (content string, ok bool) {
 	for end := len(s); ; {
 		start, after := lastBox(s[:end])
@@ -114,6 +118,9 @@ func ExtractBoxed(s string) (content string, ok bool) {
 			return "", false
 		}
 		if c, ok := balanced(s[after:]); ok {
+			return c, true
+		}
+		if c, ok := bareNumber(s[after:]); ok {
 			return c, true
 		}
 		end = start
@@ -156,20 +163,57 @@ func balanced(s string) (string, bool) {
 	return "", false
 }
 
-var integerRe = regexp.MustCompile(`^[+-]?[0-9]+$`)
+// A braceless box's number, and what may not follow it (it would make the
+// number part of a longer expression).
+var (
+	bareNumberRe = regexp.MustCompile(`^[ \t]*([0-9]+(?:\.[0-9]+)?)`)
+	bareAfterRe  = regexp.MustCompile(`^(?:[A-Za-z0-9_^/{(\\!]|\.[0-9]|,[0-9])`)
+)
 
-// ParseInteger reads an integer answer: LaTeX text wrappers (\text{…},
-// \textbf{…}, …) are unwrapped, then $, commas, braces, spaces and LaTeX
-// spacing (\, \! \; \: ~) are removed, and what remains must be an optional
-// sign and decimal digits (leading zeros allowed: "033" is 33). Anything else
-// — "33.5", "\frac{1}{2}", "x=3", an overflow — is not an integer.
+// bareNumber reads optional spaces, then a number that nothing but spaces,
+// punctuation or the end of the line follows (see ExtractBoxed).
+func bareNumber(s string) (string, bool) {
+	m := bareNumberRe.FindStringSubmatchIndex(s)
+	if m == nil || bareAfterRe.MatchString(s[m[1]:]) {
+		return "", false
+	}
+	return s[m[2]:m[3]], true
+}
+
+var (
+	integerRe = regexp.MustCompile(`^[+-]?[0-9]+$`)
+	// Thousands separators: "1,234", "12,345,678"; a decimal point may
+	// follow ("1,000.0").
+	groupedRe = regexp.MustCompile(`^[+-]?[0-9]{1,3}(?:,[0-9]{3})+(?:\.|$)`)
+	// A number written with a fraction of zeros: "16.0", "16.", "16.000".
+	zeroFractionRe = regexp.MustCompile(`^([+-]?[0-9]+)\.0*$`)
+)
+
+// ParseInteger reads an integer: LaTeX text wrappers (\text{…},
+// \textbf{…}, …) are unwrapped, $ (and \$), braces and LaTeX spacing (\,
+// \! \; \: ~) are removed, and what remains, spaces removed, must be an
+// optional sign and decimal digits (leading zeros allowed: "033" is 33), a
+// fraction of zeros allowed ("16.0" is 16). Commas must be thousands
+// separators ("1,000", "1{,}000"): "1, 23" and "1,23" are no integer, where
+// deleting the comma would read 123. Anything else — "33.5",
+// "\frac{1}{2}", "x=3", an overflow — is not an integer.
 func ParseInteger(s string) (int64, bool) {
 	for range 3 {
 		s = texWrapRe.ReplaceAllString(s, "$1")
 	}
-	s = strings.NewReplacer(`\,`, "", `\!`, "", `\;`, "", `\:`, "", `\ `, "", "~", "",
-		"$", "", ",", "", "{", "", "}", "").Replace(s)
+	s = strings.NewReplacer(`\$`, "", "$", "", "{", "", "}", "",
+		`\,`, " ", `\!`, " ", `\;`, " ", `\:`, " ", `\ `, " ", "~", " ").Replace(s)
+	if strings.Contains(s, ",") {
+		// Checked before the spaces go: "1, 234" is a list.
+		if !groupedRe.MatchString(strings.TrimSpace(s)) {
+			return 0, false
+		}
+		s = strings.ReplaceAll(s, ",", "")
+	}
 	s = strings.Join(strings.Fields(s), "")
+	if m := zeroFractionRe.FindStringSubmatch(s); m != nil {
+		s = m[1]
+	}
 	if !integerRe.MatchString(s) {
 		return 0, false
 	}
@@ -180,14 +224,83 @@ func ParseInteger(s string) (int64, bool) {
 	return n, true
 }
 
+var (
+	// The name an answer may be given to: "n", "a_1", "m+n", "p + q + r".
+	answerNameRe = regexp.MustCompile(`^[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?(?:\s*\+\s*[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?)*$`)
+	// A unit or sign after the number: \%, %, degrees, a unit in a text
+	// wrapper ("\text{ cm}", "\,\mathrm{m}^2", "\text{ square units}").
+	answerSuffixRe = regexp.MustCompile(`(?:\\[,;:! ]|~|\s)*(?:\\%|%|\^\s*\{?\s*\\circ\s*\}?|°|\\degree|\\(?:text|textrm|mathrm|mbox|textnormal|textup)\s*\{\s*([A-Za-z][A-Za-z. ]*)\}(?:\^\{?[23]\}?)?)\s*$`)
+	// Words a "unit" may not hold: they join the number to something else.
+	unitConnectives = []string{"or", "and", "to", "plus", "minus", "times", "than", "more", "less", "least", "most", "not", "from", "between"}
+)
+
+// AnswerInteger reads the integer a \boxed{} answer gives: what
+// ParseInteger reads, also when a unit or sign follows it ("104 \text{
+// cm}", "36\%", "382^\circ"), a dollar sign precedes it ("\$154") or it is
+// given to a name ("n = 467", "m+n = 467"). It refuses what is not
+// unambiguous: lists ("1, 23"), more than one "=" ("x = 3 or x = 5"), a
+// left side that is not a name ("2x = 10"), words that join the number to
+// another ("3 \text{ or more}").
+func AnswerInteger(s string) (int64, bool) {
+	s = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(s), `\displaystyle`))
+	if strings.Count(s, "=") == 1 {
+		lhs, rhs, _ := strings.Cut(s, "=")
+		if !answerNameRe.MatchString(strings.TrimSpace(lhs)) {
+			return 0, false
+		}
+		s = strings.TrimSpace(rhs)
+	} else if strings.Contains(s, "=") {
+		return 0, false
+	}
+	for range 2 { // "382^\circ \text{F}"
+		m := answerSuffixRe.FindStringSubmatchIndex(s)
+		if m == nil {
+			break
+		}
+		if m[2] >= 0 {
+			for _, w := range strings.Fields(strings.ToLower(s[m[2]:m[3]])) {
+				if slices.Contains(unitConnectives, w) {
+					return 0, false
+				}
+			}
+		}
+		s = s[:m[0]]
+	}
+	if m := fracRe.FindStringSubmatch(s); m != nil {
+		a, aok := ParseInteger(m[1])
+		b, bok := ParseInteger(m[2])
+		if !aok || !bok || b == 0 || a%b != 0 {
+			return 0, false
+		}
+		return a / b, true
+	}
+	return ParseInteger(s)
+}
+
+// A fraction of integers: "\frac{728}{2}", "\dfrac{1}{1}".
+var fracRe = regexp.MustCompile(`^\\[dt]?frac\s*\{\s*([+-]?[0-9]+)\s*\}\s*\{\s*([0-9]+)\s*\}$`)
+
+// An answer stated without a box, at the end of its line: "The answer is
+// 42.", "Final answer: $502$", "**Answer:** 7".
+var unboxedRe = regexp.MustCompile(`(?i)\banswer\s*(?:is\s*)?[:：=]?\s*\$?\s*([+-]?[0-9][0-9,]*(?:\.[0-9]+)?)\s*\$?\s*\.?[ \t]*(?:\n|$)`)
+
 // ExtractAIMEAnswer returns the integer in the last \boxed{} of a response
-// (see ExtractBoxed and ParseInteger). text is the boxed content, returned
-// even when it is not an integer; ok reports an integer was read.
+// (see ExtractBoxed and AnswerInteger). text is the boxed content, returned
+// even when it is not an integer; ok reports an integer was read. A
+// response with no \boxed at all may state its answer in words, at the end
+// of a line: the last "answer is N." or "Answer: N" counts.
 func ExtractAIMEAnswer(response string) (n int64, text string, ok bool) {
 	text, found := ExtractBoxed(response)
 	if !found {
-		return 0, "", false
+		if strings.Contains(response, `\boxed`) || strings.Contains(response, `\fbox`) {
+			return 0, "", false
+		}
+		ms := unboxedRe.FindAllStringSubmatch(strings.NewReplacer("**", "", "__", "").Replace(response), -1)
+		if len(ms) == 0 {
+			return 0, "", false
+		}
+		text = ms[len(ms)-1][1]
 	}
-	n, ok = ParseInteger(text)
+	n, ok = AnswerInteger(text)
 	return n, text, ok
 }

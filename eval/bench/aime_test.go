@@ -18,7 +18,14 @@ func TestExtractBoxed(t *testing.T) {
 		{`\fbox{8}`, "8", true},
 		{`\boxed{\{1,2\}}`, `\{1,2\}`, true},             // escaped braces do not count
 		{`\boxed{5} and a cut-off \boxed{12`, "5", true}, // the last complete one
-		{`\boxed 5`, "", false},
+		{`\boxed 5`, "5", true},                          // no braces: a number
+		{`\boxed 73.`, "73", true},
+		{`so \boxed16.0 it is`, "16.0", true},
+		{`\boxed{4} then \boxed 7x`, "4", true}, // 7x is no number
+		{`\boxed 3/4`, "", false},
+		{`\boxed 1,234`, "", false},
+		{`\boxed \pi`, "", false},
+		{`\boxed 2^{10}`, "", false},
 		{`no box`, "", false},
 		{`\boxed{`, "", false},
 	}
@@ -42,14 +49,23 @@ func TestParseInteger(t *testing.T) {
 		{" 204 ", 204, true},
 		{"$204$", 204, true},
 		{"1,000", 1000, true},
+		{"1{,}000", 1000, true},
+		{"12,345,678", 12345678, true},
 		{`1\,000`, 1000, true},
 		{"1 000", 1000, true},
+		{"1, 23", 0, false},  // a list, not 123
+		{"1,23", 0, false},   // not a thousands separator
+		{"1,0000", 0, false}, // nor this
+		{`1,\,234`, 0, false},
+		{"16.0", 16, true}, // a fraction of zeros
+		{"16.", 16, true},
+		{"1,000.00", 1000, true},
+		{`\$154`, 154, true},
 		{`\text{999}`, 999, true},
 		{`\textbf{ 25 }`, 25, true},
 		{"{33}", 33, true},
 		{"-5", -5, true},
 		{"33.5", 0, false},
-		{"33.0", 0, false}, // not an integer as written
 		{`\frac{1}{2}`, 0, false},
 		{"x = 3", 0, false},
 		{"3^2", 0, false},
@@ -64,6 +80,52 @@ func TestParseInteger(t *testing.T) {
 	}
 }
 
+func TestAnswerInteger(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"467", 467, true},
+		{`104 \text{ cm}`, 104, true},
+		{`104\,\mathrm{cm}^2`, 104, true},
+		{`12 \text{ square units}`, 12, true},
+		{`36\%`, 36, true},
+		{"36 %", 36, true},
+		{`382^\circ`, 382, true},
+		{`382^{\circ}`, 382, true},
+		{"382°", 382, true},
+		{`40^\circ \text{F}`, 40, true},
+		{`\$154`, 154, true},
+		{"n = 467", 467, true},
+		{"m+n=467", 467, true},
+		{"p + q + r = 12", 12, true},
+		{"a_1 = 5", 5, true},
+		{`a_{10} = 5`, 5, true},
+		{`\displaystyle 7`, 7, true},
+		{"16.0", 16, true},
+		{"1, 23", 0, false},
+		{"2x = 10", 0, false}, // x is 5: the right side is not the answer
+		{"x = 3 or x = 5", 0, false},
+		{"a = b = 4", 0, false},
+		{`3 \text{ or more}`, 0, false},
+		{`3 \text{ or } 5`, 0, false},
+		{"12 ways", 0, false}, // a bare word may be a variable
+		{`2\pi`, 0, false},
+		{`\frac{24}{2}`, 12, true},
+		{`\dfrac{7}{1}`, 7, true},
+		{`\frac{1}{2}`, 0, false},
+		{`\frac{1}{0}`, 0, false},
+		{"16.5", 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := AnswerInteger(tt.in)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("AnswerInteger(%q) = %d, %v, want %d, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
 func TestExtractAIMEAnswer(t *testing.T) {
 	tests := []struct {
 		in     string
@@ -73,7 +135,17 @@ func TestExtractAIMEAnswer(t *testing.T) {
 	}{
 		{`The answer is $\boxed{033}$.`, 33, "033", true},
 		{`\boxed{2^{10}}`, 0, "2^{10}", false},
+		{`so $\boxed{n = 467}$`, 467, "n = 467", true},
+		{`\boxed{1, 23}`, 0, "1, 23", false},
+		{`\boxed 7.`, 7, "7", true},
 		{`no box: 24`, 0, "", false},
+		{"so the answer is 24.", 24, "24", true},
+		{"**Final Answer:** $502$\n", 502, "502", true},
+		{"The answer is 3, then 4.\nAnswer: 7", 7, "7", true},
+		{"The answer is 24 if x is even.", 0, "", false}, // not the end of its line
+		{`Answer: 7, but \boxed{3.5}`, 0, "3.5", false},  // a box, not an integer
+		{`The answer is 7. \boxed{`, 0, "", false},       // a box was begun
+		{"The answer is 1, 23.", 0, "", false},
 	}
 	for _, tt := range tests {
 		n, text, ok := ExtractAIMEAnswer(tt.in)

@@ -11,6 +11,17 @@
 // ScoreOffline from files). Benchmark data is read from the user's local
 // files; GPQA must never be committed, and this package's tests use
 // synthetic rows with the same columns. IFEval lives in eval/ifeval.
+//
+// A scorer reads the answers (Scorers, ScoreOptions): parley's own
+// (ExtractChoice, ExtractAIMEAnswer), or a reference's, so a score can be
+// reported beside published ones: lm-eval 0.4.13's GPQA filters
+// (LMEvalStrict, LMEvalFlexible, ported with Python's string semantics),
+// simple-evals' GPQA pattern (SimpleEvalsChoice), and the math-verify
+// package itself for AIME (MathVerify runs it in parley's Python
+// environment). The references read a response cut off inside its thinking
+// block whole (ReferenceText); parley's scorer gives it no answer, and the
+// results count such responses (CutOff). testdata/synthetic holds the set
+// the scorers are measured on, with the references' verdicts.
 package bench
 
 import (

@@ -158,21 +158,32 @@ var (
 	answerIsRe = regexp.MustCompile(`(?i)\banswer\s+is\s*(?:option|choice)?\s*[\$\(\[]*\s*([A-D])\b`)
 	// \boxed{C}, \boxed{(C)}.
 	boxedLetterRe = regexp.MustCompile(`(?i)\\boxed\s*\{\s*[\(\[]?\s*([A-D])\s*[\)\]]?\s*\}`)
+	// "I choose (C)", "I would pick C", "I'll go with option C".
+	chooseRe = regexp.MustCompile(`(?i)\bI\s*(?:would\s+|will\s+|'ll\s+)?(?:choose|pick|select|go\s+with)\s*(?:option|choice)?\s*[\$\(\[]*\s*([A-D])\b`)
+	// "Option C is correct", "(C) is the correct answer", "choice C is right".
+	isCorrectRe = regexp.MustCompile(`(?i)(?:\b(?:option|choice)\s*[\(\[]?|\()\s*([A-D])[\)\]]?\s+is\s+(?:the\s+)?(?:correct|right|best|answer)\b`)
+	// A last line that is a letter and nothing else: "C", "(C)", "**C.**".
+	lastLineRe = regexp.MustCompile(`(?:^|\n)[ \t>#]*[\(\[]?([A-D])[\)\]]?\.?[ \t]*$`)
+	// What makes an answer statement two answers: "Answer: B or C", "B/C".
+	eitherRe = regexp.MustCompile(`(?i)^\s*[\)\]]?\s*(?:or|and|/)\s*(?:option|choice)?\s*[\(\[]?\s*[A-D]\b`)
 )
 
 // ExtractChoice returns the letter (upper case) of the last answer statement
 // in a response: "Answer: X" (the simple-evals form, also "Final answer:",
-// "Answer: (X)", "Answer: $X$"), "answer is (X)" and \boxed{X}, matched
-// case-insensitively after markdown emphasis (** __ `) and LaTeX text
-// wrappers (\text{X}, \textbf{X}, …) are removed, so "**Answer: C**" and
-// "**Answer:** C" both give C. A lower-case letter counts only where it
-// stands alone: in brackets, in \boxed{}, or with nothing but punctuation
-// after it on its line ("the answer is a bit unclear" gives nothing).
-// Responses with a thinking block should go through StripThinking first.
+// "Answer: (X)", "Answer: $X$"), "answer is (X)", \boxed{X}, "I choose
+// (X)", "Option X is correct", and a last line that is the letter alone
+// ("(X)"), matched case-insensitively after markdown emphasis (** __ `) and
+// LaTeX text wrappers (\text{X}, \textbf{X}, …) are removed, so "**Answer:
+// C**" and "**Answer:** C" both give C. A lower-case letter counts only
+// where it stands alone: in brackets, in \boxed{}, or with nothing but
+// punctuation after it on its line ("the answer is a bit unclear" gives
+// nothing). A last statement of two letters ("Answer: B or C") is no
+// answer. Responses with a thinking block should go through StripThinking
+// first.
 func ExtractChoice(response string) (letter string, ok bool) {
 	s := normalizeMarkdown(response)
-	best := -1
-	for _, re := range []*regexp.Regexp{answerColonRe, answerIsRe, boxedLetterRe} {
+	best, end := -1, 0
+	for _, re := range []*regexp.Regexp{answerColonRe, answerIsRe, boxedLetterRe, chooseRe, isCorrectRe} {
 		for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
 			ls, le := m[2], m[3]
 			c := s[ls:le]
@@ -180,11 +191,17 @@ func ExtractChoice(response string) (letter string, ok bool) {
 				continue
 			}
 			if ls > best {
-				best, letter = ls, strings.ToUpper(c)
+				best, end, letter = ls, le, strings.ToUpper(c)
 			}
 		}
 	}
-	return letter, best >= 0
+	if m := lastLineRe.FindStringSubmatchIndex(strings.TrimRightFunc(s, unicode.IsSpace)); m != nil && m[2] > best {
+		best, end, letter = m[2], m[3], s[m[2]:m[3]]
+	}
+	if best < 0 || eitherRe.MatchString(s[end:]) {
+		return "", false
+	}
+	return letter, true
 }
 
 func normalizeMarkdown(s string) string {

@@ -196,7 +196,22 @@ func TestExtractChoice(t *testing.T) {
 		{"The answer is a bit tricky.\nAnswer: B", "B"},
 		{"Answer: Actually I am not sure.", ""}, // "A" inside a word
 		{"Answer: E", ""},                       // not a choice
-		{"I choose C.", ""},                     // no answer statement
+		{"I choose C.", "C"},
+		{"Comparing (A) with (B), I would pick (D).", "D"},
+		{"I'll go with option b.", "B"},
+		{"Option D is correct.", "D"},
+		{"So (C) is the correct answer.", "C"},
+		{"Option A is not correct. Answer: B", "B"},
+		{"Reasoning about (A) and (B).\n\n(C)", "C"}, // a last line of the letter alone
+		{"Reasoning.\n\n**D.**", "D"},
+		{"Reasoning.\nA", "A"},
+		{"A) one\nB) two", ""}, // a list of choices, not an answer
+		{"Answer: B or C", ""}, // two answers
+		{"Answer: (B)/(C)", ""},
+		{"Answer: B and D", ""},
+		{"Answer: B or C\nAnswer: C", "C"}, // the last statement is one answer
+		{"Answer: C, since A and B fail.", "C"},
+		{"Choosing (C) is tempting.", ""}, // no answer statement
 		{"", ""},
 	}
 	for _, tt := range tests {

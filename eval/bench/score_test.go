@@ -1,9 +1,12 @@
 package bench
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -34,7 +37,7 @@ func gpqaResponses(seed int64) []Response {
 
 func TestScoreGPQA(t *testing.T) {
 	const seed = 11
-	res, err := ScoreGPQA(syntheticGPQA, gpqaResponses(seed), seed)
+	res, err := ScoreGPQA(syntheticGPQA, gpqaResponses(seed), seed, ScoreOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,10 +73,10 @@ func TestScoreGPQA(t *testing.T) {
 	for i, r := range rs {
 		rs[i].Expected = ShuffleGPQA(byID[r.ID], seed, r.Run).Correct
 	}
-	if _, err := ScoreGPQA(syntheticGPQA, rs, seed); err != nil {
+	if _, err := ScoreGPQA(syntheticGPQA, rs, seed, ScoreOptions{}); err != nil {
 		t.Errorf("ScoreGPQA(right seed, expected set): %v", err)
 	}
-	if _, err := ScoreGPQA(syntheticGPQA, rs, seed+1); err == nil || !strings.Contains(err.Error(), "another seed") {
+	if _, err := ScoreGPQA(syntheticGPQA, rs, seed+1, ScoreOptions{}); err == nil || !strings.Contains(err.Error(), "another seed") {
 		t.Errorf("ScoreGPQA(wrong seed) error = %v, want a disagreement on expected letters", err)
 	}
 }
@@ -92,18 +95,18 @@ func TestScoreErrors(t *testing.T) {
 		{"expected", []Response{{ID: id, Run: 0, Expected: "E"}}, `expects "E"`},
 	}
 	for _, tt := range tests {
-		_, err := ScoreGPQA(items, tt.responses, 1)
+		_, err := ScoreGPQA(items, tt.responses, 1, ScoreOptions{})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("ScoreGPQA(%s) error = %v, want it to contain %q", tt.name, err, tt.want)
 		}
 	}
-	if _, err := ScoreAIME(AIME2024, nil, []Response{{ID: "1"}}); err == nil || !strings.Contains(err.Error(), "no items") {
+	if _, err := ScoreAIME(context.Background(), AIME2024, nil, []Response{{ID: "1"}}, ScoreOptions{}); err == nil || !strings.Contains(err.Error(), "no items") {
 		t.Errorf("ScoreAIME(no items) error = %v", err)
 	}
 }
 
 func TestScoreAIMEOffline(t *testing.T) {
-	res, err := ScoreOffline(AIME2024, "testdata/aime_h4.jsonl", "testdata/aime_h4_responses.jsonl", 0)
+	res, err := ScoreOffline(context.Background(), AIME2024, "testdata/aime_h4.jsonl", "testdata/aime_h4_responses.jsonl", 0, ScoreOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +132,7 @@ func TestScoreAIMEOffline(t *testing.T) {
 	if got := res.Items[1].Got; got != "2^{10}-1000" {
 		t.Errorf("item 61 run 0 Got = %q, want the boxed text", got)
 	}
-	if _, err := ScoreOffline("mmlu", "testdata/aime_h4.jsonl", "testdata/aime_h4_responses.jsonl", 0); err == nil {
+	if _, err := ScoreOffline(context.Background(), "mmlu", "testdata/aime_h4.jsonl", "testdata/aime_h4_responses.jsonl", 0, ScoreOptions{}); err == nil {
 		t.Errorf("ScoreOffline(mmlu) error = nil, want unknown benchmark")
 	}
 }
@@ -147,7 +150,7 @@ func TestScoreGPQAOfflineRoundTrip(t *testing.T) {
 	if len(back) != 7 || back[4].Expected == "" || back[0].Expected != "" {
 		t.Errorf("ReadResponses(WriteResponses(x)) = %+v", back)
 	}
-	res, err := ScoreOffline(GPQADiamond, "testdata/gpqa_synthetic.csv", rp, 5)
+	res, err := ScoreOffline(context.Background(), GPQADiamond, "testdata/gpqa_synthetic.csv", rp, 5, ScoreOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,5 +198,91 @@ func TestReadResponsesErrors(t *testing.T) {
 	rs, err := ReadResponses(p)
 	if err != nil || len(rs) != 1 || rs[0].ID != "60" || rs[0].Run != 2 {
 		t.Errorf("ReadResponses(numeric id) = %+v, %v", rs, err)
+	}
+}
+
+func TestCheckScorer(t *testing.T) {
+	tests := []struct {
+		benchmark, scorer, want, err string
+	}{
+		{GPQADiamond, "", ScorerParley, ""},
+		{GPQADiamond, ScorerLMEvalFlexible, ScorerLMEvalFlexible, ""},
+		{AIME2025, ScorerMathVerify, ScorerMathVerify, ""},
+		{AIME2024, ScorerLMEvalStrict, "", "want one of parley, math-verify"},
+		{GPQADiamond, "lm-eval", "", `gpqa_diamond has no scorer "lm-eval" (want one of parley, lm-eval-strict, lm-eval-flexible, simple-evals)`},
+	}
+	for _, tt := range tests {
+		got, err := CheckScorer(tt.benchmark, tt.scorer)
+		if got != tt.want || (err == nil) != (tt.err == "") || (err != nil && !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("CheckScorer(%q, %q) = %q, %v, want %q, %q", tt.benchmark, tt.scorer, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+func TestReferenceText(t *testing.T) {
+	tests := []struct {
+		in, want string
+		cutOff   bool
+	}{
+		{"<think>x</think>\n\n Answer: C", "Answer: C", false},
+		{"<think>a</think>b</think>\tc", "c", false},
+		{"<think>Answer: C", "<think>Answer: C", true}, // cut off while thinking: read whole
+		{"Answer: C", "Answer: C", false},
+	}
+	for _, tt := range tests {
+		if got := ReferenceText(tt.in); got != tt.want {
+			t.Errorf("ReferenceText(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if got := CutOff(tt.in); got != tt.cutOff {
+			t.Errorf("CutOff(%q) = %v, want %v", tt.in, got, tt.cutOff)
+		}
+	}
+}
+
+// fakeVerifier credits a response equal to its gold answer.
+type fakeVerifier struct {
+	pairs []MathVerifyPair
+	err   error
+}
+
+func (f *fakeVerifier) Verify(_ context.Context, pairs []MathVerifyPair) ([]MathVerdict, error) {
+	f.pairs = pairs
+	out := make([]MathVerdict, len(pairs))
+	for i, p := range pairs {
+		out[i] = MathVerdict{Correct: p.Response == p.Gold, Got: p.Response}
+	}
+	return out, f.err
+}
+
+// The math-verify scorer sends every response, as the references read it,
+// in one batch, and takes its verdicts.
+func TestScoreAIMEMathVerify(t *testing.T) {
+	items := []AIMEItem{{ID: "a", Answer: 7}, {ID: "b", Answer: 8}}
+	rs := []Response{
+		{ID: "a", Run: 0, Response: "<think>hm</think>\n7"},
+		{ID: "b", Run: 0, Response: "<think>8"}, // cut off: read whole
+		{ID: "a", Run: 1, Response: "6"},
+	}
+	f := &fakeVerifier{}
+	res, err := ScoreAIME(context.Background(), AIME2024, items, rs, ScoreOptions{Scorer: ScorerMathVerify, MathVerify: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []MathVerifyPair{{"7", "7"}, {"8", "<think>8"}, {"7", "6"}}
+	if !slices.Equal(f.pairs, want) {
+		t.Errorf("pairs sent = %q, want %q", f.pairs, want)
+	}
+	if res.Scorer != ScorerMathVerify || res.Runs[0].Correct != 1 || res.Runs[0].CutOff != 1 || res.Runs[1].Correct != 0 || res.Runs[1].Missing != 1 {
+		t.Errorf("ScoreAIME(math-verify) = %+v", res.Runs)
+	}
+	f.err = errors.New("boom")
+	if _, err := ScoreAIME(context.Background(), AIME2024, items, rs, ScoreOptions{Scorer: ScorerMathVerify, MathVerify: f}); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Errorf("ScoreAIME(failing verifier) error = %v", err)
+	}
+	if _, err := ScoreAIME(context.Background(), AIME2024, items, rs, ScoreOptions{Scorer: ScorerMathVerify}); err == nil {
+		t.Errorf("ScoreAIME(math-verify, no verifier) = nil error")
+	}
+	if _, err := ScoreGPQA(nil, rs, 0, ScoreOptions{Scorer: ScorerMathVerify}); err == nil || !strings.Contains(err.Error(), "no scorer") {
+		t.Errorf("ScoreGPQA(math-verify) error = %v", err)
 	}
 }

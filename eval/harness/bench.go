@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -46,6 +47,9 @@ type Suite struct {
 	Name string
 	// Seed is the GPQA choice-shuffle seed (unused by the others).
 	Seed int64
+	// Scoring chooses GPQA's and AIME's scorer (bench.Scorers); IFEval has
+	// one, the reference's.
+	Scoring bench.ScoreOptions
 
 	gpqa   []bench.GPQAItem
 	aime   []bench.AIMEItem
@@ -128,26 +132,30 @@ type IFEvalRun struct {
 // at least one response: an item without a response, or whose response
 // has no answer after its thinking block, is wrong (for IFEval, scored as
 // an empty response, which follows no instruction).
-func (s *Suite) Score(model string, responses []bench.Response) (Scored, error) {
+func (s *Suite) Score(ctx context.Context, model string, responses []bench.Response) (Scored, error) {
 	switch s.Name {
 	case bench.GPQADiamond, bench.AIME2024, bench.AIME2025:
 		var r bench.Result
 		var err error
 		if s.Name == bench.GPQADiamond {
-			r, err = bench.ScoreGPQA(s.gpqa, responses, s.Seed)
+			r, err = bench.ScoreGPQA(s.gpqa, responses, s.Seed, s.Scoring)
 		} else {
-			r, err = bench.ScoreAIME(s.Name, s.aime, responses)
+			r, err = bench.ScoreAIME(ctx, s.Name, s.aime, responses, s.Scoring)
 		}
 		if err != nil {
 			return Scored{}, fmt.Errorf("harness.Suite.Score: %w", err)
 		}
 		r.Model = model
-		br := report.BenchResult{Kind: report.KindBench, Benchmark: r.Benchmark, Model: model, N: r.N, Mean: r.Mean, SD: r.SD}
+		br := report.BenchResult{Kind: report.KindBench, Benchmark: r.Benchmark, Model: model, Scorer: r.Scorer, N: r.N, Mean: r.Mean, SD: r.SD}
 		for _, rs := range r.Runs {
 			br.Runs = append(br.Runs, report.BenchRun{Run: rs.Run, N: rs.N, Correct: rs.Correct, Accuracy: rs.Accuracy})
+			br.CutOff += rs.CutOff
 		}
 		return Scored{Results: []report.BenchResult{br}, Detail: r}, nil
 	case IFEval:
+		if s.Scoring.Scorer != "" && s.Scoring.Scorer != bench.ScorerParley {
+			return Scored{}, fmt.Errorf("harness.Suite.Score: %s has one scorer (the reference's checks, ported): no scorer %q", IFEval, s.Scoring.Scorer)
+		}
 		return s.scoreIFEval(model, responses)
 	}
 	return Scored{}, fmt.Errorf("harness.Suite.Score: unknown benchmark %q", s.Name)

@@ -165,7 +165,7 @@ func TestScoreGPQAOffline(t *testing.T) {
 			rs = append(rs, r)
 		}
 	}
-	sc, err := s.Score("base", roundTrip(t, s, rs))
+	sc, err := s.Score(context.Background(), "base", roundTrip(t, s, rs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestScoreGPQAOffline(t *testing.T) {
 	// Scoring with another seed shuffles differently: the recorded
 	// expected letters no longer match.
 	other, _ := LoadSuite(bench.GPQADiamond, "testdata/gpqa_synthetic.csv", seed+1)
-	if _, err := other.Score("base", rs); err == nil {
+	if _, err := other.Score(context.Background(), "base", rs); err == nil {
 		t.Errorf("scoring with the wrong shuffle seed = nil error, want one")
 	}
 }
@@ -196,7 +196,7 @@ func TestScoreAIMEOffline(t *testing.T) {
 		{ID: "s2", Response: "It is $\\boxed{99}$."},
 		{ID: "s3", Response: "\\boxed{256} or rather \\boxed{255}"},
 	}
-	sc, err := s.Score("ca-100", roundTrip(t, s, rs))
+	sc, err := s.Score(context.Background(), "ca-100", roundTrip(t, s, rs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestScoreIFEval(t *testing.T) {
 		{ID: "13", Run: 0, Response: "apple, pear"},
 		{ID: "11", Run: 1, Response: "sun moon stars"},
 	}
-	sc, err := s.Score("base", roundTrip(t, s, rs))
+	sc, err := s.Score(context.Background(), "base", roundTrip(t, s, rs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,10 +238,10 @@ func TestScoreIFEval(t *testing.T) {
 	if len(runs) != 2 || runs[0].Report.Prompts[0].Prompt != "Write three words without commas." {
 		t.Errorf("detail = %+v, want two runs with the prompt text", runs)
 	}
-	if _, err := s.Score("base", []bench.Response{{ID: "99", Response: "x"}}); err == nil {
+	if _, err := s.Score(context.Background(), "base", []bench.Response{{ID: "99", Response: "x"}}); err == nil {
 		t.Errorf("Score(unknown key) = nil error, want one")
 	}
-	if _, err := s.Score("base", []bench.Response{{ID: "11"}, {ID: "11"}}); err == nil {
+	if _, err := s.Score(context.Background(), "base", []bench.Response{{ID: "11"}, {ID: "11"}}); err == nil {
 		t.Errorf("Score(two responses to one key) = nil error, want one")
 	}
 
@@ -334,7 +334,7 @@ func TestGenerate(t *testing.T) {
 			}
 		}
 	}
-	sc, err := s.Score("ca", Responses(gens["ca"]))
+	sc, err := s.Score(context.Background(), "ca", Responses(gens["ca"]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +396,7 @@ func TestIFEvalScoresResponsesAsGiven(t *testing.T) {
 			}
 			rs = append(rs, r)
 		}
-		sc, err := s.Score("base", rs)
+		sc, err := s.Score(context.Background(), "base", rs)
 		if err != nil {
 			t.Fatal(err)
 		}

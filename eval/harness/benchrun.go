@@ -31,6 +31,10 @@ type BenchOptions struct {
 	// local data file; Seed seeds sampling and GPQA's choice shuffle.
 	Benchmark, Data string
 	Seed            int64
+	// Scorer reads the answers of GPQA and AIME (bench.Scorers; empty is
+	// bench.ScorerParley); MathVerify runs bench.ScorerMathVerify.
+	Scorer     string
+	MathVerify bench.MathVerifier
 	// Out is the output directory.
 	Out string
 	// Responses, when set, scores these responses files instead of
@@ -58,13 +62,18 @@ type BenchOptions struct {
 // answer to every item once per run (or reads the given responses),
 // writes OUT/<benchmark>-<model>.responses.jsonl and .scores.json, and
 // OUT/<benchmark>.json with the results (report.BenchResult), which it
-// returns.
+// returns. Under a reference scorer the scores and results files are
+// named for it (ResultsFile, ScoresFile), beside parley's own.
 func RunBench(ctx context.Context, o BenchOptions) ([]report.BenchResult, error) {
 	log := o.Logger
 	if log == nil {
 		log = zap.NewNop()
 	}
 	name, err := BenchmarkName(o.Benchmark)
+	if err != nil {
+		return nil, err
+	}
+	scorer, err := BenchScorer(name, o.Scorer)
 	if err != nil {
 		return nil, err
 	}
@@ -75,13 +84,23 @@ func RunBench(ctx context.Context, o BenchOptions) ([]report.BenchResult, error)
 	if err != nil {
 		return nil, err
 	}
+	suite.Scoring = bench.ScoreOptions{Scorer: scorer, MathVerify: o.MathVerify}
+	if scorer == bench.ScorerMathVerify {
+		// Before any generation: the environment must have math-verify.
+		if o.MathVerify == nil {
+			return nil, errors.New("bench: --scorer math-verify: no math-verify runner")
+		}
+		if _, err := o.MathVerify.Verify(ctx, nil); err != nil {
+			return nil, fmt.Errorf("bench: --scorer math-verify: %w", err)
+		}
+	}
 	var results []report.BenchResult
 	score := func(label string, rs []bench.Response) error {
-		sc, err := suite.Score(label, rs)
+		sc, err := suite.Score(ctx, label, rs)
 		if err != nil {
 			return err
 		}
-		if err := writeResult(filepath.Join(o.Out, benchFile(name, label, "scores.json")), sc.Detail); err != nil {
+		if err := writeResult(filepath.Join(o.Out, ScoresFile(name, label, scorer)), sc.Detail); err != nil {
 			return err
 		}
 		results = append(results, sc.Results...)
@@ -95,7 +114,7 @@ func RunBench(ctx context.Context, o BenchOptions) ([]report.BenchResult, error)
 	if err != nil {
 		return nil, err
 	}
-	file := filepath.Join(o.Out, name+".json")
+	file := filepath.Join(o.Out, ResultsFile(name, scorer))
 	if err := writeResult(file, results); err != nil {
 		return nil, err
 	}
@@ -179,6 +198,43 @@ func generateAndScore(ctx context.Context, suite *Suite, name string, o BenchOpt
 		}
 	}
 	return nil
+}
+
+// BenchScorer returns the scorer a benchmark (as BenchmarkName returns it)
+// is scored with: bench.ScorerParley when scorer is empty. IFEval has one
+// scorer, the reference's checks: it takes no other.
+func BenchScorer(benchmark, scorer string) (string, error) {
+	if benchmark == IFEval {
+		if scorer != "" && scorer != bench.ScorerParley {
+			return "", fmt.Errorf("bench: --scorer %s: %s has one scorer (the reference's checks, ported); --scorer applies to gpqa and aime", scorer, IFEval)
+		}
+		return "", nil
+	}
+	s, err := bench.CheckScorer(benchmark, scorer)
+	if err != nil {
+		return "", fmt.Errorf("bench: --scorer: %w", err)
+	}
+	return s, nil
+}
+
+// ResultsFile is the results file's name in OUT: <benchmark>.json under
+// parley's scorer (and IFEval's), <benchmark>.<scorer>.json under a
+// reference scorer.
+func ResultsFile(benchmark, scorer string) string {
+	if scorer == "" || scorer == bench.ScorerParley {
+		return benchmark + ".json"
+	}
+	return benchmark + "." + scorer + ".json"
+}
+
+// ScoresFile is the per-item scoring's file name in OUT:
+// <benchmark>-<model>.scores.json, or .<scorer>.scores.json under a
+// reference scorer.
+func ScoresFile(benchmark, model, scorer string) string {
+	if scorer == "" || scorer == bench.ScorerParley {
+		return benchFile(benchmark, model, "scores.json")
+	}
+	return benchFile(benchmark, model, scorer+".scores.json")
 }
 
 // writeResult writes v as JSON to path, creating its directory.

@@ -14,7 +14,9 @@
 //   - benchmark checks (table 4): generation for IFEval, GPQA Diamond and
 //     AIME 2024/2025 through the policy client with Qwen3's sampling
 //     presets, responses kept as JSONL for offline re-scoring, and scoring
-//     into report.BenchResult (mean ± SD over runs);
+//     into report.BenchResult (mean ± SD over runs) by parley's scorer or a
+//     reference's (BenchOptions.Scorer: lm-eval's, simple-evals' or
+//     math-verify's rules, named in the results);
 //   - the evaluation of a step's adapter while training (train.eval_every,
 //     StepEvaluator): the pairwise comparison above against the base
 //     model on the held-out prompts, recorded as RUN/evals/step-N.json

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/parleyhq/parley/eval/bench"
 	"github.com/parleyhq/parley/eval/report"
 )
 
@@ -121,19 +122,25 @@ func optFloat(p *float64) string {
 }
 
 // WriteBenchTable writes benchmark results as seed 000 table 4: a row per
-// benchmark, a column per model ("base" first), accuracy in % as mean ±
-// SD over runs.
+// benchmark and scorer, a column per model ("base" first), accuracy in % as
+// mean ± SD over runs. Each scorer is named and described under the table,
+// with the responses that ended inside their thinking block (how each
+// scorer read them).
 func WriteBenchTable(w io.Writer, results []report.BenchResult) error {
-	var benches, models []string
+	var rows, models, scorers []string
 	cells := map[[2]string]report.BenchResult{}
 	for _, r := range results {
-		if !slices.Contains(benches, r.Benchmark) {
-			benches = append(benches, r.Benchmark)
+		row := benchRow(r)
+		if !slices.Contains(rows, row) {
+			rows = append(rows, row)
 		}
 		if !slices.Contains(models, r.Model) {
 			models = append(models, r.Model)
 		}
-		cells[[2]string{r.Benchmark, r.Model}] = r
+		if r.Scorer != "" && !slices.Contains(scorers, r.Scorer) {
+			scorers = append(scorers, r.Scorer)
+		}
+		cells[[2]string{row, r.Model}] = r
 	}
 	if i := slices.Index(models, "base"); i > 0 {
 		models = append([]string{"base"}, slices.Delete(models, i, i+1)...)
@@ -146,16 +153,16 @@ func WriteBenchTable(w io.Writer, results []report.BenchResult) error {
 		fmt.Fprintf(tw, "%s\t", m)
 	}
 	fmt.Fprintln(tw)
-	for _, bn := range benches {
+	for _, row := range rows {
 		n := 0
 		for _, m := range models {
-			if r, ok := cells[[2]string{bn, m}]; ok && r.N > 0 {
+			if r, ok := cells[[2]string{row, m}]; ok && r.N > 0 {
 				n = r.N
 			}
 		}
-		fmt.Fprintf(tw, "%s (%d)\t", bn, n)
+		fmt.Fprintf(tw, "%s (%d)\t", row, n)
 		for _, m := range models {
-			r, ok := cells[[2]string{bn, m}]
+			r, ok := cells[[2]string{row, m}]
 			if !ok || len(r.Runs) == 0 {
 				fmt.Fprint(tw, "–\t")
 				continue
@@ -167,6 +174,32 @@ func WriteBenchTable(w io.Writer, results []report.BenchResult) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, sc := range scorers {
+		fmt.Fprintf(&b, "Scorer %s: %s.\n", sc, bench.DescribeScorer(sc))
+	}
+	for _, r := range results {
+		if r.CutOff == 0 {
+			continue
+		}
+		how := r.Scorer + " reads them whole, thinking as answer (parley's scorer would give them no answer)"
+		if r.Scorer == bench.ScorerParley {
+			how = "parley's scorer gives them no answer (the reference scorers would read them whole)"
+		}
+		noun := "responses end"
+		if r.CutOff == 1 {
+			noun = "response ends"
+		}
+		fmt.Fprintf(&b, "%s, %s: %d %s inside an unclosed thinking block (cut off while thinking): %s.\n", benchRow(r), r.Model, r.CutOff, noun, how)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// benchRow is a result's row: the benchmark, and its scorer when it is a
+// reference's (parley's own is named under the table).
+func benchRow(r report.BenchResult) string {
+	if r.Scorer == "" || r.Scorer == bench.ScorerParley {
+		return r.Benchmark
+	}
+	return r.Benchmark + " [" + r.Scorer + "]"
 }

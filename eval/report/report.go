@@ -482,13 +482,14 @@ func (g *generator) bench(results []BenchResult) error {
 		if model == "" {
 			model = "(unnamed)"
 		}
-		k := [2]string{r.Benchmark, model}
+		row := benchRow(r)
+		k := [2]string{row, model}
 		if _, dup := cells[k]; dup {
-			return fmt.Errorf("two bench results for %s, model %s", r.Benchmark, model)
+			return fmt.Errorf("two bench results for %s, model %s", strings.ReplaceAll(row, "\x00", " scored by "), model)
 		}
 		cells[k] = r
-		if !slices.Contains(benches, r.Benchmark) {
-			benches = append(benches, r.Benchmark)
+		if !slices.Contains(benches, row) {
+			benches = append(benches, row)
 		}
 		if !slices.Contains(models, model) {
 			models = append(models, model)
@@ -500,9 +501,15 @@ func (g *generator) bench(results []BenchResult) error {
 	header := append([]string{"benchmark (size)"}, models...)
 	var body [][]string
 	for _, b := range benches {
-		title := benchTitles[b]
+		bench, scorer, _ := strings.Cut(b, "\x00")
+		title := benchTitles[bench]
 		if title == "" {
-			title = b
+			title = bench
+		}
+		name := bench
+		if scorer != "" {
+			title += " [" + scorer + "]"
+			name += " [" + scorer + "]"
 		}
 		var sizes []int
 		for _, m := range models {
@@ -517,7 +524,7 @@ func (g *generator) bench(results []BenchResult) error {
 			}
 			title += " (" + strings.Join(ss, " / ") + ")"
 			if len(sizes) > 1 {
-				g.note("%s: models were scored on different numbers of items (%s)", b, strings.Join(ss, ", "))
+				g.note("%s: models were scored on different numbers of items (%s)", name, strings.Join(ss, ", "))
 			}
 		}
 		row := []string{title}
@@ -533,6 +540,16 @@ func (g *generator) bench(results []BenchResult) error {
 	}
 	g.table(header, body)
 	return nil
+}
+
+// benchRow is a bench result's row key: the benchmark, and after a NUL the
+// scorer when it is a reference's (parley's own, and results that name
+// none, share the benchmark's row).
+func benchRow(r BenchResult) string {
+	if r.Scorer == "" || r.Scorer == "parley" {
+		return r.Benchmark
+	}
+	return r.Benchmark + "\x00" + r.Scorer
 }
 
 func (g *generator) agreement(results []AgreementResult) {

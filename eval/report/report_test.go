@@ -177,6 +177,34 @@ func TestGenerateErrors(t *testing.T) {
 	}
 }
 
+// Results of one benchmark under different scorers are rows of their own,
+// named for a reference scorer; parley's shares the benchmark's row.
+func TestBenchScorers(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "bench.jsonl")
+	lines := `{"benchmark":"gpqa_diamond","model":"base","scorer":"parley","runs":[{"run":0,"accuracy":40}]}` + "\n" +
+		`{"benchmark":"gpqa_diamond","model":"base","scorer":"lm-eval-flexible","runs":[{"run":0,"accuracy":30}]}` + "\n" +
+		`{"benchmark":"aime2024","model":"base","runs":[{"run":0,"accuracy":20}]}` + "\n"
+	if err := os.WriteFile(file, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if err := Generate(Options{OutDir: out, EvalFiles: []string{file}}); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(out, ReportFile))
+	for _, w := range []string{"| GPQA Diamond | 40.0", "| GPQA Diamond [lm-eval-flexible] | 30.0", "| AIME 2024 | 20.0"} {
+		if !strings.Contains(string(md), w) {
+			t.Errorf("report.md lacks %q:\n%s", w, md)
+		}
+	}
+	dup := filepath.Join(dir, "dup.jsonl")
+	os.WriteFile(dup, []byte(lines+`{"benchmark":"gpqa_diamond","model":"base","scorer":"lm-eval-flexible","runs":[{"run":1,"accuracy":30}]}`+"\n"), 0o644)
+	if err := Generate(Options{OutDir: t.TempDir(), EvalFiles: []string{dup}}); err == nil || !strings.Contains(err.Error(), "gpqa_diamond scored by lm-eval-flexible, model base") {
+		t.Errorf("Generate(two results under one scorer) error = %v", err)
+	}
+}
+
 // TestRunScale: the report labels scores by the scale its caller read
 // from the run's frozen config, else by the scale its rollouts record,
 // else neutrally.

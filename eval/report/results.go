@@ -137,17 +137,23 @@ func (b *BenchRun) UnmarshalJSON(data []byte) error {
 }
 
 // BenchResult is one model's accuracy on one benchmark over runs: one cell
-// of seed 000 table 4. Model is "base" or the adapter's name. Mean and SD
-// (sample SD, ddof 1) are over the runs' accuracies, in percent. The JSON
-// that eval/bench writes (bench.Result) reads as a BenchResult.
+// of seed 000 table 4. Model is "base" or the adapter's name; Scorer how
+// answers were read (eval/bench's scorer names: "parley", "lm-eval-strict",
+// …; empty for IFEval and for results written before scorers were named).
+// Mean and SD (sample SD, ddof 1) are over the runs' accuracies, in percent.
+// CutOff counts the responses, over all runs, that end inside their
+// thinking block. The JSON that eval/bench writes (bench.Result) reads as
+// a BenchResult.
 type BenchResult struct {
 	Kind      string     `json:"kind,omitempty"`
 	Benchmark string     `json:"benchmark"`
 	Model     string     `json:"model"`
+	Scorer    string     `json:"scorer,omitempty"`
 	N         int        `json:"n,omitempty"` // items per run
 	Runs      []BenchRun `json:"runs"`
 	Mean      float64    `json:"mean"`
 	SD        float64    `json:"sd"`
+	CutOff    int        `json:"cut_off,omitempty"`
 }
 
 // NewBenchResult makes a result of per-run accuracies, computing Mean and SD.

@@ -71,6 +71,17 @@ type Options struct {
 	Logger *zap.Logger
 	// JitterSeed seeds the backoff jitter; zero seeds from the clock.
 	JitterSeed int64
+	// SessionHeader names the header that carries a completion's session
+	// id (see WithSession), for a router in front of vLLM that routes by
+	// it; empty sends none. parley's config defaults it to
+	// DefaultSessionHeader.
+	SessionHeader string
+	// SessionBound is ε of the load bound past which a session leaves its
+	// endpoint: more than ceil((1+ε)·(T+1)/n) outstanding requests, T the
+	// total on the n endpoints in rotation. Zero is DefaultSessionBound;
+	// negative disables affinity (every completion goes to the
+	// least-loaded endpoint).
+	SessionBound float64
 }
 
 // Client is parley's client for one policy served by one or more
@@ -92,6 +103,7 @@ type Client struct {
 	// sleep waits between attempts; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
 
+	route  route
 	stats  counters
 	closed atomic.Bool
 	stop   context.CancelFunc
@@ -110,6 +122,7 @@ type endpoint struct {
 	transport   atomic.Int64 // transport errors
 	answered    atomic.Bool  // it has answered at least once (any status)
 	refusing    atomic.Bool  // its last attempt was refused and it has never answered
+	homed       int          // sessions homed on it, guarded by Client.route.mu
 	// h1 is the client's own HTTP/1.1 exchange with it; nil: net/http.
 	h1 *h1.Client
 }
@@ -135,6 +148,9 @@ func New(opts Options) (*Client, error) {
 	}
 	if opts.DownFor <= 0 {
 		opts.DownFor = DefaultDownFor
+	}
+	if opts.SessionBound == 0 {
+		opts.SessionBound = DefaultSessionBound
 	}
 	log := opts.Logger
 	if log == nil {

@@ -49,6 +49,12 @@ type call struct {
 	classify func(*APIError) error
 	// shared is the pooled body's reference count while do runs.
 	shared *sharedBody
+	// session routes the call as the session its context carries (see
+	// WithSession) and sends the session header.
+	session bool
+	// header is the extra header lines of every attempt, each ending in
+	// CRLF (the session header); set by do.
+	header string
 }
 
 // bufPool holds response buffers.
@@ -142,9 +148,20 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 	}
 	var last *endpoint
 	var lastErr error
+	sess, affine := Session{}, false
+	if cl.session {
+		if sess, affine = SessionFrom(ctx); affine {
+			cl.header = c.sessionHeader(sess.ID)
+			affine = c.opts.SessionBound >= 0 && len(c.eps) > 1
+		}
+	}
 	for attempt := 1; ; attempt++ {
 		ep := cl.pin
-		if ep == nil {
+		switch {
+		case ep != nil:
+		case affine:
+			ep = c.pickSession(sess, last)
+		default:
 			ep = c.pick(last)
 		}
 		retryAfter, again, err := c.attempt(ctx, ep, cl)
@@ -286,7 +303,7 @@ type answer struct {
 // exchangeH1 makes one exchange with the client's own HTTP/1.1 code (see
 // package h1). timedOut says whether an error is the attempt's timeout.
 func (c *Client) exchangeH1(ctx context.Context, ep *endpoint, cl *call, timeout time.Duration) (answer, bool, error) {
-	resp, err := ep.h1.Do(ctx, time.Now().Add(timeout), cl.method, cl.path, cl.body)
+	resp, err := ep.h1.Do(ctx, time.Now().Add(timeout), cl.method, cl.path, cl.header, cl.body)
 	if err != nil {
 		return answer{}, ctx.Err() == nil && errors.Is(err, os.ErrDeadlineExceeded), err
 	}
@@ -315,6 +332,9 @@ func (c *Client) exchangeHTTP(ctx context.Context, ep *endpoint, cl *call, timeo
 	}
 	if c.auth != "" {
 		req.Header["Authorization"] = []string{c.auth}
+	}
+	if cl.header != "" {
+		req.Header[http.CanonicalHeaderKey(c.opts.SessionHeader)] = []string{sessionValue(cl.header)}
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

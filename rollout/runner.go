@@ -450,8 +450,9 @@ func (r *Runner) playOne(ctx context.Context, g groupJob, group, index int) play
 	agents := NewRecorder(RecorderOptions{
 		Policy: r.opts.Policy, Model: r.opts.Model, Players: GroupPlayers(r.opts.Players, r.opts.Pools, r.opts.Seed, groupID), Sampling: r.opts.Sampling,
 		ChatTemplateKwargs: r.opts.ChatTemplateKwargs, Seed: sampleSeed,
-		History: r.opts.History, Bridge: r.bridge,
+		History: r.opts.History, Bridge: r.bridge, Session: rec.RolloutID, Group: groupID,
 	})
+	defer agents.EndSessions()
 	rec.Roles = RoleOutcomes(r.opts.Game.Roles(p), agents)
 	t0 := time.Now()
 	var (

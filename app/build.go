@@ -42,6 +42,8 @@ func newPolicy(cfg config.Config, log *zap.Logger) (*llm.Client, error) {
 		MaxConcurrentPerEndpoint: cfg.Policy.MaxConcurrentPerEndpoint,
 		RequestTimeout:           cfg.Policy.RequestTimeout,
 		HealthInterval:           cfg.Policy.HealthInterval,
+		SessionHeader:            cfg.Policy.SessionHeader,
+		SessionBound:             cfg.Policy.SessionBound,
 		Logger:                   log.Named("policy"),
 		JitterSeed:               cfg.Run.Seed,
 		Retry:                    retry.Count(llm.DefaultRetry, cfg.Policy.MaxRetries),

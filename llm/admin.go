@@ -122,11 +122,19 @@ type EndpointMetrics struct {
 	Endpoint string  // the endpoint's base URL
 	Running  float64 // vllm:num_requests_running, summed over label sets
 	Waiting  float64 // vllm:num_requests_waiting, summed over label sets
-	Err      error   // why this endpoint's metrics are missing, if they are
+	// PrefixCacheQueries and PrefixCacheHits are vllm:prefix_cache_queries_total
+	// and vllm:prefix_cache_hits_total: prompt tokens looked up in the
+	// prefix cache and found, since the server started (0 when absent).
+	PrefixCacheQueries, PrefixCacheHits float64
+	// NoSessionHeader counts the completions that reached the server
+	// without the session header, where the server reports it (serve-sim
+	// does; vLLM does not): a router in front that strips the header.
+	NoSessionHeader float64
+	Err             error // why this endpoint's metrics are missing, if they are
 }
 
-// Metrics reads vllm:num_requests_running and vllm:num_requests_waiting from
-// every endpoint's Prometheus /metrics. It returns one entry per endpoint,
+// Metrics reads vllm:num_requests_running and vllm:num_requests_waiting, and
+// the prefix cache's counters, from every endpoint's Prometheus /metrics. It returns one entry per endpoint,
 // in order; when some endpoints fail, their entries carry Err and the error
 // names them.
 func (c *Client) Metrics(ctx context.Context) ([]EndpointMetrics, error) {
@@ -140,6 +148,8 @@ func (c *Client) Metrics(ctx context.Context) ([]EndpointMetrics, error) {
 					return err
 				}
 				out[i].Running, out[i].Waiting = m.Running, m.Waiting
+				out[i].PrefixCacheQueries, out[i].PrefixCacheHits = m.PrefixQueries, m.PrefixHits
+				out[i].NoSessionHeader = m.NoSessionHeader
 				return nil
 			}})
 		if err != nil && !strings.Contains(err.Error(), ep.name) {

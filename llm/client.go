@@ -119,10 +119,13 @@ type endpoint struct {
 	downUntil   atomic.Int64 // unix nanoseconds; out of rotation before then
 	consecErrs  atomic.Int32 // consecutive transport errors
 	attempts    atomic.Int64
-	transport   atomic.Int64 // transport errors
-	answered    atomic.Bool  // it has answered at least once (any status)
-	refusing    atomic.Bool  // its last attempt was refused and it has never answered
-	homed       int          // sessions homed on it, guarded by Client.route.mu
+	completions atomic.Int64 // completion attempts
+	// sessionHeaders counts completion attempts that carried the session header.
+	sessionHeaders atomic.Int64
+	transport      atomic.Int64 // transport errors
+	answered       atomic.Bool  // it has answered at least once (any status)
+	refusing       atomic.Bool  // its last attempt was refused and it has never answered
+	homed          int          // sessions homed on it, guarded by Client.route.mu
 	// h1 is the client's own HTTP/1.1 exchange with it; nil: net/http.
 	h1 *h1.Client
 }

@@ -234,6 +234,12 @@ func (c *Client) attempt(ctx context.Context, ep *endpoint, cl *call) (time.Dura
 	}
 	c.stats.attempts.Add(1)
 	ep.attempts.Add(1)
+	if cl.session {
+		ep.completions.Add(1)
+		if cl.header != "" {
+			ep.sessionHeaders.Add(1)
+		}
+	}
 	var ans answer
 	var timedOut bool
 	var err error

@@ -35,6 +35,8 @@ type EndpointStats struct {
 	Endpoint        string
 	Outstanding     int64 // requests assigned and not finished, waiting ones included
 	Attempts        int64
+	Completions     int64 // completion attempts sent to it: its share of the load
+	SessionHeaders  int64 // completion attempts that carried the session header
 	TransportErrors int64
 	Down            bool // out of rotation now
 }
@@ -62,6 +64,8 @@ func (c *Client) Stats() Stats {
 			Endpoint:        ep.name,
 			Outstanding:     ep.outstanding.Load(),
 			Attempts:        ep.attempts.Load(),
+			Completions:     ep.completions.Load(),
+			SessionHeaders:  ep.sessionHeaders.Load(),
 			TransportErrors: ep.transport.Load(),
 			Down:            ep.isDown(now),
 		}

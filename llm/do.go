@@ -152,7 +152,7 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 	if cl.session {
 		if sess, affine = SessionFrom(ctx); affine {
 			cl.header = c.sessionHeader(sess.ID)
-			affine = c.opts.SessionBound >= 0 && len(c.eps) > 1
+			affine = c.opts.SessionBound >= 0 && (c.disc != nil || len(c.endpoints()) > 1)
 		}
 	}
 	for attempt := 1; ; attempt++ {
@@ -396,7 +396,7 @@ func (c *Client) transportFailure(ctx context.Context, timedOut bool, ep *endpoi
 // anotherUp reports whether an endpoint other than ep is in rotation.
 func (c *Client) anotherUp(ep *endpoint) bool {
 	now := time.Now().UnixNano()
-	for _, e := range c.eps {
+	for _, e := range c.endpoints() {
 		if e != ep && !e.isDown(now) {
 			return true
 		}
@@ -407,7 +407,7 @@ func (c *Client) anotherUp(ep *endpoint) bool {
 // anotherNotRefusing reports whether an endpoint other than ep may answer:
 // it has not refused connections without ever answering.
 func (c *Client) anotherNotRefusing(ep *endpoint) bool {
-	for _, e := range c.eps {
+	for _, e := range c.endpoints() {
 		if e != ep && !e.refusing.Load() {
 			return true
 		}

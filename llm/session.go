@@ -116,7 +116,7 @@ func capacity(m int64, n int, eps float64) int64 {
 // for their own endpoint's slots. When every endpoint is down the attempt
 // goes where pick sends it and the session keeps its home.
 func (c *Client) pickSession(s Session, avoid *endpoint) *endpoint {
-	eps := c.eps
+	eps := c.endpoints()
 	now := time.Now().UnixNano()
 	var total int64
 	up := 0

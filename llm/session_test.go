@@ -213,7 +213,7 @@ func TestSessionBoundedMove(t *testing.T) {
 					}()
 				}
 			}
-			for i, ep := range c.eps {
+			for i, ep := range c.endpoints() {
 				if i == home {
 					hold(ep, tc.busy)
 				} else {
@@ -223,22 +223,22 @@ func TestSessionBoundedMove(t *testing.T) {
 			want := int64(tc.busy + tc.others*2)
 			waitFor(t, "held requests", func() bool {
 				var n int64
-				for _, ep := range c.eps {
+				for _, ep := range c.endpoints() {
 					n += ep.outstanding.Load()
 				}
 				return n == want
 			})
 			next := c.pickSession(Session{ID: "s/a"}, nil)
 			least := true
-			for _, ep := range c.eps {
-				if ep != c.eps[home] && ep.outstanding.Load() < next.outstanding.Load() {
+			for _, ep := range c.endpoints() {
+				if ep != c.endpoints()[home] && ep.outstanding.Load() < next.outstanding.Load() {
 					least = false
 				}
 			}
 			close(release)
 			wg.Wait()
-			if moved := next != c.eps[home]; moved != tc.wantMove {
-				t.Errorf("second turn goes to %s (home %s): moved = %v, want %v", next.name, c.eps[home].name, moved, tc.wantMove)
+			if moved := next != c.endpoints()[home]; moved != tc.wantMove {
+				t.Errorf("second turn goes to %s (home %s): moved = %v, want %v", next.name, c.endpoints()[home].name, moved, tc.wantMove)
 			}
 			if tc.wantMove && !least {
 				t.Errorf("moved to %s, not the least-loaded endpoint", next.name)

@@ -43,6 +43,7 @@ type EndpointStats struct {
 
 // Stats returns a snapshot of the counters.
 func (c *Client) Stats() Stats {
+	eps := c.endpoints()
 	s := Stats{
 		Requests:        c.stats.requests.Load(),
 		Attempts:        c.stats.attempts.Load(),
@@ -51,7 +52,7 @@ func (c *Client) Stats() Stats {
 		TransportErrors: c.stats.transport.Load(),
 		Timeouts:        c.stats.timeouts.Load(),
 		ByStatus:        map[int]int64{},
-		Endpoints:       make([]EndpointStats, len(c.eps)),
+		Endpoints:       make([]EndpointStats, len(eps)),
 	}
 	for code := range c.stats.status {
 		if n := c.stats.status[code].Load(); n != 0 {
@@ -59,7 +60,7 @@ func (c *Client) Stats() Stats {
 		}
 	}
 	now := time.Now().UnixNano()
-	for i, ep := range c.eps {
+	for i, ep := range eps {
 		s.Endpoints[i] = EndpointStats{
 			Endpoint:        ep.name,
 			Outstanding:     ep.outstanding.Load(),

@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
-	"slices"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +28,12 @@ type affinityRun struct {
 	// positive, makes the first endpoint that many times slower.
 	slots int
 	slow  float64
+	// urls, when set, are real servers serving model instead of
+	// serve-sims; offset picks the prompts (a real server's cache outlives
+	// a run, so each run gets prompts of its own).
+	urls   []string
+	model  string
+	offset int
 }
 
 // affinityResult is what a run measured: the prefix-cache hit rate over
@@ -43,9 +50,8 @@ type affinityResult struct {
 
 func runAffinity(tb testing.TB, w affinityRun) affinityResult {
 	tb.Helper()
-	var sims []*sim.Server
-	var urls []string
-	for i := 0; i < w.endpoints; i++ {
+	urls, model := w.urls, w.model
+	for i := 0; w.urls == nil && i < w.endpoints; i++ {
 		lat := time.Millisecond
 		if i == 0 && w.slow > 0 {
 			lat = time.Duration(float64(lat) * w.slow)
@@ -56,8 +62,10 @@ func runAffinity(tb testing.TB, w affinityRun) affinityResult {
 		}
 		hs := httptest.NewServer(s.Handler())
 		tb.Cleanup(func() { s.Close(); hs.Close() })
-		sims = append(sims, s)
 		urls = append(urls, hs.URL)
+	}
+	if model == "" {
+		model = sim.DefaultModel
 	}
 	client, err := llm.New(llm.Options{Endpoints: urls, RequestTimeout: time.Minute, SessionBound: w.bound,
 		SessionHeader: llm.DefaultSessionHeader, MaxConcurrentPerEndpoint: w.slots})
@@ -67,7 +75,7 @@ func runAffinity(tb testing.TB, w affinityRun) affinityResult {
 	defer client.Close()
 	r, err := rollout.NewRunner(rollout.RunnerOptions{
 		Game:   deliberation.New(deliberation.Options{MaxRounds: 5, TurnTokens: 128, FinalTokens: 128}),
-		Policy: client, Model: sim.DefaultModel,
+		Policy: client, Model: model,
 		Sampling:           llm.Sampling{MaxTokens: 128, Temperature: 1, TopP: 1},
 		ChatTemplateKwargs: map[string]any{"enable_thinking": false},
 		GroupSize:          8, Concurrency: 64, Seed: 1,
@@ -78,41 +86,62 @@ func runAffinity(tb testing.TB, w affinityRun) affinityResult {
 	// Two steps of 8 prompts each, the second one measured: the first
 	// step's first turns find no session bound learned yet (the most
 	// sessions live at once), which a training run has after one step.
-	ps := samplePrompts(tb, 16)
+	// The measures are the client's own: the endpoints' prefix-cache
+	// counters from /metrics and the completions it sent each endpoint,
+	// read at the step's start and end (what a training step reports).
+	ps := samplePrompts(tb, w.offset+16)[w.offset:]
 	var sum rollout.Summary
-	var before []sim.Stats
 	for step := 0; step < 2; step++ {
-		before = before[:0]
-		for _, s := range sims {
-			before = append(before, s.Stats())
-		}
 		sum, err = r.Run(context.Background(), ps[8*step:8*step+8], func(*dataset.Rollout) error { return nil })
 		if err != nil {
 			tb.Fatal(err)
 		}
 	}
 	var res affinityResult
-	var loads []float64
-	var hits int64
-	for i, s := range sims {
-		st := s.Stats()
-		res.queries += st.PrefixCacheQueries - before[i].PrefixCacheQueries
-		hits += st.PrefixCacheHits - before[i].PrefixCacheHits
-		n := st.Requests[sim.PathCompletions] - before[i].Requests[sim.PathCompletions]
-		res.completes += n
-		loads = append(loads, float64(n))
-	}
-	res.hitRate = float64(hits) / float64(res.queries)
-	res.prefill = res.queries - hits
-	res.maxLoad = slices.Max(loads)
-	res.meanLoad = float64(res.completes) / float64(len(loads))
-	res.moves = client.Sessions().Moves
+	res.hitRate = sum.PrefixCacheHitRate
+	res.maxLoad, res.meanLoad = sum.EndpointLoadMax, sum.EndpointLoadMean
+	res.completes = int64(sum.EndpointLoadMean * float64(len(urls)))
+	res.prefill = sum.PrefixCacheQueries - sum.PrefixCacheHits
+	res.queries = sum.PrefixCacheQueries
+	res.moves = sum.SessionMoves
 	res.rollouts = int64(sum.Rollouts)
 	res.failed = sum.Failed
 	if live := client.Sessions().Live; live != 0 {
 		tb.Errorf("%d sessions live after the runs, want every one ended", live)
 	}
 	return res
+}
+
+// BenchmarkAffinityVLLM runs the workload on real servers:
+// PARLEY_AFFINITY_URLS (two or more, comma-separated) serving
+// PARLEY_VLLM_MODEL, at one endpoint (the first) and at all of them, with
+// and without affinity; each run on prompts of its own (see README,
+// "Dialogue-affine routing", for the command that starts two CPU vLLM
+// servers for it). Without the variable it is skipped.
+func BenchmarkAffinityVLLM(b *testing.B) {
+	env := os.Getenv("PARLEY_AFFINITY_URLS")
+	if env == "" {
+		b.Skip("PARLEY_AFFINITY_URLS is not set")
+	}
+	urls := strings.Split(env, ",")
+	model := os.Getenv("PARLEY_VLLM_MODEL")
+	for i, run := range []struct {
+		name  string
+		urls  []string
+		bound float64
+	}{
+		{"endpoints=1", urls[:1], llm.DefaultSessionBound},
+		{fmt.Sprintf("endpoints=%d/least-loaded", len(urls)), urls, -1},
+		{fmt.Sprintf("endpoints=%d/affinity", len(urls)), urls, llm.DefaultSessionBound},
+	} {
+		b.Run(run.name, func(b *testing.B) {
+			var res affinityResult
+			for n := 0; n < b.N; n++ {
+				res = runAffinity(b, affinityRun{endpoints: len(run.urls), bound: run.bound, urls: run.urls, model: model, offset: 16 * (i + 3*n)})
+			}
+			reportAffinity(b, res)
+		})
+	}
 }
 
 func reportAffinity(b *testing.B, res affinityResult) {

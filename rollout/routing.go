@@ -67,6 +67,7 @@ func (r *Runner) addRouting(sum *Summary, a, b routingSnap) {
 	if q > 0 {
 		sum.PrefixCacheHitRate = h / q
 	}
+	sum.PrefixCacheQueries, sum.PrefixCacheHits = int64(q), int64(h)
 	var loads []float64
 	for _, e := range b.stats.Endpoints {
 		n := e.Completions - completionsTo(a.stats, e.Endpoint)

@@ -156,6 +156,11 @@ type Summary struct {
 	// vllm:prefix_cache_queries_total, read at the run's start and end);
 	// 0 when no endpoint reports them.
 	PrefixCacheHitRate float64 `json:"prefix_cache_hit_rate"`
+	// PrefixCacheQueries and PrefixCacheHits are the counters' growth
+	// over the run, in prompt tokens: their difference is the prefill the
+	// endpoints computed.
+	PrefixCacheQueries int64 `json:"prefix_cache_queries"`
+	PrefixCacheHits    int64 `json:"prefix_cache_hits"`
 	// EndpointLoadMax and EndpointLoadMean are the most and the mean
 	// completions an endpoint was sent during the run; SessionMoves the
 	// sessions moved off their endpoint (see llm.Session).

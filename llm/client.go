@@ -94,9 +94,11 @@ type Options struct {
 }
 
 // Client is parley's client for one policy served by one or more
-// OpenAI-compatible (vLLM) inference endpoints. It balances requests across
-// the endpoints by outstanding requests and retries transient failures. It
-// is safe for concurrent use.
+// OpenAI-compatible (vLLM) inference endpoints. It routes a session's
+// completions (WithSession) to one endpoint while it is within the load
+// bound, balances other requests by outstanding requests, follows dns+
+// endpoints' names, and retries transient failures. It is safe for
+// concurrent use.
 type Client struct {
 	opts      Options
 	hc        *http.Client

@@ -36,16 +36,23 @@ func newPolicy(cfg config.Config, log *zap.Logger) (*llm.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return llm.New(llm.Options{
+	c, err := llm.New(llm.Options{
 		Endpoints:                cfg.Policy.Endpoints,
 		APIKey:                   key,
 		MaxConcurrentPerEndpoint: cfg.Policy.MaxConcurrentPerEndpoint,
 		RequestTimeout:           cfg.Policy.RequestTimeout,
 		HealthInterval:           cfg.Policy.HealthInterval,
+		SessionHeader:            cfg.Policy.SessionHeader,
+		SessionBound:             cfg.Policy.SessionBound,
+		ResolveInterval:          cfg.Policy.ResolveInterval,
 		Logger:                   log.Named("policy"),
 		JitterSeed:               cfg.Run.Seed,
 		Retry:                    retry.Count(llm.DefaultRetry, cfg.Policy.MaxRetries),
 	})
+	if err != nil {
+		return nil, fmt.Errorf("config key policy.endpoints: %w", err)
+	}
+	return c, nil
 }
 
 // sampling is the rollout sampling. top_k 0 (off) is sent as -1: a request

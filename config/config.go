@@ -71,7 +71,7 @@ type Run struct {
 
 // Policy is the policy inference server (vLLM or a stand-in).
 type Policy struct {
-	// Endpoints are base URLs of the vLLM servers (replicas are balanced).
+	// Endpoints are base URLs of the vLLM servers (replicas are balanced), or one router's URL; dns+http://NAME:PORT is every address NAME resolves to (a headless Service), resolved again every resolve_interval.
 	Endpoints []string `yaml:"endpoints"`
 	// Model is the served model name (vLLM's --served-model-name).
 	Model string `yaml:"model"`
@@ -85,6 +85,12 @@ type Policy struct {
 	MaxRetries int `yaml:"max_retries"`
 	// HealthInterval is the period of background health checks (0: off).
 	HealthInterval time.Duration `yaml:"health_interval"`
+	// SessionHeader is the header that carries each completion's session id (rollout id/role) for a router in front of vLLM (vllm-router, llm-d); "" sends none.
+	SessionHeader string `yaml:"session_header"`
+	// SessionBound is ε of dialogue-affine routing: a session leaves its endpoint when it is down, holds more than ceil((1+ε)·mean) sessions, or is saturated past ceil((1+ε)·mean) outstanding requests (negative: no affinity, every request to the least-loaded endpoint).
+	SessionBound float64 `yaml:"session_bound"`
+	// ResolveInterval is how often dns+ endpoints are resolved again, adding and retiring replicas.
+	ResolveInterval time.Duration `yaml:"resolve_interval"`
 	// EnableThinking sets Qwen3's chat_template_kwargs.enable_thinking.
 	EnableThinking bool `yaml:"enable_thinking"`
 }
@@ -434,6 +440,9 @@ func Default() Config {
 			MaxConcurrentPerEndpoint: 256,
 			RequestTimeout:           120 * time.Second,
 			MaxRetries:               8,
+			SessionHeader:            "X-Session-ID",
+			SessionBound:             0.25,
+			ResolveInterval:          30 * time.Second,
 		},
 		Sampling: Sampling{Temperature: 1.0, TopP: 1.0, MaxTokens: 256, FinalMaxTokens: 512},
 		Game:     defaultGame(defaultEnv),

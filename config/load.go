@@ -385,7 +385,7 @@ type Change struct {
 var operationalKeys = []string{
 	"run.dir", "run.name", // they name the directory the run is already in
 	"policy.endpoints", "policy.api_key_env", "policy.max_concurrent_per_endpoint", "policy.request_timeout",
-	"policy.max_retries", "policy.health_interval",
+	"policy.max_retries", "policy.health_interval", "policy.session_header", "policy.session_bound", "policy.resolve_interval",
 	"rollout.concurrency",
 	"judge.api_key_env", "judge.concurrency", "judge.requests_per_minute", "judge.tokens_per_minute",
 	"judge.max_retries", "judge.timeout",

@@ -153,6 +153,16 @@ func (c *checker) envName(key, v string, required bool) {
 	}
 }
 
+// validHeaderName reports whether h is a plain HTTP header name.
+func validHeaderName(h string) bool {
+	for _, r := range h {
+		if !(r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return h != ""
+}
+
 // httpURL checks a base URL: http(s), a host, no credentials.
 func (c *checker) httpURL(key, v, keyEnv string) {
 	u, err := url.Parse(v)
@@ -214,7 +224,16 @@ func (c Config) validatePolicy(k *checker) {
 		k.bad("policy.endpoints", "must list at least one base URL")
 	}
 	for i, e := range c.Policy.Endpoints {
-		k.httpURL(fmt.Sprintf("policy.endpoints[%d]", i), e, "policy.api_key_env")
+		k.httpURL(fmt.Sprintf("policy.endpoints[%d]", i), strings.TrimPrefix(e, "dns+"), "policy.api_key_env")
+	}
+	if h := c.Policy.SessionHeader; h != "" && !validHeaderName(h) {
+		k.bad("policy.session_header", "%q is not an HTTP header name (letters, digits and -)", h)
+	}
+	if c.Policy.SessionBound == 0 {
+		k.bad("policy.session_bound", "must be positive (ε of the bound, e.g. 0.25), or negative for no affinity")
+	}
+	if c.Policy.ResolveInterval <= 0 {
+		k.bad("policy.resolve_interval", "must be positive, got %s", c.Policy.ResolveInterval)
 	}
 	if c.Policy.Model == "" {
 		k.bad("policy.model", "must not be empty")

@@ -36,12 +36,12 @@ func (e EndpointErrors) Error() string {
 // Unwrap returns the failures, for errors.Is and errors.As.
 func (e EndpointErrors) Unwrap() []error { return e }
 
-// onEvery runs fn on every endpoint concurrently and returns the errors in
-// endpoint order (nil entries for successes).
-func (c *Client) onEvery(fn func(i int, ep *endpoint) error) []error {
-	errs := make([]error, len(c.eps))
+// onEvery runs fn on every endpoint of eps concurrently and returns the
+// errors in endpoint order (nil entries for successes).
+func (c *Client) onEvery(eps []*endpoint, fn func(i int, ep *endpoint) error) []error {
+	errs := make([]error, len(eps))
 	var wg sync.WaitGroup
-	for i, ep := range c.eps {
+	for i, ep := range eps {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -71,7 +71,7 @@ func summarize(op, what string, errs []error) error {
 // background checks, for DownFor); one that passes is put back. The error
 // names every failing endpoint.
 func (c *Client) Health(ctx context.Context) error {
-	errs := c.onEvery(func(_ int, ep *endpoint) error { return c.checkHealth(ctx, ep) })
+	errs := c.onEvery(c.endpoints(), func(_ int, ep *endpoint) error { return c.checkHealth(ctx, ep) })
 	return summarize("llm.Health", "unhealthy", errs)
 }
 
@@ -122,16 +122,25 @@ type EndpointMetrics struct {
 	Endpoint string  // the endpoint's base URL
 	Running  float64 // vllm:num_requests_running, summed over label sets
 	Waiting  float64 // vllm:num_requests_waiting, summed over label sets
-	Err      error   // why this endpoint's metrics are missing, if they are
+	// PrefixCacheQueries and PrefixCacheHits are vllm:prefix_cache_queries_total
+	// and vllm:prefix_cache_hits_total: prompt tokens looked up in the
+	// prefix cache and found, since the server started (0 when absent).
+	PrefixCacheQueries, PrefixCacheHits float64
+	// NoSessionHeader counts the completions that reached the server
+	// without the session header, where the server reports it (serve-sim
+	// does; vLLM does not): a router in front that strips the header.
+	NoSessionHeader float64
+	Err             error // why this endpoint's metrics are missing, if they are
 }
 
-// Metrics reads vllm:num_requests_running and vllm:num_requests_waiting from
-// every endpoint's Prometheus /metrics. It returns one entry per endpoint,
+// Metrics reads vllm:num_requests_running and vllm:num_requests_waiting, and
+// the prefix cache's counters, from every endpoint's Prometheus /metrics. It returns one entry per endpoint,
 // in order; when some endpoints fail, their entries carry Err and the error
 // names them.
 func (c *Client) Metrics(ctx context.Context) ([]EndpointMetrics, error) {
-	out := make([]EndpointMetrics, len(c.eps))
-	errs := c.onEvery(func(i int, ep *endpoint) error {
+	eps := c.endpoints()
+	out := make([]EndpointMetrics, len(eps))
+	errs := c.onEvery(eps, func(i int, ep *endpoint) error {
 		out[i].Endpoint = ep.name
 		err := c.do(ctx, &call{method: http.MethodGet, path: pathMetrics, pin: ep, maxAttempts: 1, timeout: c.probeTimeout(),
 			handle: func(b []byte) error {
@@ -140,6 +149,8 @@ func (c *Client) Metrics(ctx context.Context) ([]EndpointMetrics, error) {
 					return err
 				}
 				out[i].Running, out[i].Waiting = m.Running, m.Waiting
+				out[i].PrefixCacheQueries, out[i].PrefixCacheHits = m.PrefixQueries, m.PrefixHits
+				out[i].NoSessionHeader = m.NoSessionHeader
 				return nil
 			}})
 		if err != nil && !strings.Contains(err.Error(), ep.name) {
@@ -175,22 +186,36 @@ func (c *Client) LoadLoRA(ctx context.Context, name, path string) error {
 	if err != nil {
 		return fmt.Errorf("llm.LoadLoRA: %w", err)
 	}
-	errs := c.onEvery(func(_ int, ep *endpoint) error {
-		already := false
-		err := c.do(ctx, &call{method: http.MethodPost, path: pathLoadLoRA, body: body, pin: ep,
-			accept: func(e *APIError) bool {
-				already = isAlreadyLoaded(e)
-				return already
-			},
-			classify: loraCause})
-		if err != nil {
-			return err
-		}
-		c.log.Info("llm: LoRA adapter loaded", zap.String("endpoint", ep.name),
-			zap.String("name", name), zap.String("path", path), zap.Bool("already_loaded", already))
-		return nil
+	return c.trackAdapters(name, path, func() error {
+		errs := c.onEvery(c.endpoints(), func(_ int, ep *endpoint) error { return c.loadOnBody(ctx, ep, name, path, body) })
+		return summarize("llm.LoadLoRA", "failed to load "+name+" from "+path, errs)
 	})
-	return summarize("llm.LoadLoRA", "failed to load "+name+" from "+path, errs)
+}
+
+// loadOn loads adapter name from path on ep.
+func (c *Client) loadOn(ctx context.Context, ep *endpoint, name, path string) error {
+	body, err := json.Marshal(loadLoRARequest{Name: name, Path: path})
+	if err != nil {
+		return err
+	}
+	return c.loadOnBody(ctx, ep, name, path, body)
+}
+
+// loadOnBody sends the load request body to ep.
+func (c *Client) loadOnBody(ctx context.Context, ep *endpoint, name, path string, body []byte) error {
+	already := false
+	err := c.do(ctx, &call{method: http.MethodPost, path: pathLoadLoRA, body: body, pin: ep,
+		accept: func(e *APIError) bool {
+			already = isAlreadyLoaded(e)
+			return already
+		},
+		classify: loraCause})
+	if err != nil {
+		return err
+	}
+	c.log.Info("llm: LoRA adapter loaded", zap.String("endpoint", ep.name),
+		zap.String("name", name), zap.String("path", path), zap.Bool("already_loaded", already))
+	return nil
 }
 
 // UnloadLoRA unloads the adapter name from every endpoint (POST
@@ -204,16 +229,18 @@ func (c *Client) UnloadLoRA(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("llm.UnloadLoRA: %w", err)
 	}
-	errs := c.onEvery(func(_ int, ep *endpoint) error {
-		err := c.do(ctx, &call{method: http.MethodPost, path: pathUnloadLoRA, body: body, pin: ep,
-			accept: isAdapterNotFound, classify: loraCause})
-		if err != nil {
-			return err
-		}
-		c.log.Info("llm: LoRA adapter unloaded", zap.String("endpoint", ep.name), zap.String("name", name))
-		return nil
+	return c.trackAdapters(name, "", func() error {
+		errs := c.onEvery(c.endpoints(), func(_ int, ep *endpoint) error {
+			err := c.do(ctx, &call{method: http.MethodPost, path: pathUnloadLoRA, body: body, pin: ep,
+				accept: isAdapterNotFound, classify: loraCause})
+			if err != nil {
+				return err
+			}
+			c.log.Info("llm: LoRA adapter unloaded", zap.String("endpoint", ep.name), zap.String("name", name))
+			return nil
+		})
+		return summarize("llm.UnloadLoRA", "failed to unload "+name, errs)
 	})
-	return summarize("llm.UnloadLoRA", "failed to unload "+name, errs)
 }
 
 // The adapter CheckLoRA asks a server to load: a path no server has.
@@ -241,7 +268,7 @@ func (c *Client) CheckLoRA(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("llm.CheckLoRA: %w", err)
 	}
-	errs := c.onEvery(func(_ int, ep *endpoint) error {
+	errs := c.onEvery(c.endpoints(), func(_ int, ep *endpoint) error {
 		err := c.do(ctx, &call{method: http.MethodPost, path: pathLoadLoRA, body: load, pin: ep, maxAttempts: 1,
 			timeout: c.probeTimeout(), accept: isAlreadyLoaded, classify: loraCause})
 		switch {

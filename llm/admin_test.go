@@ -209,13 +209,17 @@ func TestParseVLLMLoad(t *testing.T) {
 		want    vllmLoad
 		wantErr bool
 	}{
-		{"vllm:num_requests_running 3\nvllm:num_requests_waiting 4\n", vllmLoad{3, 4}, false},
-		{"vllm:num_requests_running{a=\"}\"} 2 1700000000000\r\n", vllmLoad{2, 0}, false},
-		{"vllm:num_requests_running{a=\"x\\\"}\"} 1\nvllm:num_requests_running{a=\"y\"} 1.5", vllmLoad{2.5, 0}, false},
-		{"vllm:num_requests_waiting_by_reason{reason=\"x\"} 9\nvllm:num_requests_waiting 1", vllmLoad{0, 1}, false},
+		{"vllm:num_requests_running 3\nvllm:num_requests_waiting 4\n", vllmLoad{Running: 3, Waiting: 4}, false},
+		{"vllm:num_requests_running{a=\"}\"} 2 1700000000000\r\n", vllmLoad{Running: 2, Waiting: 0}, false},
+		{"vllm:num_requests_running{a=\"x\\\"}\"} 1\nvllm:num_requests_running{a=\"y\"} 1.5", vllmLoad{Running: 2.5, Waiting: 0}, false},
+		{"vllm:num_requests_waiting_by_reason{reason=\"x\"} 9\nvllm:num_requests_waiting 1", vllmLoad{Running: 0, Waiting: 1}, false},
 		{"# HELP vllm:num_requests_running x\n", vllmLoad{}, true},
 		{"vllm:num_requests_running{a=\"1\" 3", vllmLoad{}, true},
 		{"vllm:num_requests_running abc", vllmLoad{}, true},
+		{"vllm:num_requests_running 1\nvllm:prefix_cache_queries_total{engine=\"0\"} 160.0\nvllm:prefix_cache_hits_total{engine=\"0\"} 96.0\n" +
+			"sim_session_header_total{present=\"false\"} 2.0\nsim_session_header_total{present=\"true\"} 7.0\n",
+			vllmLoad{Running: 1, PrefixQueries: 160, PrefixHits: 96, NoSessionHeader: 2}, false},
+		{"vllm:prefix_cache_queries_total 160.0\n", vllmLoad{}, true},
 	}
 	for _, tt := range tests {
 		got, err := parseVLLMLoad([]byte(tt.in))

@@ -196,7 +196,7 @@ func TestAllEndpointsDownStillTried(t *testing.T) {
 	f := newFakeVLLM(t)
 	opts := testOptions(f.srv.URL, "http://127.0.0.1:1")
 	c := newTestClient(t, opts)
-	for _, ep := range c.eps {
+	for _, ep := range c.endpoints() {
 		c.markDown(ep, time.Now().Add(time.Hour).UnixNano(), "test", nil)
 	}
 	if _, err := c.Complete(context.Background(), simpleRequest()); err != nil {

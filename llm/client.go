@@ -71,19 +71,45 @@ type Options struct {
 	Logger *zap.Logger
 	// JitterSeed seeds the backoff jitter; zero seeds from the clock.
 	JitterSeed int64
+	// SessionHeader names the header that carries a completion's session
+	// id (see WithSession), for a router in front of vLLM that routes by
+	// it; empty sends none. parley's config defaults it to
+	// DefaultSessionHeader.
+	SessionHeader string
+	// Resolver resolves the names of "dns+" endpoints (nil:
+	// net.DefaultResolver). An endpoint "dns+http://NAME:PORT" stands for
+	// every address NAME resolves to (a Kubernetes headless Service's
+	// replicas); New fails when it resolves to none.
+	Resolver Resolver
+	// ResolveInterval is how often dns+ names are resolved again, adding
+	// the replicas that appeared and retiring those gone (zero:
+	// DefaultResolveInterval).
+	ResolveInterval time.Duration
+	// SessionBound is ε of the load bound past which a session leaves its
+	// endpoint: more than ceil((1+ε)·(T+1)/n) outstanding requests, T the
+	// total on the n endpoints in rotation. Zero is DefaultSessionBound;
+	// negative disables affinity (every completion goes to the
+	// least-loaded endpoint).
+	SessionBound float64
 }
 
 // Client is parley's client for one policy served by one or more
-// OpenAI-compatible (vLLM) inference endpoints. It balances requests across
-// the endpoints by outstanding requests and retries transient failures. It
-// is safe for concurrent use.
+// OpenAI-compatible (vLLM) inference endpoints. It routes a session's
+// completions (WithSession) to one endpoint while it is within the load
+// bound, balances other requests by outstanding requests, follows dns+
+// endpoints' names, and retries transient failures. It is safe for
+// concurrent use.
 type Client struct {
-	opts        Options
-	hc          *http.Client
-	transport   *http.Transport // owned transport, nil when Options.HTTPClient was given
-	log         *zap.Logger
-	auth        string
-	eps         []*endpoint
+	opts      Options
+	hc        *http.Client
+	transport *http.Transport // owned transport, nil when Options.HTTPClient was given
+	log       *zap.Logger
+	auth      string
+	// set is the endpoints in use now: those given, and the addresses
+	// their dns+ names resolve to (see discover.go). It is replaced, never
+	// changed in place.
+	set         atomic.Pointer[[]*endpoint]
+	disc        *discovery // nil without dns+ endpoints
 	maxAttempts int
 
 	rr    atomic.Uint64
@@ -92,6 +118,7 @@ type Client struct {
 	// sleep waits between attempts; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
 
+	route  route
 	stats  counters
 	closed atomic.Bool
 	stop   context.CancelFunc
@@ -107,14 +134,19 @@ type endpoint struct {
 	downUntil   atomic.Int64 // unix nanoseconds; out of rotation before then
 	consecErrs  atomic.Int32 // consecutive transport errors
 	attempts    atomic.Int64
-	transport   atomic.Int64 // transport errors
-	answered    atomic.Bool  // it has answered at least once (any status)
-	refusing    atomic.Bool  // its last attempt was refused and it has never answered
+	completions atomic.Int64 // completion attempts
+	// sessionHeaders counts completion attempts that carried the session header.
+	sessionHeaders atomic.Int64
+	transport      atomic.Int64 // transport errors
+	answered       atomic.Bool  // it has answered at least once (any status)
+	refusing       atomic.Bool  // its last attempt was refused and it has never answered
+	homed          int          // sessions homed on it, guarded by Client.route.mu
+	retired        atomic.Bool  // its dns+ name no longer resolves to it: out for good
 	// h1 is the client's own HTTP/1.1 exchange with it; nil: net/http.
 	h1 *h1.Client
 }
 
-func (e *endpoint) isDown(now int64) bool { return e.downUntil.Load() > now }
+func (e *endpoint) isDown(now int64) bool { return e.downUntil.Load() > now || e.retired.Load() }
 
 // New validates opts, applies defaults and returns a Client. It fails when
 // there is no endpoint or an endpoint is not an http(s) URL; the error names
@@ -136,6 +168,9 @@ func New(opts Options) (*Client, error) {
 	if opts.DownFor <= 0 {
 		opts.DownFor = DefaultDownFor
 	}
+	if opts.SessionBound == 0 {
+		opts.SessionBound = DefaultSessionBound
+	}
 	log := opts.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -146,8 +181,21 @@ func New(opts Options) (*Client, error) {
 		maxAttempts: opts.Retry.Attempts(),
 		sleep:       retry.Sleep,
 	}
+	if opts.APIKey != "" {
+		c.auth = "Bearer " + opts.APIKey
+	}
 	seen := make(map[string]bool, len(opts.Endpoints))
+	var eps []*endpoint
+	var sources []dnsSource
 	for _, raw := range opts.Endpoints {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(raw), dnsPrefix); ok {
+			src, err := parseDNSSource(rest)
+			if err != nil {
+				return nil, fmt.Errorf("llm.New: endpoint %q: %w", raw, err)
+			}
+			sources = append(sources, src)
+			continue
+		}
 		base, name, err := normalizeEndpoint(raw)
 		if err != nil {
 			return nil, fmt.Errorf("llm.New: endpoint %q: %w", raw, err)
@@ -156,20 +204,24 @@ func New(opts Options) (*Client, error) {
 			return nil, fmt.Errorf("llm.New: endpoint %q is listed twice", name)
 		}
 		seen[base] = true
-		c.eps = append(c.eps, &endpoint{
-			name:  name,
-			base:  base,
-			slots: make(chan struct{}, opts.MaxConcurrentPerEndpoint),
-		})
+		eps = append(eps, c.newEndpoint(base, name))
 	}
-	if opts.APIKey != "" {
-		c.auth = "Bearer " + opts.APIKey
-	}
-	if opts.HTTPClient == nil {
-		for _, ep := range c.eps {
-			ep.h1 = h1.New(ep.base, c.auth, maxResponseBytes)
+	if len(sources) > 0 {
+		c.disc = newDiscovery(opts, sources, eps)
+		found, _, err := c.disc.resolveAll(context.Background())
+		if err != nil {
+			return nil, fmt.Errorf("llm.New: %w", err)
+		}
+		for _, f := range found {
+			if !seen[f.base] {
+				seen[f.base] = true
+				ep := c.newEndpoint(f.base, f.name)
+				c.disc.origin[ep], c.disc.ever[ep] = f.src, struct{}{}
+				eps = append(eps, ep)
+			}
 		}
 	}
+	c.set.Store(&eps)
 	seed := opts.JitterSeed
 	if seed == 0 {
 		seed = time.Now().UnixNano()
@@ -187,8 +239,24 @@ func New(opts Options) (*Client, error) {
 		c.wg.Add(1)
 		go c.healthLoop(ctx)
 	}
+	if c.disc != nil {
+		c.wg.Add(1)
+		go c.discoverLoop(ctx)
+	}
 	return c, nil
 }
+
+// newEndpoint returns the endpoint at base (name its printable form).
+func (c *Client) newEndpoint(base, name string) *endpoint {
+	ep := &endpoint{name: name, base: base, slots: make(chan struct{}, c.opts.MaxConcurrentPerEndpoint)}
+	if c.opts.HTTPClient == nil {
+		ep.h1 = h1.New(ep.base, c.auth, maxResponseBytes)
+	}
+	return ep
+}
+
+// endpoints returns the endpoints in use now.
+func (c *Client) endpoints() []*endpoint { return *c.set.Load() }
 
 // transportBufferSize is the size of each connection's read and write
 // buffers. 16 KiB holds a whole turn's request or response in one system
@@ -252,17 +320,23 @@ func (c *Client) Close() {
 	if c.transport != nil {
 		c.transport.CloseIdleConnections()
 	}
-	for _, ep := range c.eps {
+	eps := c.endpoints()
+	if c.disc != nil {
+		eps = c.disc.everEndpoints(eps)
+	}
+	for _, ep := range eps {
 		if ep.h1 != nil {
 			ep.h1.Close()
 		}
 	}
 }
 
-// Endpoints returns the endpoints' printable base URLs, in the order given.
+// Endpoints returns the printable base URLs of the endpoints in use, in
+// the order given (a dns+ name's addresses after the endpoints listed).
 func (c *Client) Endpoints() []string {
-	out := make([]string, len(c.eps))
-	for i, ep := range c.eps {
+	eps := c.endpoints()
+	out := make([]string, len(eps))
+	for i, ep := range eps {
 		out[i] = ep.name
 	}
 	return out
@@ -272,8 +346,9 @@ func (c *Client) Endpoints() []string {
 // endpoints in rotation, preferring one other than avoid; ties go
 // round-robin. When every endpoint is down it picks among all of them.
 func (c *Client) pick(avoid *endpoint) *endpoint {
-	if len(c.eps) == 1 {
-		return c.eps[0]
+	eps := c.endpoints()
+	if len(eps) == 1 {
+		return eps[0]
 	}
 	now := time.Now().UnixNano()
 	for pass := 0; pass < 3; pass++ {
@@ -283,7 +358,7 @@ func (c *Client) pick(avoid *endpoint) *endpoint {
 		}
 		var least int64
 		ties := 0
-		for _, ep := range c.eps {
+		for _, ep := range eps {
 			if !eligible(ep) {
 				continue
 			}
@@ -298,7 +373,7 @@ func (c *Client) pick(avoid *endpoint) *endpoint {
 		}
 		k := int(c.rr.Add(1) % uint64(ties))
 		var fallback *endpoint
-		for _, ep := range c.eps {
+		for _, ep := range eps {
 			if !eligible(ep) {
 				continue
 			}
@@ -315,7 +390,7 @@ func (c *Client) pick(avoid *endpoint) *endpoint {
 		}
 		return fallback // loads moved under us; any least-loaded one will do
 	}
-	return c.eps[0] // unreachable: pass 2 accepts every endpoint
+	return eps[0] // unreachable: pass 2 accepts every endpoint
 }
 
 // markDown takes ep out of rotation until until (unix nanoseconds), logging

@@ -35,6 +35,7 @@ func (c *Client) Complete(ctx context.Context, req CompletionRequest) ([]Complet
 		body:     body,
 		pooled:   buf,
 		slot:     true,
+		session:  true,
 		classify: modelNotServed,
 		handle: func(b []byte) error {
 			var err error

@@ -49,6 +49,12 @@ type call struct {
 	classify func(*APIError) error
 	// shared is the pooled body's reference count while do runs.
 	shared *sharedBody
+	// session routes the call as the session its context carries (see
+	// WithSession) and sends the session header.
+	session bool
+	// header is the extra header lines of every attempt, each ending in
+	// CRLF (the session header); set by do.
+	header string
 }
 
 // bufPool holds response buffers.
@@ -142,9 +148,20 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 	}
 	var last *endpoint
 	var lastErr error
+	sess, affine := Session{}, false
+	if cl.session {
+		if sess, affine = SessionFrom(ctx); affine {
+			cl.header = c.sessionHeader(sess.ID)
+			affine = c.opts.SessionBound >= 0 && (c.disc != nil || len(c.endpoints()) > 1)
+		}
+	}
 	for attempt := 1; ; attempt++ {
 		ep := cl.pin
-		if ep == nil {
+		switch {
+		case ep != nil:
+		case affine:
+			ep = c.pickSession(sess, last)
+		default:
 			ep = c.pick(last)
 		}
 		retryAfter, again, err := c.attempt(ctx, ep, cl)
@@ -217,6 +234,12 @@ func (c *Client) attempt(ctx context.Context, ep *endpoint, cl *call) (time.Dura
 	}
 	c.stats.attempts.Add(1)
 	ep.attempts.Add(1)
+	if cl.session {
+		ep.completions.Add(1)
+		if cl.header != "" {
+			ep.sessionHeaders.Add(1)
+		}
+	}
 	var ans answer
 	var timedOut bool
 	var err error
@@ -286,7 +309,7 @@ type answer struct {
 // exchangeH1 makes one exchange with the client's own HTTP/1.1 code (see
 // package h1). timedOut says whether an error is the attempt's timeout.
 func (c *Client) exchangeH1(ctx context.Context, ep *endpoint, cl *call, timeout time.Duration) (answer, bool, error) {
-	resp, err := ep.h1.Do(ctx, time.Now().Add(timeout), cl.method, cl.path, cl.body)
+	resp, err := ep.h1.Do(ctx, time.Now().Add(timeout), cl.method, cl.path, cl.header, cl.body)
 	if err != nil {
 		return answer{}, ctx.Err() == nil && errors.Is(err, os.ErrDeadlineExceeded), err
 	}
@@ -315,6 +338,9 @@ func (c *Client) exchangeHTTP(ctx context.Context, ep *endpoint, cl *call, timeo
 	}
 	if c.auth != "" {
 		req.Header["Authorization"] = []string{c.auth}
+	}
+	if cl.header != "" {
+		req.Header[http.CanonicalHeaderKey(c.opts.SessionHeader)] = []string{sessionValue(cl.header)}
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -370,7 +396,7 @@ func (c *Client) transportFailure(ctx context.Context, timedOut bool, ep *endpoi
 // anotherUp reports whether an endpoint other than ep is in rotation.
 func (c *Client) anotherUp(ep *endpoint) bool {
 	now := time.Now().UnixNano()
-	for _, e := range c.eps {
+	for _, e := range c.endpoints() {
 		if e != ep && !e.isDown(now) {
 			return true
 		}
@@ -381,7 +407,7 @@ func (c *Client) anotherUp(ep *endpoint) bool {
 // anotherNotRefusing reports whether an endpoint other than ep may answer:
 // it has not refused connections without ever answering.
 func (c *Client) anotherNotRefusing(ep *endpoint) bool {
-	for _, e := range c.eps {
+	for _, e := range c.endpoints() {
 		if e != ep && !e.refusing.Load() {
 			return true
 		}

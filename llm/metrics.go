@@ -8,13 +8,22 @@ import (
 )
 
 const (
-	metricRunning = "vllm:num_requests_running"
-	metricWaiting = "vllm:num_requests_waiting"
+	metricRunning       = "vllm:num_requests_running"
+	metricWaiting       = "vllm:num_requests_waiting"
+	metricPrefixQueries = "vllm:prefix_cache_queries_total"
+	metricPrefixHits    = "vllm:prefix_cache_hits_total"
+	// metricSessionHeader is serve-sim's count of completions by whether
+	// they carried the session header (sim.MetricSessionHeader); a vLLM
+	// server has none.
+	metricSessionHeader = "sim_session_header_total"
 )
 
-// vllmLoad is the load read from a vLLM /metrics page.
+// vllmLoad is the load read from a vLLM /metrics page, and its prefix-cache
+// counters (in tokens, since the server started).
 type vllmLoad struct {
-	Running, Waiting float64
+	Running, Waiting          float64
+	PrefixQueries, PrefixHits float64
+	NoSessionHeader           float64 // serve-sim's completions without the session header
 }
 
 // parseVLLMLoad reads vllm:num_requests_running and vllm:num_requests_waiting
@@ -44,6 +53,15 @@ func parseVLLMLoad(text []byte) (vllmLoad, error) {
 			dst = &out.Running
 		case metricWaiting:
 			dst = &out.Waiting
+		case metricPrefixQueries:
+			dst = &out.PrefixQueries
+		case metricPrefixHits:
+			dst = &out.PrefixHits
+		case metricSessionHeader:
+			if !bytes.Contains(line, []byte(`present="false"`)) {
+				continue
+			}
+			dst = &out.NoSessionHeader
 		default:
 			continue
 		}
@@ -56,7 +74,7 @@ func parseVLLMLoad(text []byte) (vllmLoad, error) {
 			return vllmLoad{}, fmt.Errorf("%w: metric %s: %v", ErrBadResponse, name, err)
 		}
 		*dst += v
-		found = true
+		found = found || dst == &out.Running || dst == &out.Waiting
 	}
 	if !found {
 		return vllmLoad{}, fmt.Errorf("%w: no %s or %s in /metrics (is this a vLLM server?)", ErrBadResponse, metricRunning, metricWaiting)

@@ -38,8 +38,9 @@ var minVLLM = [3]int{0, 10, 2}
 // naming every failing endpoint, its cause (ErrNotRunning, ErrEngineDead,
 // ErrServerTooOld, ErrModelNotServed: test with errors.Is) and the fix.
 func (c *Client) Preflight(ctx context.Context, model string) ([]ServerInfo, error) {
-	out := make([]ServerInfo, len(c.eps))
-	errs := c.onEvery(func(i int, ep *endpoint) error {
+	eps := c.endpoints()
+	out := make([]ServerInfo, len(eps))
+	errs := c.onEvery(eps, func(i int, ep *endpoint) error {
 		out[i].Endpoint = ep.name
 		if err := c.preflightHealth(ctx, ep); err != nil {
 			return err
@@ -87,8 +88,9 @@ func (c *Client) preflightHealth(ctx context.Context, ep *endpoint) error {
 // order; "" for a server without the route. The error names every endpoint
 // that failed.
 func (c *Client) Version(ctx context.Context) ([]string, error) {
-	out := make([]string, len(c.eps))
-	errs := c.onEvery(func(i int, ep *endpoint) error {
+	eps := c.endpoints()
+	out := make([]string, len(eps))
+	errs := c.onEvery(eps, func(i int, ep *endpoint) error {
 		v, err := c.versionOn(ctx, ep)
 		out[i] = v
 		return err

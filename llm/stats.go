@@ -35,12 +35,15 @@ type EndpointStats struct {
 	Endpoint        string
 	Outstanding     int64 // requests assigned and not finished, waiting ones included
 	Attempts        int64
+	Completions     int64 // completion attempts sent to it: its share of the load
+	SessionHeaders  int64 // completion attempts that carried the session header
 	TransportErrors int64
 	Down            bool // out of rotation now
 }
 
 // Stats returns a snapshot of the counters.
 func (c *Client) Stats() Stats {
+	eps := c.endpoints()
 	s := Stats{
 		Requests:        c.stats.requests.Load(),
 		Attempts:        c.stats.attempts.Load(),
@@ -49,7 +52,7 @@ func (c *Client) Stats() Stats {
 		TransportErrors: c.stats.transport.Load(),
 		Timeouts:        c.stats.timeouts.Load(),
 		ByStatus:        map[int]int64{},
-		Endpoints:       make([]EndpointStats, len(c.eps)),
+		Endpoints:       make([]EndpointStats, len(eps)),
 	}
 	for code := range c.stats.status {
 		if n := c.stats.status[code].Load(); n != 0 {
@@ -57,11 +60,13 @@ func (c *Client) Stats() Stats {
 		}
 	}
 	now := time.Now().UnixNano()
-	for i, ep := range c.eps {
+	for i, ep := range eps {
 		s.Endpoints[i] = EndpointStats{
 			Endpoint:        ep.name,
 			Outstanding:     ep.outstanding.Load(),
 			Attempts:        ep.attempts.Load(),
+			Completions:     ep.completions.Load(),
+			SessionHeaders:  ep.sessionHeaders.Load(),
 			TransportErrors: ep.transport.Load(),
 			Down:            ep.isDown(now),
 		}

@@ -17,14 +17,14 @@ func TestH1Eligibility(t *testing.T) {
 	t.Setenv("http_proxy", "")
 	t.Setenv("NO_PROXY", "")
 	t.Setenv("no_proxy", "")
-	if c := newTestClient(t, testOptions("http://127.0.0.1:8000")); c.eps[0].h1 == nil {
+	if c := newTestClient(t, testOptions("http://127.0.0.1:8000")); c.endpoints()[0].h1 == nil {
 		t.Error("a plain-http endpoint does not use the client's own HTTP/1.1")
 	}
-	if c := newTestClient(t, testOptions("https://127.0.0.1:8000")); c.eps[0].h1 != nil {
+	if c := newTestClient(t, testOptions("https://127.0.0.1:8000")); c.endpoints()[0].h1 != nil {
 		t.Error("an https endpoint uses the client's own HTTP/1.1")
 	}
 	c := newTestClient(t, Options{Endpoints: []string{"http://127.0.0.1:8000"}, HTTPClient: http.DefaultClient})
-	if c.eps[0].h1 != nil {
+	if c.endpoints()[0].h1 != nil {
 		t.Error("a client given an HTTPClient uses its own HTTP/1.1")
 	}
 }

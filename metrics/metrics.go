@@ -94,6 +94,14 @@ const (
 	KeySampleSeconds      Key = "sample_seconds"
 	KeyJudgeSeconds       Key = "judge_seconds"
 	KeyWaitTrainerSeconds Key = "wait_trainer_seconds"
+	// The policy endpoints during the step's sampling (rollout.Summary):
+	// the share of prompt tokens their prefix caches served, the most and
+	// mean completions one endpoint was sent, and sessions moved off
+	// their endpoint (dialogue-affine routing, llm.Session).
+	KeyPrefixCacheHitRate Key = "policy/prefix_cache_hit_rate"
+	KeyEndpointLoadMax    Key = "policy/endpoint_load_max"
+	KeyEndpointLoadMean   Key = "policy/endpoint_load_mean"
+	KeySessionMoves       Key = "policy/session_moves"
 	// KeySampleMetricsLost is true on the line of a trained step whose
 	// sampling metrics were lost: it holds the trainer's alone.
 	KeySampleMetricsLost Key = "sample_metrics_lost"

@@ -135,6 +135,18 @@ type RecorderOptions struct {
 	// Bridge renders the bridges of HistoryTokens; share one across the
 	// recorders of a run (nil: the recorder makes its own).
 	Bridge *Bridge
+	// Session, when set (the rollout id), routes each role's completions
+	// as one session, Session+"/"+role, so a dialogue's turns reach the
+	// endpoint whose prefix cache holds it (llm.WithSession); Group (the
+	// group id) starts a group's sessions together. EndSessions releases
+	// them.
+	Session, Group string
+}
+
+// SessionEnder is what a client that routes by session needs to hear when
+// a rollout ends (*llm.Client).
+type SessionEnder interface {
+	EndSession(id string)
 }
 
 // Recorder implements Agents for one rollout and holds its trajectories.
@@ -184,6 +196,23 @@ type agentState struct {
 	raw   string        // its last reply as decoded (HistoryTokens)
 }
 
+// sessionID is role's session id.
+func (r *Recorder) sessionID(role string) string { return r.opts.Session + "/" + role }
+
+// EndSessions releases the routing sessions of the roles that took a
+// turn, on every client that routes by session; call it when the rollout
+// ends, played out or failed.
+func (r *Recorder) EndSessions() {
+	if r.opts.Session == "" {
+		return
+	}
+	for role := range r.agents {
+		if e, ok := r.Player(role).Tokens.(SessionEnder); ok {
+			e.EndSession(r.sessionID(role))
+		}
+	}
+}
+
 // NewRecorder returns a Recorder for one rollout.
 func NewRecorder(opts RecorderOptions) *Recorder {
 	if opts.History != HistoryRerender {
@@ -218,6 +247,9 @@ func (r *Recorder) Turn(ctx context.Context, role string, msgs []llm.Message, op
 	pl := r.Player(role)
 	if pl.Chat != nil {
 		return r.chatTurn(ctx, role, st, pl, msgs, opts)
+	}
+	if r.opts.Session != "" {
+		ctx = llm.WithSession(ctx, llm.Session{ID: r.sessionID(role), Group: r.opts.Group})
 	}
 	var maxModelLen int
 	var err error

@@ -150,10 +150,26 @@ type Summary struct {
 	// ClosedTurns counts turns cut before their end-of-turn token
 	// (max_tokens, a stop string) that rollout.history: tokens closed by
 	// appending it under mask 0.
-	ClosedTurns int64         `json:"closed_turns"`
-	Elapsed     time.Duration `json:"elapsed_ns"`
-	PerSecond   float64       `json:"rollouts_per_second"`
-	FailedIDs   []string      `json:"failed_ids,omitempty"`
+	ClosedTurns int64 `json:"closed_turns"`
+	// PrefixCacheHitRate is the share of the run's prompt tokens the
+	// endpoints' prefix caches served (vllm:prefix_cache_hits_total over
+	// vllm:prefix_cache_queries_total, read at the run's start and end);
+	// 0 when no endpoint reports them.
+	PrefixCacheHitRate float64 `json:"prefix_cache_hit_rate"`
+	// PrefixCacheQueries and PrefixCacheHits are the counters' growth
+	// over the run, in prompt tokens: their difference is the prefill the
+	// endpoints computed.
+	PrefixCacheQueries int64 `json:"prefix_cache_queries"`
+	PrefixCacheHits    int64 `json:"prefix_cache_hits"`
+	// EndpointLoadMax and EndpointLoadMean are the most and the mean
+	// completions an endpoint was sent during the run; SessionMoves the
+	// sessions moved off their endpoint (see llm.Session).
+	EndpointLoadMax  float64       `json:"endpoint_load_max"`
+	EndpointLoadMean float64       `json:"endpoint_load_mean"`
+	SessionMoves     int64         `json:"session_moves"`
+	Elapsed          time.Duration `json:"elapsed_ns"`
+	PerSecond        float64       `json:"rollouts_per_second"`
+	FailedIDs        []string      `json:"failed_ids,omitempty"`
 	// Errors counts the failed rollouts by cause (the innermost error's
 	// message), so one line per kind of failure can be reported.
 	Errors map[string]int `json:"errors,omitempty"`
@@ -310,6 +326,7 @@ func (r *Runner) run(ctx context.Context, groups []groupJob, sink func(played) e
 		return Summary{}, err
 	}
 	start := time.Now()
+	before, routed := r.snapRouting(ctx)
 	type job struct {
 		g            groupJob
 		group, index int
@@ -369,6 +386,10 @@ func (r *Runner) run(ctx context.Context, groups []groupJob, sink func(played) e
 		sum.Interrupted = total - sum.Rollouts
 	}
 	sum.finish(time.Since(start))
+	if routed && ctx.Err() == nil {
+		after, _ := r.snapRouting(ctx)
+		r.addRouting(&sum, before, after)
+	}
 	if sinkErr != nil {
 		return sum, sinkErr
 	}
@@ -450,8 +471,9 @@ func (r *Runner) playOne(ctx context.Context, g groupJob, group, index int) play
 	agents := NewRecorder(RecorderOptions{
 		Policy: r.opts.Policy, Model: r.opts.Model, Players: GroupPlayers(r.opts.Players, r.opts.Pools, r.opts.Seed, groupID), Sampling: r.opts.Sampling,
 		ChatTemplateKwargs: r.opts.ChatTemplateKwargs, Seed: sampleSeed,
-		History: r.opts.History, Bridge: r.bridge,
+		History: r.opts.History, Bridge: r.bridge, Session: rec.RolloutID, Group: groupID,
 	})
+	defer agents.EndSessions()
 	rec.Roles = RoleOutcomes(r.opts.Game.Roles(p), agents)
 	t0 := time.Now()
 	var (

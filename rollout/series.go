@@ -194,7 +194,9 @@ func playSeriesGame(ctx context.Context, g SeriesGame, opts RunnerOptions, bridg
 	agents := NewRecorder(RecorderOptions{
 		Policy: opts.Policy, Model: opts.Model, Players: opts.Players, Sampling: opts.Sampling,
 		ChatTemplateKwargs: opts.ChatTemplateKwargs, Seed: seed, History: opts.History, Bridge: bridge,
+		Session: rec.RolloutID, Group: s.ID,
 	})
+	defer agents.EndSessions()
 	rec.Roles = RoleOutcomes(g.Roles(p), agents)
 	t0 := time.Now()
 	next, err := g.PlayState(ctx, p, agents, rec, state)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -468,8 +469,18 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	if model == "" {
 		model = s.opts.Model
 	}
+	if id := r.Header.Get(SessionHeader); id != "" {
+		w.Header().Set(SessionHeader, id)
+		s.sessions[1].Add(1)
+	} else {
+		s.sessions[0].Add(1)
+	}
 	if !s.acquire(r.Context()) {
 		return
+	}
+	computed := 0
+	for _, p := range prompts {
+		computed += len(p) - s.cache.lookup(model, p)
 	}
 	prof := s.profile(adapter)
 	prof.model = model
@@ -486,13 +497,17 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 				c.promptIDs = p
 			}
 			resp.choices = append(resp.choices, c)
+			if s.cache != nil {
+				s.cache.insert(model, append(slices.Clip(p), g.tokens...))
+			}
 			completionTokens += len(g.tokens)
 			longest = max(longest, len(g.tokens))
 		}
 	}
 	resp.tokenIDs = sp.tokenIDs
 	resp.usage = usageInfo{PromptTokens: promptTokens, CompletionTokens: completionTokens, TotalTokens: promptTokens + completionTokens}
-	d := s.latency(s.opts.LatencyMedian, true) + time.Duration(longest)*s.opts.PerTokenLatency
+	d := s.latency(s.opts.LatencyMedian, true) + time.Duration(longest)*s.opts.PerTokenLatency +
+		time.Duration(computed)*s.opts.PrefillTokenLatency
 	slept := s.sleep(r.Context(), d)
 	s.release()
 	if !slept && r.Context().Err() != nil {

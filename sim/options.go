@@ -59,6 +59,15 @@ type Options struct {
 	// RequireLoRAPath makes /v1/load_lora_adapter check that lora_path
 	// exists on this machine (404 otherwise, as vLLM answers).
 	RequireLoRAPath bool
+	// PrefixCacheBlocks is the capacity, in 16-token blocks, of the
+	// prefix-cache model (vLLM's automatic prefix caching, per model or
+	// adapter, least recently used out): zero is DefaultPrefixCacheBlocks,
+	// negative disables it. /metrics reports vllm:prefix_cache_queries_total
+	// and vllm:prefix_cache_hits_total in tokens, as vLLM does.
+	PrefixCacheBlocks int
+	// PrefillTokenLatency is added to a completion per prompt token not
+	// served from the prefix cache (the prefill it computes).
+	PrefillTokenLatency time.Duration
 	// MaxConcurrent bounds the completions and chat completions served at
 	// once; requests above it wait and count as waiting in /metrics.
 	// Zero means unbounded.
@@ -153,6 +162,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.HangMax == 0 {
 		o.HangMax = DefaultHangMax
 	}
+	if o.PrefixCacheBlocks == 0 {
+		o.PrefixCacheBlocks = DefaultPrefixCacheBlocks
+	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
@@ -169,6 +181,7 @@ func (o Options) withDefaults() (Options, error) {
 	check("AgreeProb (must be at most 1)", o.AgreeProb > 1)
 	check("AdapterAgreeProb (must be at most 1)", o.AdapterAgreeProb > 1)
 	check("MaxConcurrent (must not be negative)", o.MaxConcurrent < 0)
+	check("PrefillTokenLatency (must not be negative)", o.PrefillTokenLatency < 0)
 	check("LatencyMedian (must not be negative)", o.LatencyMedian < 0)
 	check("LatencySigma (must not be negative)", o.LatencySigma < 0)
 	check("TailProb (must be in [0,1])", prob(o.TailProb))

@@ -18,6 +18,16 @@ import (
 	"go.uber.org/zap"
 )
 
+// SessionHeader is the header a completion's session id arrives in
+// (llm.DefaultSessionHeader); serve-sim counts completions with and
+// without it in MetricSessionHeader and echoes it on the response, so a
+// test sees whether a router in front forwarded it.
+const SessionHeader = "X-Session-ID"
+
+// MetricSessionHeader is serve-sim's /metrics counter of completions by
+// whether they carried SessionHeader (label present="true" or "false").
+const MetricSessionHeader = "sim_session_header_total"
+
 // Paths the server answers.
 const (
 	PathHealth       = "/health"
@@ -51,7 +61,11 @@ type Server struct {
 	loras  map[string]loraAdapter // by name
 	loraN  []string               // names in load order
 
-	sem       chan struct{} // nil when unbounded
+	sem   chan struct{} // nil when unbounded
+	cache *prefixCache  // nil when disabled
+	// sessions counts completions by whether they carried the session
+	// header ([1]) or not ([0]).
+	sessions  [2]atomic.Int64
 	running   atomic.Int64
 	waiting   atomic.Int64
 	promptTok atomic.Int64
@@ -95,6 +109,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if o.MaxConcurrent > 0 {
 		s.sem = make(chan struct{}, o.MaxConcurrent)
+	}
+	if o.PrefixCacheBlocks > 0 {
+		s.cache = newPrefixCache(o.PrefixCacheBlocks)
 	}
 	return s, nil
 }
@@ -190,6 +207,13 @@ type Stats struct {
 	// PromptTokens and GenerationTokens total the tokens of served
 	// completions.
 	PromptTokens, GenerationTokens int64
+	// PrefixCacheQueries and PrefixCacheHits are the prefix-cache model's
+	// counters, in prompt tokens: PrefixCacheQueries-PrefixCacheHits is the
+	// prefill computed.
+	PrefixCacheQueries, PrefixCacheHits int64
+	// SessionHeader and NoSessionHeader count completions that did and
+	// did not carry the session header (SessionHeader).
+	SessionHeader, NoSessionHeader int64
 }
 
 // Stats returns a snapshot of the server's counters.
@@ -201,7 +225,10 @@ func (s *Server) Stats() Stats {
 		Waiting:          s.waiting.Load(),
 		PromptTokens:     s.promptTok.Load(),
 		GenerationTokens: s.genTok.Load(),
+		NoSessionHeader:  s.sessions[0].Load(),
+		SessionHeader:    s.sessions[1].Load(),
 	}
+	st.PrefixCacheQueries, st.PrefixCacheHits = s.cache.counts()
 	for p, c := range s.requests {
 		if n := c.Load(); n > 0 {
 			st.Requests[p] = n
@@ -520,6 +547,12 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	metric("vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.", s.promptTok.Load())
 	metric("vllm:generation_tokens_total", "counter", "Number of generation tokens processed.", s.genTok.Load())
 	st := s.Stats()
+	if s.cache != nil {
+		metric("vllm:prefix_cache_queries_total", "counter", "Prefix cache queries, in terms of number of queried tokens.", st.PrefixCacheQueries)
+		metric("vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.", st.PrefixCacheHits)
+	}
+	fmt.Fprintf(&b, "# HELP %[1]s Completions received by the simulator, by whether they carried the %[2]s header.\n# TYPE %[1]s counter\n%[1]s{present=\"false\"} %[3]d.0\n%[1]s{present=\"true\"} %[4]d.0\n",
+		MetricSessionHeader, SessionHeader, st.NoSessionHeader, st.SessionHeader)
 	b.WriteString("# HELP sim_requests_total Requests received by the simulator, by path.\n# TYPE sim_requests_total counter\n")
 	for _, p := range sortedKeys(st.Requests) {
 		fmt.Fprintf(&b, "sim_requests_total{path=%q} %d.0\n", p, st.Requests[p])

@@ -218,6 +218,8 @@ func (l *Loop) stepMetrics(step int, s sampled, j judged) metrics.Line {
 		metrics.KeyPromptTokens: sum.PromptTokens, metrics.KeySampledTokens: sum.SampledTokens, metrics.KeyPrefixBreaks: sum.PrefixBreaks,
 		metrics.KeySequencesPerRollout: sum.SequencesPerRollout, metrics.KeyTrainerTokensPerSampledToken: sum.TrainerTokensPerSampled,
 		metrics.KeyPromptTokensSent: sum.PromptTokensSent, metrics.KeyClosedTurns: sum.ClosedTurns,
+		metrics.KeyPrefixCacheHitRate: sum.PrefixCacheHitRate, metrics.KeyEndpointLoadMax: sum.EndpointLoadMax,
+		metrics.KeyEndpointLoadMean: sum.EndpointLoadMean, metrics.KeySessionMoves: sum.SessionMoves,
 		metrics.KeyBatchRows: res.Batch.Rows, metrics.KeyBatchTokens: res.Batch.Tokens, metrics.KeyTrainedTokens: res.Batch.TrainedTokens,
 		metrics.KeySampleSeconds: s.seconds, metrics.KeyJudgeSeconds: j.seconds,
 	}

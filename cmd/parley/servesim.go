@@ -37,6 +37,8 @@ func newServeSimCmd(a *cli) *cobra.Command {
 	f.BoolVar(&o.LegacyErrors, "legacy-errors", false, "use the flat {\"object\":\"error\"} error shape")
 	f.BoolVar(&o.NoTokenIDs, "no-token-ids", false, "emulate vLLM < 0.10.2: ignore return_token_ids")
 	f.IntVar(&o.MaxConcurrent, "max-concurrent", 0, "requests served at once; more wait (0: unlimited)")
+	f.IntVar(&o.PrefixCacheBlocks, "prefix-cache-blocks", sim.DefaultPrefixCacheBlocks, "capacity of the prefix-cache model in 16-token blocks, per server, LRU (negative: no prefix cache)")
+	f.DurationVar(&o.PrefillTokenLatency, "prefill-token-latency", 0, "extra latency per prompt token not served from the prefix cache")
 	f.DurationVar(&o.LatencyMedian, "latency-median", 0, "median request latency (lognormal)")
 	f.Float64Var(&o.LatencySigma, "latency-sigma", 0, "lognormal sigma of latency")
 	f.Float64Var(&o.TailProb, "latency-tail-prob", 0, "probability of a heavy-tail latency")

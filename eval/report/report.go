@@ -293,10 +293,27 @@ func (g *generator) dynamics(m *Metrics) error {
 			return err
 		}
 	}
+	g.servingSection(m, w)
 	if err := g.evalSection(m); err != nil {
 		return err
 	}
 	return g.trainerSection(m, w)
+}
+
+// servingKeys are the step line's keys about the policy's endpoints.
+var servingKeys = []metrics.Key{metrics.KeyPrefixCacheHitRate, metrics.KeyEndpointLoadMax, metrics.KeyEndpointLoadMean, metrics.KeySessionMoves}
+
+// servingSection tables the policy endpoints' prefix-cache hit rate and
+// load, when metrics.jsonl has them (runs before dialogue-affine routing
+// have not).
+func (g *generator) servingSection(m *Metrics, w int) {
+	for _, k := range servingKeys {
+		if m.Has(k) {
+			g.printf("### Policy serving\n\n")
+			g.summaryTable(m, servingKeys, w)
+			return
+		}
+	}
 }
 
 // scoreLabel names the run's scores by the reward in use: "CA 1–5",
@@ -325,6 +342,10 @@ var metricLabels = map[metrics.Key]string{
 	metrics.KeyAgreementRate:      "agreement rate",
 	metrics.KeyRoundsToAgreement:  "rounds to agreement",
 	metrics.KeyRewardMean:         "reward mean",
+	metrics.KeyPrefixCacheHitRate: "prefix-cache hit rate (prompt tokens)",
+	metrics.KeyEndpointLoadMax:    "completions on the busiest endpoint",
+	metrics.KeyEndpointLoadMean:   "completions per endpoint (mean)",
+	metrics.KeySessionMoves:       "sessions moved off their endpoint",
 	metrics.KeyTrainerLoss:        "trainer loss",
 	metrics.KeyTrainerKL:          "approx. KL, updated vs. sampling policy",
 	metrics.KeyTrainerKLRef:       "KL to the reference model",

@@ -283,7 +283,8 @@ func (o *Options) playOnce(ctx context.Context, m Match, seed int64) *dataset.Ro
 	}
 	players := map[string]rollout.Player{o.Seats[0]: o.Players[m.Seats[0]], o.Seats[1]: o.Players[m.Seats[1]]}
 	agents := rollout.NewRecorder(rollout.RecorderOptions{Policy: players[o.Seats[0]].Tokens, Players: players,
-		Sampling: o.Sampling, ChatTemplateKwargs: o.ChatTemplateKwargs, Seed: seed})
+		Sampling: o.Sampling, ChatTemplateKwargs: o.ChatTemplateKwargs, Seed: seed, Session: m.ID})
+	defer agents.EndSessions()
 	rec.Roles = rollout.RoleOutcomes(o.Game.Roles(p), agents)
 	for i := range rec.Roles {
 		name := m.Seats[0]

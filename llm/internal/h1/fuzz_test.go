@@ -244,7 +244,7 @@ func recordGoServer(f *testing.F) []string {
 		}
 		nc.SetDeadline(time.Now().Add(10 * time.Second))
 		h := &Client{host: srv.Listener.Addr().String()}
-		req := h.appendHead(nil, http.MethodPost, path, 0)
+		req := h.appendHead(nil, http.MethodPost, path, "", 0)
 		req = append(req[:len(req)-2], "Connection: close\r\n\r\n"...)
 		if _, err := nc.Write(req); err != nil {
 			f.Fatal(err)

@@ -138,15 +138,16 @@ func getBuf(n int) *buffer {
 var errStale = errors.New("the server closed the idle connection")
 
 // Do sends one request and reads its response, before deadline and until
-// ctx ends. A reused connection the server had closed while it was idle is
+// ctx ends. header is extra header lines, each ending in CRLF ("" for
+// none). A reused connection the server had closed while it was idle is
 // replaced once by a new connection.
-func (h *Client) Do(ctx context.Context, deadline time.Time, method, path string, body []byte) (Response, error) {
+func (h *Client) Do(ctx context.Context, deadline time.Time, method, path, header string, body []byte) (Response, error) {
 	for fresh := false; ; fresh = true {
 		c, reused, err := h.get(ctx, deadline, fresh)
 		if err != nil {
 			return Response{}, err
 		}
-		resp, keep, err := c.exchange(ctx, deadline, h, method, path, body)
+		resp, keep, err := c.exchange(ctx, deadline, h, method, path, header, body)
 		if err == nil {
 			if keep {
 				h.put(c)
@@ -226,7 +227,7 @@ var longAgo = time.Unix(1, 0)
 
 // exchange writes the request and reads the response on c. keep says
 // whether c can carry another request.
-func (c *conn) exchange(ctx context.Context, deadline time.Time, h *Client, method, path string, body []byte) (resp Response, keep bool, err error) {
+func (c *conn) exchange(ctx context.Context, deadline time.Time, h *Client, method, path, header string, body []byte) (resp Response, keep bool, err error) {
 	if err := c.nc.SetDeadline(deadline); err != nil {
 		return Response{}, false, err
 	}
@@ -243,8 +244,8 @@ func (c *conn) exchange(ctx context.Context, deadline time.Time, h *Client, meth
 	// One write of the headers and the body, copied together: a memmove
 	// costs less than a second system call, and writev would hide the
 	// exchange from the race detector (which follows read and write only).
-	out := getBuf(512 + len(body))
-	out.b = append(h.appendHead(out.b, method, path, len(body)), body...)
+	out := getBuf(512 + len(header) + len(body))
+	out.b = append(h.appendHead(out.b, method, path, header, len(body)), body...)
 	_, err = c.nc.Write(out.b)
 	bufPool.Put(out)
 	if err != nil {
@@ -267,7 +268,7 @@ func (c *conn) exchange(ctx context.Context, deadline time.Time, h *Client, meth
 }
 
 // appendHead appends the request line and headers.
-func (h *Client) appendHead(b []byte, method, path string, n int) []byte {
+func (h *Client) appendHead(b []byte, method, path, header string, n int) []byte {
 	b = append(b, method...)
 	b = append(b, ' ')
 	b = append(b, h.prefix...)
@@ -285,6 +286,7 @@ func (h *Client) appendHead(b []byte, method, path string, n int) []byte {
 		b = append(b, h.auth...)
 		b = append(b, "\r\n"...)
 	}
+	b = append(b, header...)
 	return append(b, "\r\n"...)
 }
 

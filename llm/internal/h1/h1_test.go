@@ -101,7 +101,7 @@ func tokenizeOnce(h *Client) (string, error) {
 }
 
 func tokenizeCtx(ctx context.Context, h *Client) (string, error) {
-	resp, err := h.Do(ctx, time.Now().Add(10*time.Second), http.MethodPost, "/tokenize",
+	resp, err := h.Do(ctx, time.Now().Add(10*time.Second), http.MethodPost, "/tokenize", "",
 		[]byte(`{"messages":[{"role":"user","content":"x"}]}`))
 	if err != nil {
 		return "", err

@@ -94,6 +94,11 @@ const (
 	KeySampleSeconds      Key = "sample_seconds"
 	KeyJudgeSeconds       Key = "judge_seconds"
 	KeyWaitTrainerSeconds Key = "wait_trainer_seconds"
+	// The league's churn and size (roles.<role>.policy: league): adapter
+	// loads and unloads of the step, members over every league role.
+	KeyLeagueLoads   Key = "league/loads"
+	KeyLeagueUnloads Key = "league/unloads"
+	KeyLeagueMembers Key = "league/members"
 	// KeySampleMetricsLost is true on the line of a trained step whose
 	// sampling metrics were lost: it holds the trainer's alone.
 	KeySampleMetricsLost Key = "sample_metrics_lost"
@@ -104,6 +109,10 @@ const (
 	// RoleRewardPrefix + role is a trained role's reward mean, written
 	// when the roles' rewards differ (a zero-sum game's sides).
 	RoleRewardPrefix = KeyRewardMean + "/"
+	// LeagueRatingPrefix + role and LeagueRDPrefix + role are the trained
+	// policy's Glicko-2 rating and deviation against the role's league.
+	LeagueRatingPrefix Key = "league/rating/"
+	LeagueRDPrefix     Key = "league/rd/"
 	// TrainerPrefix + name is the trainer's metric name from the step's
 	// DONE.
 	TrainerPrefix Key = "trainer/"

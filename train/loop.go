@@ -20,6 +20,7 @@ import (
 	"github.com/parleyhq/parley/grpo"
 	"github.com/parleyhq/parley/handshake"
 	"github.com/parleyhq/parley/internal/crashpoint"
+	"github.com/parleyhq/parley/league"
 	"github.com/parleyhq/parley/metrics"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
@@ -68,6 +69,11 @@ type LoopOptions struct {
 
 	Adapters      AdapterLoader
 	AdapterPrefix string
+
+	// League maps the roles played by a league (roles.<role>.policy:
+	// league) to their league: each group draws a member, rated as it
+	// plays; the league after each step is league/step-N.json.
+	League map[string]LeagueRole
 
 	// TrainerTimeout bounds the wait for one step's DONE.
 	TrainerTimeout time.Duration
@@ -126,6 +132,9 @@ type Loop struct {
 	// evaluation line is written.
 	metricsMu    sync.Mutex
 	evalRecorded map[int]bool
+	// league is the league after the newest written batch (nil without
+	// league roles).
+	league *league.State
 }
 
 // sidecar is what a step's sampling leaves beside its rollouts for the
@@ -178,7 +187,11 @@ func NewLoop(opts LoopOptions) (*Loop, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Loop{opts: opts, log: opts.Logger, state: st, recorded: recorded, evalRecorded: evals, baseline: st.RoleBaseline.Clone()}, nil
+	l := &Loop{opts: opts, log: opts.Logger, state: st, recorded: recorded, evalRecorded: evals, baseline: st.RoleBaseline.Clone()}
+	if err := l.loadLeague(st.Step + 1); err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // check validates o.
@@ -415,7 +428,7 @@ func (l *Loop) serveAdapter(ctx context.Context, step int, name string, done han
 	if err := l.opts.Adapters.LoadLoRA(ctx, name, dir); err != nil {
 		return fmt.Errorf("train.Loop step %d: load adapter %s from %s: %w", step, name, dir, err)
 	}
-	if prev := l.state.Adapter; prev != "" && prev != name {
+	if prev := l.state.Adapter; prev != "" && prev != name && (l.league == nil || !l.league.Holds(prev)) {
 		if err := l.opts.Adapters.UnloadLoRA(ctx, prev); err != nil {
 			l.log.Warn("unload of the previous adapter failed", zap.String("adapter", prev), zap.Error(err))
 		}

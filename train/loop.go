@@ -329,19 +329,25 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 // save_pretrained): its config and its weights in one of two formats.
 var adapterFiles = [][]string{{"adapter_config.json"}, {"adapter_model.safetensors", "adapter_model.bin"}}
 
-// adapterDir returns the absolute path of the adapter trained on step: the
-// folder DONE's adapter_path names (relative to the checkpoint directory,
-// or absolute inside it), else the checkpoint directory itself, after
-// checking that it holds an adapter. An error names the step, what is
-// missing and what to remove to train the step again.
+// adapterDir returns the absolute path of the adapter trained on step
+// (AdapterDir).
 func (l *Loop) adapterDir(step int, done handshake.Done) (string, error) {
-	ck, err := filepath.Abs(l.opts.Dir.CheckpointDir(step))
+	return AdapterDir(l.opts.Dir, step, done)
+}
+
+// AdapterDir returns the absolute path of the adapter trained on step of
+// run d: the folder DONE's adapter_path names (relative to the checkpoint
+// directory, or absolute inside it), else the checkpoint directory itself,
+// after checking that it holds an adapter. An error names the step, what
+// is missing and what to remove to train the step again.
+func AdapterDir(d dataset.RunDir, step int, done handshake.Done) (string, error) {
+	ck, err := filepath.Abs(d.CheckpointDir(step))
 	if err != nil {
 		return "", fmt.Errorf("train.Loop step %d: %w", step, err)
 	}
 	dir := done.AdapterPath
 	switch {
-	case dir == "" || dir == l.opts.Dir.CheckpointDir(step):
+	case dir == "" || dir == d.CheckpointDir(step):
 		dir = ck
 	case !filepath.IsAbs(dir):
 		dir = filepath.Join(ck, dir)
@@ -360,10 +366,23 @@ func (l *Loop) adapterDir(step int, done handshake.Done) (string, error) {
 		if !found {
 			return "", fmt.Errorf("train.Loop step %d: the trainer wrote DONE, but the adapter in %s has no %s: "+
 				"remove %s (the adapter and its DONE) to have step %d trained again from its batch",
-				step, dir, strings.Join(alts, " or "), l.opts.Dir.CheckpointDir(step), step)
+				step, dir, strings.Join(alts, " or "), d.CheckpointDir(step), step)
 		}
 	}
 	return dir, nil
+}
+
+// CheckpointAdapter reads the DONE of step of run d and returns its
+// checked adapter folder (AdapterDir).
+func CheckpointAdapter(d dataset.RunDir, step int) (string, error) {
+	done, ok, err := handshake.ReadDone(d.CheckpointDir(step))
+	if err != nil {
+		return "", fmt.Errorf("train: step %d: %w", step, err)
+	}
+	if !ok {
+		return "", fmt.Errorf("train: step %d: %s has no DONE", step, d.CheckpointDir(step))
+	}
+	return AdapterDir(d, step, done)
 }
 
 // trainedAdapter reads step's DONE and returns its checked adapter folder.

@@ -225,3 +225,18 @@ func crossPlaySpec(cfg config.Config, rd dataset.RunDir, steps []int, o CrossPla
 	}
 	return t, skipped, nil
 }
+
+// crossPlayOptions is train.crossplay_every's cross-play beside training:
+// LeagueCrossPlay up to each step, on train.crossplay_endpoint.
+func crossPlayOptions(cfg config.Config, rd dataset.RunDir, log *zap.Logger) train.CrossPlayOptions {
+	if cfg.Train.CrossPlayEvery <= 0 {
+		return train.CrossPlayOptions{}
+	}
+	return train.CrossPlayOptions{Every: cfg.Train.CrossPlayEvery, Play: func(ctx context.Context, step int) error {
+		path, sum, err := LeagueCrossPlay(ctx, CrossPlayOptions{Run: rd.Root(), Endpoint: cfg.Train.CrossPlayEndpoint, UpTo: step, Logger: log.Named("crossplay")})
+		if err == nil {
+			log.Info("cross-play report", zap.Int("step", step), zap.String("report", path), zap.Int("games", sum.Total), zap.Int("failed", sum.Failed))
+		}
+		return err
+	}}
+}

@@ -325,6 +325,14 @@ type Train struct {
 	// rule by its scores), beside training; results go to
 	// RUN/evals/step-N.json, metrics.jsonl and parley report.
 	EvalEvery int `yaml:"eval_every"`
+	// CrossPlayEvery plays cross-play among the run's checkpoints every N
+	// steps (0: never), beside training, as parley league crossplay does
+	// (the checkpoints up to the step, both seats, the game's own scorer;
+	// RUN/crossplay/step-N/report.md), on CrossPlayEndpoint: a vLLM server
+	// of its own serving policy.model, so that weight updates never abort
+	// its games.
+	CrossPlayEvery    int    `yaml:"crossplay_every"`
+	CrossPlayEndpoint string `yaml:"crossplay_endpoint"`
 	// MaxFailedFraction fails a step whose rollouts failed (sampling or
 	// judging) beyond this share, instead of training on what is left.
 	MaxFailedFraction float64 `yaml:"max_failed_fraction"`

@@ -73,3 +73,34 @@ func TestRoleLeague(t *testing.T) {
 		}
 	}
 }
+
+// TestCrossPlayEvery: train.crossplay_every needs an endpoint of its own
+// and a game with a tournament.
+func TestCrossPlayEvery(t *testing.T) {
+	base := "policy:\n  endpoints: ['http://p:8000']\njudge:\n  kind: game\n  base_url: http://j/v1\n  model: j\ngrpo:\n  mask: dialogue\n"
+	tests := []struct {
+		yaml, want string
+	}{
+		{"game:\n  env: endowment\ntrain:\n  crossplay_every: 5\n  crossplay_endpoint: http://xp:8000\n", ""},
+		{"game:\n  env: endowment\ntrain:\n  crossplay_every: 5\n", "key train.crossplay_endpoint: must name a vLLM server of its own"},
+		{"game:\n  env: endowment\ntrain:\n  crossplay_every: 5\n  crossplay_endpoint: http://p:8000\n", "is one of policy.endpoints"},
+		{"game:\n  env: endowment\ntrain:\n  crossplay_every: -1\n", "key train.crossplay_every: must be 0"},
+		{"game:\n  env: deliberation\ntrain:\n  crossplay_every: 2\n  crossplay_endpoint: http://xp:8000\n", "game deliberation has no two-seat tournament"},
+	}
+	for _, tt := range tests {
+		y := base + tt.yaml
+		if strings.Contains(tt.yaml, "deliberation") {
+			y = strings.Replace(y, "kind: game", "kind: ca", 1)
+		}
+		_, err := Parse([]byte(y))
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tt.yaml, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want %q", tt.yaml, err, tt.want)
+		}
+	}
+}

@@ -475,6 +475,22 @@ func (c Config) validateTrain(k *checker) {
 	if t.AdapterPrefix == "" || strings.ContainsAny(t.AdapterPrefix, `/\ `) {
 		k.bad("train.adapter_prefix", "must be a plain name, got %q", t.AdapterPrefix)
 	}
+	if t.CrossPlayEvery < 0 {
+		k.bad("train.crossplay_every", "must be 0 (no cross-play) or a positive number of steps, got %d", t.CrossPlayEvery)
+	}
+	if t.CrossPlayEvery > 0 {
+		if t.CrossPlayEndpoint == "" {
+			k.bad("train.crossplay_endpoint", "must name a vLLM server of its own for train.crossplay_every")
+		} else {
+			k.httpURL("train.crossplay_endpoint", t.CrossPlayEndpoint, "")
+			if slices.Contains(c.Policy.Endpoints, t.CrossPlayEndpoint) {
+				k.bad("train.crossplay_endpoint", "is one of policy.endpoints: cross-play needs a server of its own, whose games the training's weight updates never abort")
+			}
+		}
+		if spec, ok := rollout.Lookup(c.Game.Env); ok && spec.Tournament == nil {
+			k.bad("train.crossplay_every", "game %s has no two-seat tournament to play cross-play with", c.Game.Env)
+		}
+	}
 	if t.EvalEvery < 0 {
 		k.bad("train.eval_every", "must be 0 (no evaluation) or a positive number of steps, got %d", t.EvalEvery)
 	}

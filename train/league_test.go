@@ -8,10 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/handshake"
 	"github.com/parleyhq/parley/internal/crashpoint"
 	"github.com/parleyhq/parley/league"
 	"github.com/parleyhq/parley/train"
@@ -229,4 +232,42 @@ func leagueJSON(t *testing.T, dir dataset.RunDir, step int) string {
 	}
 	b, _ := json.MarshalIndent(s, "", " ")
 	return string(b)
+}
+
+// TestCrossPlayBeside: train.crossplay_every plays cross-play beside
+// training at every multiple (the newest waiting one when it falls
+// behind), waits for it at the end, and a resumed run queues the newest
+// multiple already trained again.
+func TestCrossPlayBeside(t *testing.T) {
+	url := simURL(t)
+	dir := dataset.RunDir(t.TempDir())
+	var mu sync.Mutex
+	var played []int
+	xp := func(o *train.LoopOptions) {
+		o.CrossPlay = train.CrossPlayOptions{Every: 2, Play: func(_ context.Context, step int) error {
+			if _, ok, _ := handshake.ReadDone(dir.CheckpointDir(step)); !ok {
+				t.Errorf("cross-play up to step %d before its checkpoint", step)
+			}
+			mu.Lock()
+			played = append(played, step)
+			mu.Unlock()
+			return nil
+		}}
+	}
+	if _, err := trained(t, dir, url, 4, 0, xp); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	got := slices.Clone(played)
+	mu.Unlock()
+	if len(got) == 0 || got[len(got)-1] != 4 || slices.ContainsFunc(got, func(s int) bool { return s%2 != 0 }) {
+		t.Errorf("cross-play ran up to steps %v, want multiples of 2 ending with 4", got)
+	}
+	played = nil
+	if _, err := trained(t, dir, url, 5, 0, xp); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(played, []int{4}) {
+		t.Errorf("resumed run's cross-play %v, want step 4 again (resumable)", played)
+	}
 }

@@ -101,6 +101,9 @@ type LoopOptions struct {
 	// Eval configures the evaluations run while training
 	// (train.eval_every); its zero value runs none.
 	Eval EvalOptions
+	// CrossPlay runs cross-play among the checkpoints beside training
+	// (train.crossplay_every); its zero value runs none.
+	CrossPlay CrossPlayOptions
 
 	// OnStart, if set, is called when Run starts with the number of steps
 	// already completed (a resumed run).
@@ -125,8 +128,9 @@ type Loop struct {
 	// baseline is the role baseline after the newest written batch (with
 	// staleness 1 it runs one step ahead of the state's).
 	baseline *grpo.RoleBaseline
-	// ev runs the evaluations of the current Run.
+	// ev runs the evaluations of the current Run, xp its cross-play.
 	ev *evalRunner
+	xp *crossPlayer
 	// metricsMu serialises the appends to metrics.jsonl of the loop and
 	// its evaluations; evalRecorded (under it) holds the steps whose
 	// evaluation line is written.
@@ -291,6 +295,8 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer func() { err = l.ev.finish(err) }()
+	l.xp = startCrossPlay(ctx, l.opts.CrossPlay, l.state.Step, l.log)
+	defer func() { l.xp.finish(err != nil) }()
 	if l.state.Step >= l.opts.Steps {
 		l.log.Info("run already complete", zap.Int("step", l.state.Step))
 		return nil
@@ -430,6 +436,7 @@ func (l *Loop) finish(ctx context.Context, step int) error {
 	if l.opts.OnStep != nil {
 		l.opts.OnStep(m.Strings())
 	}
+	l.xp.queue(step)
 	// Queued, not run: the evaluation goes on beside the next steps.
 	if err := l.ev.queue(step); err != nil {
 		l.log.Warn("the step's evaluation cannot run", zap.Int("step", step), zap.Error(err))

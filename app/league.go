@@ -184,7 +184,7 @@ func crossPlaySpec(cfg config.Config, rd dataset.RunDir, steps []int, o CrossPla
 			continue
 		}
 		for i, m := range r.Pool {
-			id := fmt.Sprintf("%s.%s", role, league.FrozenID(i))
+			id := fmt.Sprintf("%s-pool%d", role, i) // league.FrozenID(i); agent names take letters, digits, . _ -
 			switch m.Policy {
 			case dataset.PolicyAdapter:
 				agents = append(agents, map[string]any{"name": id, "endpoint": o.Endpoint, "model": cfg.Policy.Model, "adapter": m.Model, "adapter_path": m.AdapterPath})

@@ -76,7 +76,7 @@ func TestLeagueCrossPlay(t *testing.T) {
 		t.Errorf("report at %s, want %s", path, want)
 	}
 	md, _ := os.ReadFile(path)
-	for _, want := range []string{"12 games among 3 agents", "requester.pool[0] (scripted)", "| step-000002 |", "1600 ± 235", "![cross-play](crossplay.png)", "![ratings](league-ratings.png)"} {
+	for _, want := range []string{"12 games among 3 agents", "requester-pool0 (scripted)", "| step-000002 |", "1600 ± 235", "![cross-play](crossplay.png)", "![ratings](league-ratings.png)"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}

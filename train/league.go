@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 
@@ -82,7 +83,13 @@ func (l *Loop) leagueDraw(ctx context.Context, step, pv, groups int) (*league.St
 		r.Join(step, pv, len(lr.Frozen), lr.Options)
 		for i := range r.Members {
 			m := &r.Members[i]
-			if m.Kind != league.KindSnapshot || m.Version == 0 {
+			if m.Kind == league.KindFrozen {
+				if frozenIndex(m.ID) >= len(lr.Frozen) {
+					m.Skipped = fmt.Sprintf("roles.%s.pool has %d entries now", role, len(lr.Frozen))
+				}
+				continue
+			}
+			if m.Version == 0 {
 				continue
 			}
 			m.Model = l.AdapterName(m.Version)
@@ -136,9 +143,7 @@ func (l *Loop) memberPlayer(lr LeagueRole, m *league.Member) rollout.Player {
 	var pl rollout.Player
 	switch {
 	case m.Kind == league.KindFrozen:
-		var i int
-		fmt.Sscanf(m.ID, "pool[%d]", &i)
-		pl = lr.Frozen[i]
+		pl = lr.Frozen[frozenIndex(m.ID)]
 	case m.Version == 0:
 		pl = rollout.Player{Kind: dataset.PolicyBase, Model: l.opts.Rollout.Model, Tokens: l.opts.Rollout.Policy}
 	default:
@@ -146,6 +151,15 @@ func (l *Loop) memberPlayer(lr LeagueRole, m *league.Member) rollout.Player {
 	}
 	pl.Trained, pl.Member, pl.MemberVersion = false, m.ID, m.Version
 	return pl
+}
+
+// frozenIndex is the pool index of frozen member id (league.FrozenID).
+func frozenIndex(id string) int {
+	i := -1
+	if _, err := fmt.Sscanf(id, "pool[%d]", &i); err != nil || i < 0 {
+		return math.MaxInt
+	}
+	return i
 }
 
 // leagueScore is the trained policy's result in rollout r against the

@@ -11,10 +11,12 @@ import (
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
 	"github.com/parleyhq/parley/internal/retry"
+	"github.com/parleyhq/parley/league"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/llm/chat"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
+	"github.com/parleyhq/parley/train"
 	"go.uber.org/zap"
 )
 
@@ -227,7 +229,13 @@ func newPlayers(cfg config.Config, policy *llm.Client, log *zap.Logger) (map[str
 			continue
 		}
 		members, mkeys := []config.RoleModel{r}, []string{key}
-		if r.Policy == dataset.PolicyPool {
+		pooled := r.Policy == dataset.PolicyPool || (r.Policy == dataset.PolicyLeague && len(r.Pool) > 0)
+		if r.Policy == dataset.PolicyLeague && len(r.Pool) == 0 {
+			// Outside training a league without frozen agents is the base
+			// model; training draws its snapshots (leagueRoles).
+			members = []config.RoleModel{{Policy: dataset.PolicyBase}}
+		}
+		if pooled {
 			members, mkeys = r.Pool, nil
 			for i := range r.Pool {
 				mkeys = append(mkeys, fmt.Sprintf("%s.pool[%d]", key, i))
@@ -242,7 +250,7 @@ func newPlayers(cfg config.Config, policy *llm.Client, log *zap.Logger) (map[str
 			if closer != nil {
 				closers = append(closers, closer)
 			}
-			if r.Policy == dataset.PolicyPool {
+			if pooled {
 				pools[role] = append(pools[role], pl)
 			} else {
 				players[role] = pl
@@ -297,6 +305,23 @@ func newPlayer(cfg config.Config, policy *llm.Client, log *zap.Logger, role, key
 		return pl, func() { _ = c.Close() }, nil
 	}
 	return pl, nil, nil
+}
+
+// leagueRoles are the training loop's leagues (roles.<role>.policy:
+// league): each role's options and its frozen members, the players built
+// from roles.<role>.pool (ro.Pools).
+func leagueRoles(cfg config.Config, ro rollout.RunnerOptions) map[string]train.LeagueRole {
+	out := map[string]train.LeagueRole{}
+	for role, r := range cfg.Roles {
+		if r.Policy != dataset.PolicyLeague {
+			continue
+		}
+		out[role] = train.LeagueRole{
+			Options: league.Options{SnapshotEvery: r.League.SnapshotEvery, Draw: r.League.Draw, PFSPPower: r.League.PFSPPower, MaxLoaded: r.League.MaxLoaded},
+			Frozen:  ro.Pools[role],
+		}
+	}
+	return out
 }
 
 // advantageOptions maps the config's grpo section.

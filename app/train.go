@@ -176,6 +176,7 @@ func runTrain(ctx context.Context, env Env, cfg config.Config, runDir dataset.Ru
 		Advantage: advantageOptions(cfg.GRPO), Mask: cfg.GRPO.Mask, AdapterPrefix: cfg.Train.AdapterPrefix,
 		TrainerTimeout: cfg.Train.TrainerTimeout, MaxFailedFraction: cfg.Train.MaxFailedFraction, Logger: log,
 		Eval: evals, OnStart: rep.onStart, Progress: bars.Start, OnStep: rep.onStep,
+		League: leagueRoles(cfg, ro), CrossPlay: crossPlayOptions(cfg, runDir, log),
 	}
 	st, err := train.Run(ctx, opts)
 	if err != nil {

@@ -136,7 +136,7 @@ type Curriculum struct {
 // into training batches.
 type RoleModel struct {
 	// Policy is trained, base, adapter, endpoint, external, scripted (the
-	// game plays the role itself) or pool.
+	// game plays the role itself), pool or league.
 	Policy dataset.PolicyKind `yaml:"policy"`
 	// Model is the adapter (adapter), the served model (endpoint) or the
 	// external model name (external).
@@ -155,6 +155,30 @@ type RoleModel struct {
 	// so a group holds one opponent and its advantages compare like with
 	// like.
 	Pool []RoleModel `yaml:"pool"`
+	// League configures policy league: the pool's agents (frozen) plus the
+	// run's own past adapters, one member drawn per group and rated as it
+	// plays (Glicko-2); the league after each step is RUN/league/step-N.json.
+	League League `yaml:"league"`
+}
+
+// League configures a role's league (roles.<role>.league).
+type League struct {
+	// SnapshotEvery is K: the run's adapter of every step j with j % K == 0
+	// (and the base model, version 0) joins the league once the policy
+	// that samples has reached it (default 1).
+	SnapshotEvery int `yaml:"snapshot_every"`
+	// Draw is how a group's member is drawn: uniform (the default), latest
+	// (the newest snapshot) or pfsp (prioritized fictitious self-play:
+	// weight (1 − p)^pfsp_power, p the trained policy's estimated win
+	// probability against the member, from the ratings).
+	Draw string `yaml:"draw"`
+	// PFSPPower is pfsp's exponent (default 2, AlphaStar's hard opponents).
+	PFSPPower float64 `yaml:"pfsp_power"`
+	// MaxLoaded bounds the league's adapters loaded at once on the policy
+	// endpoints (default 4); the least recently drawn beyond it are
+	// unloaded. Keep it below the server's --max-loras less the two the
+	// trained policy's adapter swap needs.
+	MaxLoaded int `yaml:"max_loaded"`
 }
 
 // Rollout sizes the sampling of groups.
@@ -307,6 +331,14 @@ type Train struct {
 	// rule by its scores), beside training; results go to
 	// RUN/evals/step-N.json, metrics.jsonl and parley report.
 	EvalEvery int `yaml:"eval_every"`
+	// CrossPlayEvery plays cross-play among the run's checkpoints every N
+	// steps (0: never), beside training, as parley league crossplay does
+	// (the checkpoints up to the step, both seats, the game's own scorer;
+	// RUN/crossplay/step-N/report.md), on CrossPlayEndpoint: a vLLM server
+	// of its own serving policy.model, so that weight updates never abort
+	// its games.
+	CrossPlayEvery    int    `yaml:"crossplay_every"`
+	CrossPlayEndpoint string `yaml:"crossplay_endpoint"`
 	// MaxFailedFraction fails a step whose rollouts failed (sampling or
 	// judging) beyond this share, instead of training on what is left.
 	MaxFailedFraction float64 `yaml:"max_failed_fraction"`

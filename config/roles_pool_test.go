@@ -41,3 +41,66 @@ func TestRolePool(t *testing.T) {
 		t.Errorf("redacted pool URL %q", got)
 	}
 }
+
+// TestRoleLeague: roles.<role>.policy league, its keys and the game's
+// roles; each bad value is named by its key and line.
+func TestRoleLeague(t *testing.T) {
+	base := "game:\n  env: endowment\njudge:\n  kind: game\n  base_url: http://j/v1\n  model: j\ngrpo:\n  mask: dialogue\nroles:\n"
+	tests := []struct {
+		roles, want string
+	}{
+		{"  requester:\n    policy: league\n", ""},
+		{"  requester:\n    policy: league\n    pool:\n      - {policy: scripted}\n    league: {snapshot_every: 2, draw: pfsp, pfsp_power: 2, max_loaded: 3}\n", ""},
+		{"  requester:\n    policy: league\n    league: {draw: best}\n", `line 12: key roles.requester.league.draw: "best" is not one of uniform, latest, pfsp`},
+		{"  requester:\n    policy: league\n    league: {snapshot_every: -1}\n", "key roles.requester.league.snapshot_every: must be zero or more"},
+		{"  requester:\n    policy: league\n    league: {pfsp_power: -1}\n", "key roles.requester.league.pfsp_power"},
+		{"  requester:\n    policy: league\n    league: {snapshot: 2}\n", `unknown key "roles.requester.league.snapshot"`},
+		{"  A:\n    policy: league\n", `line 11: key roles.A.policy: game endowment has no role "A" to play by a league (its roles: requester, holder)`},
+		{"  requester:\n    policy: base\n    league: {draw: pfsp}\n", "key roles.requester.league: is for policy league"},
+		{"  requester:\n    policy: league\n  holder:\n    policy: scripted\n", "no role of game endowment is left to it"},
+		{"  requester:\n    policy: league\n    pool:\n      - {policy: league}\n", "key roles.requester.pool[0].policy: a pool holds frozen opponents"},
+	}
+	for _, tt := range tests {
+		_, err := Parse([]byte(base + tt.roles))
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tt.roles, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want %q", tt.roles, err, tt.want)
+		}
+	}
+}
+
+// TestCrossPlayEvery: train.crossplay_every needs an endpoint of its own
+// and a game with a tournament.
+func TestCrossPlayEvery(t *testing.T) {
+	base := "policy:\n  endpoints: ['http://p:8000']\njudge:\n  kind: game\n  base_url: http://j/v1\n  model: j\ngrpo:\n  mask: dialogue\n"
+	tests := []struct {
+		yaml, want string
+	}{
+		{"game:\n  env: endowment\ntrain:\n  crossplay_every: 5\n  crossplay_endpoint: http://xp:8000\n", ""},
+		{"game:\n  env: endowment\ntrain:\n  crossplay_every: 5\n", "key train.crossplay_endpoint: must name a vLLM server of its own"},
+		{"game:\n  env: endowment\ntrain:\n  crossplay_every: 5\n  crossplay_endpoint: http://p:8000\n", "is one of policy.endpoints"},
+		{"game:\n  env: endowment\ntrain:\n  crossplay_every: -1\n", "key train.crossplay_every: must be 0"},
+		{"game:\n  env: deliberation\ntrain:\n  crossplay_every: 2\n  crossplay_endpoint: http://xp:8000\n", "game deliberation has no two-seat tournament"},
+	}
+	for _, tt := range tests {
+		y := base + tt.yaml
+		if strings.Contains(tt.yaml, "deliberation") {
+			y = strings.Replace(y, "kind: game", "kind: ca", 1)
+		}
+		_, err := Parse([]byte(y))
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tt.yaml, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want %q", tt.yaml, err, tt.want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
+	"github.com/parleyhq/parley/league"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
 	"gopkg.in/yaml.v3"
@@ -305,18 +306,24 @@ func (c Config) validateCurriculum(k *checker) {
 
 // RolePolicies are roles.<role>.policy's values.
 var RolePolicies = []dataset.PolicyKind{dataset.PolicyTrained, dataset.PolicyBase, dataset.PolicyAdapter, dataset.PolicyEndpoint, dataset.PolicyExternal,
-	dataset.PolicyScripted, dataset.PolicyPool}
+	dataset.PolicyScripted, dataset.PolicyPool, dataset.PolicyLeague}
 
 func (c Config) validateRoles(k *checker) {
+	spec, _ := rollout.Lookup(c.Game.Env)
 	for role, r := range c.Roles {
 		key := "roles." + role
-		if r.Policy == dataset.PolicyPool {
-			if len(r.Pool) == 0 {
+		if r.Policy == dataset.PolicyLeague {
+			c.validateLeague(k, key, role, r, spec.Players)
+		} else if r.League != (League{}) {
+			k.bad(key+".league", "is for policy %s", dataset.PolicyLeague)
+		}
+		if r.Policy == dataset.PolicyPool || r.Policy == dataset.PolicyLeague {
+			if len(r.Pool) == 0 && r.Policy == dataset.PolicyPool {
 				k.bad(key+".pool", "must list the opponents a group draws from")
 			}
 			for i, m := range r.Pool {
 				pkey := fmt.Sprintf("%s.pool[%d]", key, i)
-				if m.Policy == dataset.PolicyTrained || m.Policy == dataset.PolicyPool || len(m.Pool) > 0 {
+				if m.Policy == dataset.PolicyTrained || m.Policy == dataset.PolicyPool || m.Policy == dataset.PolicyLeague || len(m.Pool) > 0 {
 					k.bad(pkey+".policy", "a pool holds frozen opponents: base, adapter, endpoint, external or scripted, got %q", m.Policy)
 					continue
 				}
@@ -325,9 +332,36 @@ func (c Config) validateRoles(k *checker) {
 			continue
 		}
 		if len(r.Pool) > 0 {
-			k.bad(key+".pool", "is for policy %s", dataset.PolicyPool)
+			k.bad(key+".pool", "is for policy %s or %s", dataset.PolicyPool, dataset.PolicyLeague)
 		}
 		validateRole(k, key, r)
+	}
+}
+
+// validateLeague checks roles.<role> with policy league: the game has the
+// role (players, the game's fixed roles; nil when they come from the
+// scenario) and roles.<role>.league's values.
+func (c Config) validateLeague(k *checker, key, role string, r RoleModel, players []string) {
+	if players != nil && !slices.Contains(players, role) {
+		k.bad(key+".policy", "game %s has no role %q to play by a league (its roles: %s)", c.Game.Env, role, strings.Join(players, ", "))
+	}
+	lk := key + ".league"
+	k.nonNegative(lk+".snapshot_every", r.League.SnapshotEvery)
+	k.nonNegative(lk+".max_loaded", r.League.MaxLoaded)
+	if r.League.Draw != "" {
+		oneOf(k, lk+".draw", r.League.Draw, league.DrawRules)
+	}
+	if r.League.PFSPPower < 0 {
+		k.bad(lk+".pfsp_power", "must not be negative, got %g", r.League.PFSPPower)
+	}
+	trained := 0
+	for _, p := range players {
+		if q, ok := c.Roles[p]; !ok || q.Policy == dataset.PolicyTrained || q.Policy == "" {
+			trained++
+		}
+	}
+	if players != nil && trained == 0 {
+		k.bad(key+".policy", "a league plays against the trained policy, but no role of game %s is left to it", c.Game.Env)
 	}
 }
 
@@ -459,6 +493,22 @@ func (c Config) validateTrain(k *checker) {
 	}
 	if t.AdapterPrefix == "" || strings.ContainsAny(t.AdapterPrefix, `/\ `) {
 		k.bad("train.adapter_prefix", "must be a plain name, got %q", t.AdapterPrefix)
+	}
+	if t.CrossPlayEvery < 0 {
+		k.bad("train.crossplay_every", "must be 0 (no cross-play) or a positive number of steps, got %d", t.CrossPlayEvery)
+	}
+	if t.CrossPlayEvery > 0 {
+		if t.CrossPlayEndpoint == "" {
+			k.bad("train.crossplay_endpoint", "must name a vLLM server of its own for train.crossplay_every")
+		} else {
+			k.httpURL("train.crossplay_endpoint", t.CrossPlayEndpoint, "")
+			if slices.Contains(c.Policy.Endpoints, t.CrossPlayEndpoint) {
+				k.bad("train.crossplay_endpoint", "is one of policy.endpoints: cross-play needs a server of its own, whose games the training's weight updates never abort")
+			}
+		}
+		if spec, ok := rollout.Lookup(c.Game.Env); ok && spec.Tournament == nil {
+			k.bad("train.crossplay_every", "game %s has no two-seat tournament to play cross-play with", c.Game.Env)
+		}
 	}
 	if t.EvalEvery < 0 {
 		k.bad("train.eval_every", "must be 0 (no evaluation) or a positive number of steps, got %d", t.EvalEvery)

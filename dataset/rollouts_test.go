@@ -350,3 +350,53 @@ func TestReadRolloutsRefusesOtherFiles(t *testing.T) {
 		t.Errorf("ReadAllRollouts(prompts) = %v, want not a rollouts file", err)
 	}
 }
+
+// rolloutPreLeague is a version-2 rollout as written before league
+// members were recorded: its roles lack member and member_version.
+type rolloutPreLeague struct {
+	RolloutID string `parquet:"rollout_id"`
+	GroupID   string `parquet:"group_id"`
+	Env       string `parquet:"env"`
+	Final     string `parquet:"final"`
+	Failed    bool   `parquet:"failed"`
+	Roles     []struct {
+		Role    string     `parquet:"role"`
+		Policy  PolicyKind `parquet:"policy"`
+		Model   string     `parquet:"model"`
+		Trained bool       `parquet:"trained"`
+		Scored  bool       `parquet:"scored"`
+		Score   float32    `parquet:"score"`
+	} `parquet:"roles,list"`
+}
+
+// TestReadRolloutsPreLeague: rollouts written before the league columns
+// read with an empty member; the new columns round-trip.
+func TestReadRolloutsPreLeague(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.parquet")
+	old := rolloutPreLeague{RolloutID: "r0", GroupID: "g", Env: "endowment"}
+	old.Roles = append(old.Roles, struct {
+		Role    string     `parquet:"role"`
+		Policy  PolicyKind `parquet:"policy"`
+		Model   string     `parquet:"model"`
+		Trained bool       `parquet:"trained"`
+		Scored  bool       `parquet:"scored"`
+		Score   float32    `parquet:"score"`
+	}{Role: "requester", Policy: PolicyPool, Model: "m", Scored: true, Score: 0.25})
+	writeRaw(t, path, []rolloutPreLeague{old}, "2")
+	got, err := ReadAllRollouts(path)
+	mustNoErr(t, err)
+	if len(got) != 1 || len(got[0].Roles) != 1 || got[0].Roles[0].Score != 0.25 || got[0].Roles[0].Member != "" || got[0].Roles[0].MemberVersion != 0 {
+		t.Fatalf("pre-league rollouts read as %+v", got)
+	}
+	now := filepath.Join(t.TempDir(), "new.parquet")
+	w, err := NewRolloutWriter(now, RolloutWriterOptions{})
+	mustNoErr(t, err)
+	r := Rollout{RolloutID: "r1", Roles: []RoleOutcome{{Role: "requester", Policy: PolicyAdapter, Member: "snapshot-000004", MemberVersion: 4}}}
+	mustNoErr(t, w.Write(r))
+	mustNoErr(t, w.Close())
+	back, err := ReadAllRollouts(now)
+	mustNoErr(t, err)
+	if m := back[0].Roles[0]; m.Member != "snapshot-000004" || m.MemberVersion != 4 {
+		t.Errorf("league member round trip = %+v", m)
+	}
+}

@@ -22,6 +22,7 @@ const (
 	CheckpointsDirName = "checkpoints"
 	MetricsFile        = "metrics.jsonl"
 	EvalsDirName       = "evals"
+	LeagueDirName      = "league"
 	// LockFile holds the PID of the parley process training the run, which
 	// holds an exclusive flock on it (RunDir.Lock).
 	LockFile = "lock"
@@ -139,6 +140,14 @@ func (d RunDir) EvalsDir() string { return filepath.Join(string(d), EvalsDirName
 // EvalPath is evals/step-N.json.
 func (d RunDir) EvalPath(step int) string {
 	return filepath.Join(string(d), EvalsDirName, StepName(step)+".json")
+}
+
+// LeagueDir is league/: the league's state after each step.
+func (d RunDir) LeagueDir() string { return filepath.Join(string(d), LeagueDirName) }
+
+// LeaguePath is league/step-N.json.
+func (d RunDir) LeaguePath(step int) string {
+	return filepath.Join(string(d), LeagueDirName, StepName(step)+".json")
 }
 
 // DonePath is checkpoints/step-N/DONE.

@@ -152,6 +152,10 @@ const (
 	// trained), one drawn per group so that a group holds one opponent and
 	// its advantages compare like with like.
 	PolicyPool PolicyKind = "pool"
+	// PolicyLeague is a league: the frozen opponents of a pool plus the
+	// run's own past adapters (a snapshot every K steps), one drawn per
+	// group by a stated rule and rated as they play (package league).
+	PolicyLeague PolicyKind = "league"
 )
 
 // RoleOutcome is what one role of a rollout did and earned.
@@ -175,6 +179,12 @@ type RoleOutcome struct {
 	// Outcome is the game's outcome for the role as JSON (a ledger, a vote,
 	// a utility), "" when the game records none.
 	Outcome string `json:"outcome,omitempty" parquet:"outcome"`
+	// Member is the league member that played the role (a league role:
+	// "pool[0]", "snapshot-000004"), "" otherwise; MemberVersion is that
+	// snapshot's policy version (0 for the base model and frozen members).
+	// Files written before leagues read as "" and 0.
+	Member        string `json:"member,omitempty" parquet:"member"`
+	MemberVersion int32  `json:"member_version,omitempty" parquet:"member_version"`
 }
 
 // Rollout is the human-readable and token-level record of one rollout: one

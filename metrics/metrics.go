@@ -102,6 +102,11 @@ const (
 	KeyEndpointLoadMax    Key = "policy/endpoint_load_max"
 	KeyEndpointLoadMean   Key = "policy/endpoint_load_mean"
 	KeySessionMoves       Key = "policy/session_moves"
+	// The league's churn and size (roles.<role>.policy: league): adapter
+	// loads and unloads of the step, members over every league role.
+	KeyLeagueLoads   Key = "league/loads"
+	KeyLeagueUnloads Key = "league/unloads"
+	KeyLeagueMembers Key = "league/members"
 	// KeySampleMetricsLost is true on the line of a trained step whose
 	// sampling metrics were lost: it holds the trainer's alone.
 	KeySampleMetricsLost Key = "sample_metrics_lost"
@@ -112,6 +117,10 @@ const (
 	// RoleRewardPrefix + role is a trained role's reward mean, written
 	// when the roles' rewards differ (a zero-sum game's sides).
 	RoleRewardPrefix = KeyRewardMean + "/"
+	// LeagueRatingPrefix + role and LeagueRDPrefix + role are the trained
+	// policy's Glicko-2 rating and deviation against the role's league.
+	LeagueRatingPrefix Key = "league/rating/"
+	LeagueRDPrefix     Key = "league/rd/"
 	// TrainerPrefix + name is the trainer's metric name from the step's
 	// DONE.
 	TrainerPrefix Key = "trainer/"

@@ -83,6 +83,10 @@ type Player struct {
 	// Bridge renders Tokens' bridges (HistoryTokens); nil: the recorder's
 	// own for the trained policy's client, a new one for another client.
 	Bridge *Bridge
+	// Member and MemberVersion name the league member the player is
+	// (dataset.RoleOutcome's), "" and 0 outside a league.
+	Member        string
+	MemberVersion int
 }
 
 // HistoryMode is how a Recorder carries an agent's conversation from one

@@ -62,6 +62,15 @@ type Spec struct {
 	// 0–1"), for the labels of exports, reports and charts; zero means
 	// "<game> score" with no range.
 	ScoreScale dataset.ScoreScale
+	// Players are the roles a player plays when they do not depend on the
+	// row (nil when they come from the scenario): config validation checks
+	// roles.<role> against them.
+	Players []string
+	// ZeroSum is set by two-sided games where one side's gain is the
+	// other's loss (seed 001's share): a league rates a game by comparing
+	// the sides' scores (win, draw, loss); in any other game by the trained
+	// roles' score scaled to [0, 1].
+	ZeroSum bool
 	// UsesJudge is set by games that consult the judge (judge.base_url,
 	// judge.model) during play: they get its client in Shared.Judge.
 	UsesJudge bool

@@ -25,7 +25,11 @@ type RunnerOptions struct {
 	// of a group faces the same one (seeded by the run's seed and the
 	// group id), so a group holds one opponent and its advantages compare
 	// like with like. A role in Pools is not looked up in Players.
-	Pools              map[string][]Player
+	Pools map[string][]Player
+	// Drawn maps a group's id (GroupID) to the players some of its roles
+	// were drawn (a league's members, drawn by the training loop before
+	// the step): they replace Players' and Pools' for that group.
+	Drawn              map[string]map[string]Player
 	Sampling           llm.Sampling
 	ChatTemplateKwargs map[string]any
 	// GroupSize is G, the rollouts per prompt row.
@@ -84,11 +88,25 @@ func NewRunner(opts RunnerOptions) (*Runner, error) {
 				all[fmt.Sprintf("%s\x00%d", role, i)] = pl
 			}
 		}
+		for gid, roles := range opts.Drawn {
+			for role, pl := range roles {
+				all["drawn\x00"+gid+"\x00"+role] = pl
+			}
+		}
 		all = sharedBridges(all, opts.Policy)
 		if opts.Players != nil {
 			r.opts.Players = map[string]Player{}
 			for role := range opts.Players {
 				r.opts.Players[role] = all[role]
+			}
+		}
+		if opts.Drawn != nil {
+			r.opts.Drawn = map[string]map[string]Player{}
+			for gid, roles := range opts.Drawn {
+				r.opts.Drawn[gid] = map[string]Player{}
+				for role := range roles {
+					r.opts.Drawn[gid][role] = all["drawn\x00"+gid+"\x00"+role]
+				}
 			}
 		}
 		if opts.Pools != nil {
@@ -423,7 +441,8 @@ func RoleOutcomes(roles []string, agents *Recorder) []dataset.RoleOutcome {
 		if pl.Chat != nil {
 			model = pl.Chat.Model()
 		}
-		out[i] = dataset.RoleOutcome{Role: role, Policy: pl.Kind, Model: model, Endpoint: pl.Endpoint, Trained: pl.Trained}
+		out[i] = dataset.RoleOutcome{Role: role, Policy: pl.Kind, Model: model, Endpoint: pl.Endpoint, Trained: pl.Trained,
+			Member: pl.Member, MemberVersion: int32(pl.MemberVersion)}
 	}
 	return out
 }
@@ -469,7 +488,7 @@ func (r *Runner) playOne(ctx context.Context, g groupJob, group, index int) play
 		StartedUnixMS: time.Now().UnixMilli(),
 	}
 	agents := NewRecorder(RecorderOptions{
-		Policy: r.opts.Policy, Model: r.opts.Model, Players: GroupPlayers(r.opts.Players, r.opts.Pools, r.opts.Seed, groupID), Sampling: r.opts.Sampling,
+		Policy: r.opts.Policy, Model: r.opts.Model, Players: r.groupPlayers(groupID), Sampling: r.opts.Sampling,
 		ChatTemplateKwargs: r.opts.ChatTemplateKwargs, Seed: sampleSeed,
 		History: r.opts.History, Bridge: r.bridge, Session: rec.RolloutID, Group: groupID,
 	})
@@ -498,6 +517,24 @@ func (r *Runner) playOne(ctx context.Context, g groupJob, group, index int) play
 		r.opts.Logger.Debug("rollout failed", zap.String("rollout_id", rec.RolloutID), zap.Error(err))
 	}
 	return played{rec: rec, err: err, next: next, promptTokensSent: agents.PromptTokensSent, closed: agents.ClosedTurns}
+}
+
+// groupPlayers is the players of group groupID: GroupPlayers, with the
+// roles drawn for the group (RunnerOptions.Drawn) in place.
+func (r *Runner) groupPlayers(groupID string) map[string]Player {
+	out := GroupPlayers(r.opts.Players, r.opts.Pools, r.opts.Seed, groupID)
+	drawn := r.opts.Drawn[groupID]
+	if len(drawn) == 0 {
+		return out
+	}
+	with := make(map[string]Player, len(out)+len(drawn))
+	for role, pl := range out {
+		with[role] = pl
+	}
+	for role, pl := range drawn {
+		with[role] = pl
+	}
+	return with
 }
 
 // GroupPlayers is the players of the rollouts of group groupID: players,

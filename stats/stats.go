@@ -3,7 +3,8 @@
 // quadratic-weighted Cohen's kappa, confusion matrices), running averages
 // for chart series, Student t confidence intervals of means and paired
 // differences, and those of tournaments: Spearman's rank correlation,
-// Elo ratings per role with an order-independent average, Cohen's d with
+// Elo ratings per role with an order-independent average, Glicko-2
+// ratings with deviations (the league's), Cohen's d with
 // its exact intervals and TOST equivalence tests (with the Student and
 // noncentral t distributions they need), and the sequential R² of a
 // hierarchical regression. It has no dependencies beyond the

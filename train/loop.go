@@ -20,6 +20,7 @@ import (
 	"github.com/parleyhq/parley/grpo"
 	"github.com/parleyhq/parley/handshake"
 	"github.com/parleyhq/parley/internal/crashpoint"
+	"github.com/parleyhq/parley/league"
 	"github.com/parleyhq/parley/metrics"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
@@ -69,6 +70,11 @@ type LoopOptions struct {
 	Adapters      AdapterLoader
 	AdapterPrefix string
 
+	// League maps the roles played by a league (roles.<role>.policy:
+	// league) to their league: each group draws a member, rated as it
+	// plays; the league after each step is league/step-N.json.
+	League map[string]LeagueRole
+
 	// TrainerTimeout bounds the wait for one step's DONE.
 	TrainerTimeout time.Duration
 	// DonePoll is the DONE polling period (default 500ms).
@@ -95,6 +101,9 @@ type LoopOptions struct {
 	// Eval configures the evaluations run while training
 	// (train.eval_every); its zero value runs none.
 	Eval EvalOptions
+	// CrossPlay runs cross-play among the checkpoints beside training
+	// (train.crossplay_every); its zero value runs none.
+	CrossPlay CrossPlayOptions
 
 	// OnStart, if set, is called when Run starts with the number of steps
 	// already completed (a resumed run).
@@ -119,13 +128,17 @@ type Loop struct {
 	// baseline is the role baseline after the newest written batch (with
 	// staleness 1 it runs one step ahead of the state's).
 	baseline *grpo.RoleBaseline
-	// ev runs the evaluations of the current Run.
+	// ev runs the evaluations of the current Run, xp its cross-play.
 	ev *evalRunner
+	xp *crossPlayer
 	// metricsMu serialises the appends to metrics.jsonl of the loop and
 	// its evaluations; evalRecorded (under it) holds the steps whose
 	// evaluation line is written.
 	metricsMu    sync.Mutex
 	evalRecorded map[int]bool
+	// league is the league after the newest written batch (nil without
+	// league roles).
+	league *league.State
 }
 
 // sidecar is what a step's sampling leaves beside its rollouts for the
@@ -178,7 +191,11 @@ func NewLoop(opts LoopOptions) (*Loop, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Loop{opts: opts, log: opts.Logger, state: st, recorded: recorded, evalRecorded: evals, baseline: st.RoleBaseline.Clone()}, nil
+	l := &Loop{opts: opts, log: opts.Logger, state: st, recorded: recorded, evalRecorded: evals, baseline: st.RoleBaseline.Clone()}
+	if err := l.loadLeague(st.Step + 1); err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // check validates o.
@@ -278,6 +295,8 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer func() { err = l.ev.finish(err) }()
+	l.xp = startCrossPlay(ctx, l.opts.CrossPlay, l.state.Step, l.log)
+	defer func() { l.xp.finish(err != nil) }()
 	if l.state.Step >= l.opts.Steps {
 		l.log.Info("run already complete", zap.Int("step", l.state.Step))
 		return nil
@@ -316,19 +335,25 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 // save_pretrained): its config and its weights in one of two formats.
 var adapterFiles = [][]string{{"adapter_config.json"}, {"adapter_model.safetensors", "adapter_model.bin"}}
 
-// adapterDir returns the absolute path of the adapter trained on step: the
-// folder DONE's adapter_path names (relative to the checkpoint directory,
-// or absolute inside it), else the checkpoint directory itself, after
-// checking that it holds an adapter. An error names the step, what is
-// missing and what to remove to train the step again.
+// adapterDir returns the absolute path of the adapter trained on step
+// (AdapterDir).
 func (l *Loop) adapterDir(step int, done handshake.Done) (string, error) {
-	ck, err := filepath.Abs(l.opts.Dir.CheckpointDir(step))
+	return AdapterDir(l.opts.Dir, step, done)
+}
+
+// AdapterDir returns the absolute path of the adapter trained on step of
+// run d: the folder DONE's adapter_path names (relative to the checkpoint
+// directory, or absolute inside it), else the checkpoint directory itself,
+// after checking that it holds an adapter. An error names the step, what
+// is missing and what to remove to train the step again.
+func AdapterDir(d dataset.RunDir, step int, done handshake.Done) (string, error) {
+	ck, err := filepath.Abs(d.CheckpointDir(step))
 	if err != nil {
 		return "", fmt.Errorf("train.Loop step %d: %w", step, err)
 	}
 	dir := done.AdapterPath
 	switch {
-	case dir == "" || dir == l.opts.Dir.CheckpointDir(step):
+	case dir == "" || dir == d.CheckpointDir(step):
 		dir = ck
 	case !filepath.IsAbs(dir):
 		dir = filepath.Join(ck, dir)
@@ -347,10 +372,23 @@ func (l *Loop) adapterDir(step int, done handshake.Done) (string, error) {
 		if !found {
 			return "", fmt.Errorf("train.Loop step %d: the trainer wrote DONE, but the adapter in %s has no %s: "+
 				"remove %s (the adapter and its DONE) to have step %d trained again from its batch",
-				step, dir, strings.Join(alts, " or "), l.opts.Dir.CheckpointDir(step), step)
+				step, dir, strings.Join(alts, " or "), d.CheckpointDir(step), step)
 		}
 	}
 	return dir, nil
+}
+
+// CheckpointAdapter reads the DONE of step of run d and returns its
+// checked adapter folder (AdapterDir).
+func CheckpointAdapter(d dataset.RunDir, step int) (string, error) {
+	done, ok, err := handshake.ReadDone(d.CheckpointDir(step))
+	if err != nil {
+		return "", fmt.Errorf("train: step %d: %w", step, err)
+	}
+	if !ok {
+		return "", fmt.Errorf("train: step %d: %s has no DONE", step, d.CheckpointDir(step))
+	}
+	return AdapterDir(d, step, done)
 }
 
 // trainedAdapter reads step's DONE and returns its checked adapter folder.
@@ -398,6 +436,7 @@ func (l *Loop) finish(ctx context.Context, step int) error {
 	if l.opts.OnStep != nil {
 		l.opts.OnStep(m.Strings())
 	}
+	l.xp.queue(step)
 	// Queued, not run: the evaluation goes on beside the next steps.
 	if err := l.ev.queue(step); err != nil {
 		l.log.Warn("the step's evaluation cannot run", zap.Int("step", step), zap.Error(err))
@@ -415,7 +454,7 @@ func (l *Loop) serveAdapter(ctx context.Context, step int, name string, done han
 	if err := l.opts.Adapters.LoadLoRA(ctx, name, dir); err != nil {
 		return fmt.Errorf("train.Loop step %d: load adapter %s from %s: %w", step, name, dir, err)
 	}
-	if prev := l.state.Adapter; prev != "" && prev != name {
+	if prev := l.state.Adapter; prev != "" && prev != name && (l.league == nil || !l.league.Holds(prev)) {
 		if err := l.opts.Adapters.UnloadLoRA(ctx, prev); err != nil {
 			l.log.Warn("unload of the previous adapter failed", zap.String("adapter", prev), zap.Error(err))
 		}

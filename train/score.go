@@ -9,6 +9,7 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
+	"github.com/parleyhq/parley/internal/crashpoint"
 	"github.com/parleyhq/parley/internal/fsutil"
 	"github.com/parleyhq/parley/reward"
 	"go.uber.org/zap"
@@ -108,6 +109,7 @@ func WriteStep(d dataset.RunDir, step, policyVersion int, rs []dataset.Rollout, 
 			return dataset.Ready{}, err
 		}
 	}
+	crashpoint.Hit("before-batch") // the rollouts and the sidecar written, the batch not
 	return dataset.WriteBatch(d.BatchPath(step), step, policyVersion, rows)
 }
 

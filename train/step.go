@@ -11,6 +11,7 @@ import (
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
 	"github.com/parleyhq/parley/handshake"
+	"github.com/parleyhq/parley/league"
 	"github.com/parleyhq/parley/metrics"
 	"github.com/parleyhq/parley/rollout"
 	"go.uber.org/zap"
@@ -24,6 +25,9 @@ import (
 // is lost, none is repeated.
 func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 	if final, err := l.resumeBatch(step); final || err != nil {
+		if err == nil {
+			err = l.resumeLeague(step)
+		}
 		return err
 	}
 	s, err := l.sample(ctx, step)
@@ -34,7 +38,17 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 	if err != nil {
 		return err
 	}
-	return l.writeBatch(step, s, j, l.stepMetrics(step, s, j))
+	m := l.stepMetrics(step, s, j)
+	if err := l.rateLeague(step, s, j, m); err != nil {
+		return err
+	}
+	if err := l.writeBatch(step, s, j, m); err != nil {
+		return err
+	}
+	if s.league != nil {
+		l.league = s.league
+	}
+	return nil
 }
 
 // resumeBatch reports whether step's batch is final, and then restores the
@@ -84,6 +98,9 @@ type sampled struct {
 	sum     rollout.Summary
 	cursors []SeriesCursor
 	seconds float64
+	// league is the league of the step (nil without one): its members
+	// drawn, rated once the step is judged.
+	league *league.State
 }
 
 // sample plays step's groups with the policy now served: the next game of
@@ -91,7 +108,16 @@ type sampled struct {
 // step's prompt rows.
 func (l *Loop) sample(ctx context.Context, step int) (sampled, error) {
 	s := sampled{pv: l.state.PolicyVersion}
-	runner, err := l.stepRunner(ctx, step)
+	groups := l.opts.PromptsPerStep
+	if l.opts.Series != nil {
+		groups = l.opts.Series.Slots
+	}
+	next, drawn, err := l.leagueDraw(ctx, step, s.pv, groups)
+	if err != nil {
+		return s, err
+	}
+	s.league = next
+	runner, err := l.stepRunner(ctx, step, drawn)
 	if err != nil {
 		return s, err
 	}
@@ -119,7 +145,7 @@ func (l *Loop) sample(ctx context.Context, step int) (sampled, error) {
 // (or the base model before the first). It loads that adapter again first:
 // an inference server restarted since, or the one of a resumed run, no
 // longer holds it.
-func (l *Loop) stepRunner(ctx context.Context, step int) (*rollout.Runner, error) {
+func (l *Loop) stepRunner(ctx context.Context, step int, drawn map[string]map[string]rollout.Player) (*rollout.Runner, error) {
 	model := l.opts.Rollout.Model
 	if name := l.state.Adapter; name != "" {
 		dir, err := l.trainedAdapter(l.state.PolicyVersion)
@@ -133,6 +159,7 @@ func (l *Loop) stepRunner(ctx context.Context, step int) (*rollout.Runner, error
 	}
 	ro := l.opts.Rollout
 	ro.Model, ro.Step, ro.PolicyVersion, ro.RunID, ro.Seed = model, step, l.state.PolicyVersion, l.opts.RunID, l.opts.Seed
+	ro.Drawn = drawn
 	return rollout.NewRunner(ro)
 }
 

@@ -61,6 +61,7 @@ func newRoot() *cobra.Command {
 		newBenchCmd(a),
 		newReportCmd(a),
 		newTournamentCmd(a),
+		newLeagueCmd(a),
 		newScenarioCmd(a),
 		newSeriesCmd(a),
 	)

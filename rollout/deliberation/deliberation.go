@@ -57,6 +57,7 @@ func init() {
 		Curriculum: rollout.Curriculum{Default: "builtin:dilemmas", RequirePersonas: true},
 		Kinds:      []string{dataset.KindDialogue, dataset.KindFinal},
 		Negotiates: true,
+		Players:    []string{"A", "B"},
 		EvalSet: &rollout.EvalSet{Name: "conflict", Label: SetLabel, Curriculum: "builtin:dilemmas",
 			Aspects: []string{reward.AspectCollectiveAgency, reward.AspectConflictResolution}},
 	})

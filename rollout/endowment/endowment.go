@@ -167,6 +167,8 @@ func init() {
 		Curriculum: curriculum,
 		Kinds:      []string{dataset.KindDialogue},
 		Metrics:    Metrics,
+		Players:    []string{RoleRequester, RoleHolder},
+		ZeroSum:    true,
 		Report:     Report,
 		Scorer:     func(any) (reward.Judge, error) { return Scorer{}, nil },
 		UsesJudge:  true,

@@ -25,6 +25,7 @@ func init() {
 		},
 		Curriculum: rollout.Curriculum{Default: "builtin:open-ended"},
 		Kinds:      []string{dataset.KindFinal},
+		Players:    []string{"single"},
 		EvalSet: &rollout.EvalSet{Name: "open-ended", Label: SetLabel, Curriculum: "builtin:open-ended",
 			Aspects: []string{reward.AspectCollectiveAgency}},
 	})

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -258,4 +259,149 @@ func secretLike(name string) bool {
 		}
 	}
 	return false
+}
+
+// slurmStubs writes stand-ins for the commands deploy/slurm/parley.sbatch
+// runs (srun, scontrol, hostname, curl, parley) into a folder: each logs
+// its name and arguments, tab-separated, one call a line, to calls; parley
+// also logs the PARLEY_* variables the script sets.
+func slurmStubs(t *testing.T, calls string) string {
+	t.Helper()
+	dir := t.TempDir()
+	log := `{ printf '%s' "$(basename "$0")"; printf '\t%s' "$@"; printf '\n'; } >>` + calls + "\n"
+	stubs := map[string]string{
+		"srun":     log,
+		"curl":     log,
+		"hostname": "echo node1\n",
+		"scontrol": log + `[ "$1 $2" = "show hostnames" ] && printf 'node%s\n' 1 2 3 4` + "\n",
+		"parley": log + `for v in PARLEY_POLICY_ENDPOINTS PARLEY_TRAIN_TRAINER_COMMAND PARLEY_RUN_DIR PARLEY_RUN_NAME; do
+printf 'env\t%s\t%s\n' "$v" "$(printenv "$v")" >>` + calls + "\ndone\n",
+	}
+	for name, body := range stubs {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestSlurmDryRun runs deploy/slurm/parley.sbatch with stand-ins for
+// Slurm's commands on a 4-node allocation and checks what it would run: a
+// vLLM replica on each of the first two nodes, parley on the head node with
+// all their endpoints and the trainer command (torchrun across the other
+// two nodes through srun, the c10d rendezvous on the first of them), which
+// parley's config loading reads back as train.trainer_command; run again
+// once the run exists, it resumes. One node is refused.
+func TestSlurmDryRun(t *testing.T) {
+	script, err := filepath.Abs(filepath.Join("..", "deploy", "slurm", "parley.sbatch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("bash", "-n", script).CombinedOutput(); err != nil {
+		t.Fatalf("bash -n %s: %v\n%s", script, err, out)
+	}
+	runDir := t.TempDir()
+	calls := filepath.Join(t.TempDir(), "calls")
+	stubs := slurmStubs(t, calls)
+	env := []string{"PATH=" + stubs + ":/usr/bin:/bin", "HOME=" + t.TempDir(),
+		"SLURM_JOB_NODELIST=node[1-4]", "SLURM_JOB_ID=42", "SLURM_JOB_NAME=parley", "SLURM_GPUS_ON_NODE=8",
+		"PARLEY_CONFIG=/cfg/paper.yaml", "PARLEY_MODEL=/models/Qwen3-14B", "PARLEY_SERVED_MODEL=Qwen/Qwen3-14B",
+		"PARLEY_BIN=" + filepath.Join(stubs, "parley"), "PARLEY_PYTHON=/venv/bin/python", "PARLEY_RUN_DIR=" + runDir}
+	run := func(extra ...string) (string, [][]string) {
+		t.Helper()
+		_ = os.Remove(calls)
+		cmd := exec.Command("bash", script)
+		cmd.Env = append(slices.Clone(env), extra...)
+		out, err := cmd.CombinedOutput()
+		b, _ := os.ReadFile(calls)
+		var got [][]string
+		for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+			if line != "" {
+				got = append(got, strings.Split(line, "\t"))
+			}
+		}
+		if err != nil {
+			return string(out), got
+		}
+		return "", got
+	}
+	failed, got := run()
+	if failed != "" {
+		t.Fatalf("the script failed:\n%s", failed)
+	}
+	byName := func(name string) [][]string {
+		var out [][]string
+		for _, c := range got {
+			if c[0] == name {
+				out = append(out, c[1:])
+			}
+		}
+		return out
+	}
+	sruns := byName("srun")
+	if len(sruns) != 2 {
+		t.Fatalf("srun calls %q: want one vLLM step on each of node1 and node2", sruns)
+	}
+	for i, s := range sruns {
+		node := fmt.Sprintf("node%d", i+1)
+		want := []string{"--nodes=1", "--ntasks=1", "--nodelist=" + node, "--kill-on-bad-exit=1", "/venv/bin/python", "-m", "parley_trainer.serve_vllm",
+			"--model", "/models/Qwen3-14B", "--served-model-name", "Qwen/Qwen3-14B", "--host", "0.0.0.0", "--port", "8000",
+			"--max-lora-rank", "64", "--dtype", "bfloat16", "--", "--tensor-parallel-size", "8"}
+		if !slices.Equal(s, want) {
+			t.Errorf("vLLM step %d:\n got %q\nwant %q", i, s, want)
+		}
+	}
+	if c := byName("curl"); len(c) != 2 || c[0][len(c[0])-1] != "http://node1:8000/health" || c[1][len(c[1])-1] != "http://node2:8000/health" {
+		t.Errorf("health checks %q: want each replica's /health", c)
+	}
+	if p := byName("parley"); len(p) != 1 || !slices.Equal(p[0], []string{"train", "--config", "/cfg/paper.yaml"}) {
+		t.Errorf("parley calls %q: want one `train --config /cfg/paper.yaml`", p)
+	}
+	vars := map[string]string{}
+	for _, e := range byName("env") {
+		vars[e[0]] = e[1]
+	}
+	nodefile := filepath.Join(runDir, ".trainer-nodes-42")
+	wantTrainer := []string{"srun", "--nodes=2", "--ntasks-per-node=1", "--nodelist=" + nodefile, "--kill-on-bad-exit=1",
+		"/venv/bin/python", "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=8",
+		"--rdzv-backend=c10d", "--rdzv-endpoint=node3:29400", "--rdzv-id=42", "-m", "parley_trainer"}
+	if b, _ := os.ReadFile(nodefile); string(b) != "node3\nnode4\n" {
+		t.Errorf("trainer node file %s holds %q, want node3 and node4", nodefile, b)
+	}
+	// parley reads the variables as its config keys
+	for k, v := range vars {
+		t.Setenv(k, v)
+	}
+	cfg, err := config.Load(filepath.Join("..", "configs", "paper-qwen3-14b.yaml"), nil)
+	if err != nil {
+		t.Fatalf("the script's PARLEY_* variables over the paper config: %v", err)
+	}
+	if !slices.Equal(cfg.Train.TrainerCommand, wantTrainer) {
+		t.Errorf("train.trainer_command:\n got %q\nwant %q", cfg.Train.TrainerCommand, wantTrainer)
+	}
+	if want := []string{"http://node1:8000", "http://node2:8000"}; !slices.Equal(cfg.Policy.Endpoints, want) {
+		t.Errorf("policy.endpoints = %q, want %q", cfg.Policy.Endpoints, want)
+	}
+	if cfg.RunDir() != filepath.Join(runDir, "parley") {
+		t.Errorf("run directory %s, want %s/parley (PARLEY_RUN_DIR, the job's name)", cfg.RunDir(), runDir)
+	}
+
+	// the run exists: the next job resumes it
+	if err := os.MkdirAll(filepath.Join(runDir, "parley"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(runDir, "parley", "config.yaml"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if failed, got = run(); failed != "" {
+		t.Fatalf("the script failed:\n%s", failed)
+	}
+	if p := byName("parley"); len(p) != 1 || !slices.Contains(p[0], "--resume") {
+		t.Errorf("parley calls %q once the run exists: want --resume", p)
+	}
+
+	failed, _ = run("PARLEY_VLLM_NODES=4")
+	if !strings.Contains(failed, "want at least one vLLM node and one trainer node") {
+		t.Errorf("4 vLLM nodes of 4: %q, want the refusal", failed)
+	}
 }

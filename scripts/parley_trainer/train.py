@@ -12,6 +12,7 @@ writes files, the batch is broadcast to every rank):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -574,6 +575,20 @@ def quiet_libraries() -> None:
     hf_logging.disable_progress_bar()
 
 
+def refuse(message: str) -> int:
+    """Say why the trainer refuses to go on (stderr) and return its exit
+    status, 2. Under torchrun the reason also goes to the rank's error file
+    (TORCHELASTIC_ERROR_FILE), so torchrun's closing report, the last lines
+    parley shows of a trainer it gave up on, names it rather than an exit
+    code."""
+    print(f"trainer: {message}", file=sys.stderr, flush=True)
+    path = os.environ.get("TORCHELASTIC_ERROR_FILE")
+    if path:
+        with contextlib.suppress(OSError):
+            Path(path).write_text(json.dumps({"message": f"trainer: {message}"}))
+    return 2
+
+
 def _exit_on_sigterm(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)
 
@@ -606,12 +621,10 @@ def main(argv: list[str] | None = None) -> int:
             trainer.run(handshake)
         except BatchError as e:
             trainer.log("error", message=f"bad batch: {e}")
-            print(f"trainer: bad batch: {e}", file=sys.stderr)
-            return 2
+            return refuse(f"bad batch: {e}")
         return 0
     except RankMismatchError as e:
         # every rank has every view: each refuses, none waits for the others
-        print(f"trainer: {e}", file=sys.stderr)
-        return 2
+        return refuse(str(e))
     finally:
         signal.signal(signal.SIGTERM, previous)

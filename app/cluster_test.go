@@ -263,15 +263,20 @@ func secretLike(name string) bool {
 
 // slurmStubs writes stand-ins for the commands deploy/slurm/parley.sbatch
 // runs (srun, scontrol, hostname, curl, parley) into a folder: each logs
-// its name and arguments, tab-separated, one call a line, to calls; parley
-// also logs the PARLEY_* variables the script sets.
+// its name and arguments, tab-separated, one call a line, to calls; srun
+// then runs on as a server does, curl answers once the replica's srun has
+// run, and parley also logs the PARLEY_* variables the script sets.
 func slurmStubs(t *testing.T, calls string) string {
 	t.Helper()
 	dir := t.TempDir()
-	log := `{ printf '%s' "$(basename "$0")"; printf '\t%s' "$@"; printf '\n'; } >>` + calls + "\n"
+	// one write a call: the vLLM steps run at once, in the background
+	log := `line=$(basename "$0"); for a in "$@"; do line=$(printf '%s\t%s' "$line" "$a"); done; printf '%s\n' "$line" >>` + calls + "\n"
 	stubs := map[string]string{
-		"srun":     log,
-		"curl":     log,
+		// a vLLM step runs until the script ends it
+		"srun": log + "exec sleep 60\n",
+		// a replica is healthy once its step has started (within 5 s)
+		"curl": log + `for url; do :; done; node=${url#http://}; node=${node%%:*}
+for i in $(seq 100); do grep -q "nodelist=$node" ` + calls + ` && exit 0; sleep 0.05; done; exit 7` + "\n",
 		"hostname": "echo node1\n",
 		"scontrol": log + `[ "$1 $2" = "show hostnames" ] && printf 'node%s\n' 1 2 3 4` + "\n",
 		"parley": log + `for v in PARLEY_POLICY_ENDPOINTS PARLEY_TRAIN_TRAINER_COMMAND PARLEY_RUN_DIR PARLEY_RUN_NAME; do
@@ -306,7 +311,7 @@ func TestSlurmDryRun(t *testing.T) {
 	env := []string{"PATH=" + stubs + ":/usr/bin:/bin", "HOME=" + t.TempDir(),
 		"SLURM_JOB_NODELIST=node[1-4]", "SLURM_JOB_ID=42", "SLURM_JOB_NAME=parley", "SLURM_GPUS_ON_NODE=8",
 		"PARLEY_CONFIG=/cfg/paper.yaml", "PARLEY_MODEL=/models/Qwen3-14B", "PARLEY_SERVED_MODEL=Qwen/Qwen3-14B",
-		"PARLEY_BIN=" + filepath.Join(stubs, "parley"), "PARLEY_PYTHON=/venv/bin/python", "PARLEY_RUN_DIR=" + runDir}
+		"PARLEY_BIN=" + filepath.Join(stubs, "parley"), "PARLEY_PYTHON=/venv/bin/python", "PARLEY_RUN_DIR=" + runDir, "PARLEY_VLLM_START_TIMEOUT=30"}
 	run := func(extra ...string) (string, [][]string) {
 		t.Helper()
 		_ = os.Remove(calls)
@@ -339,6 +344,7 @@ func TestSlurmDryRun(t *testing.T) {
 		return out
 	}
 	sruns := byName("srun")
+	slices.SortFunc(sruns, func(a, b []string) int { return strings.Compare(strings.Join(a, " "), strings.Join(b, " ")) })
 	if len(sruns) != 2 {
 		t.Fatalf("srun calls %q: want one vLLM step on each of node1 and node2", sruns)
 	}

@@ -2,7 +2,10 @@
 // run — the trainer and the inference server (vLLM): it starts them in
 // their own process group with output to a log file, restarts the ones that
 // should keep running, and stops them (and their children) when parley
-// exits or dies.
+// exits or dies. A process is a group: a launcher (torchrun, vLLM's API
+// server) and the workers it started are ended together, and what is left
+// of a group whose launcher exited is killed before the next start, so a
+// restart never runs beside an orphaned rank of the last one.
 package proc
 
 import (
@@ -133,8 +136,9 @@ func (s *Supervisor) watch() {
 		s.mu.Unlock()
 		<-exited
 		s.mu.Lock()
-		stopping, err := s.stopping, s.lastErr
+		stopping, err, pid := s.stopping, s.lastErr, s.cmd.Process.Pid
 		s.mu.Unlock()
+		killGroup(pid)
 		if stopping {
 			return
 		}
@@ -177,6 +181,14 @@ func (s *Supervisor) watch() {
 			return
 		}
 	}
+}
+
+// killGroup SIGKILLs what is left of the process group led by pid, whose
+// leader has exited: the workers a launcher left behind (a torchrun whose
+// rank died ends the others, but one stuck in a collective may linger).
+// The group id cannot be reused while a member lives.
+func killGroup(pid int) {
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
 }
 
 // fatalExit reports whether err is an exit with one of FatalExitCodes.

@@ -108,3 +108,51 @@ func TestFatalExitCodesAreNotRestarted(t *testing.T) {
 		s.Stop(time.Second)
 	}
 }
+
+// alive reports whether pid runs (a zombie has ended).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z") && !strings.HasPrefix(rest, "X")
+}
+
+// TestLauncherGroupEndsWhole: a torchrun-like launcher starts a worker
+// that ignores SIGTERM, as a rank stuck in a collective does. When the
+// launcher exits (a rank died), the restart comes only after the last
+// group's worker is gone; Stop ends the worker too, not only the launcher.
+func TestLauncherGroupEndsWhole(t *testing.T) {
+	dir := t.TempDir()
+	ranks := filepath.Join(dir, "ranks")
+	script := `(trap "" TERM; exec sleep 300) & echo $! >> ` + ranks + `; echo started
+if [ "$(wc -l < ` + ranks + `)" -eq 1 ]; then exit 1; fi
+wait`
+	log := filepath.Join(dir, "out.log")
+	s, err := Start(Options{Name: "trainer", Argv: []string{"sh", "-c", script}, LogPath: log, Restart: true, MaxRestarts: 2, RestartDelay: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := func() []int {
+		b, _ := os.ReadFile(ranks)
+		var out []int
+		for _, f := range strings.Fields(string(b)) {
+			n, _ := strconv.Atoi(f)
+			out = append(out, n)
+		}
+		return out
+	}
+	if !waitFor(10*time.Second, func() bool { return len(pids()) == 2 }) {
+		t.Fatalf("the launcher was not restarted: workers %v", pids())
+	}
+	first := pids()[0]
+	if !waitFor(5*time.Second, func() bool { return !alive(first) }) {
+		t.Errorf("the first group's worker %d still runs beside the restarted group", first)
+	}
+	s.Stop(2 * time.Second)
+	second := pids()[1]
+	if !waitFor(5*time.Second, func() bool { return !alive(second) }) {
+		t.Errorf("Stop left the worker %d (it ignores SIGTERM) running", second)
+	}
+}

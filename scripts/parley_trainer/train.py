@@ -12,6 +12,7 @@ writes files, the batch is broadcast to every rank):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from . import crashpoint
 from .batch import Batch, BatchError, Sequence, parse_batch
 from .checkpoint import (
     OPTIMIZER_FILE,
@@ -66,6 +68,32 @@ TOKENIZER_FILES = (
 )
 
 
+class RankMismatchError(RuntimeError):
+    """Trainer ranks that see different run state (each its own run
+    directory, say): they would resume from or train different steps."""
+
+
+def check_ranks_agree(views: list[tuple[int, int, bool]]) -> None:
+    """Raise RankMismatchError unless every rank's view is the same; views
+    holds, per rank, (the last finished step it resumed after or trained,
+    the step it is about to train or -1 before the first batch, whether
+    that step's checkpoint has DONE in its run directory)."""
+    if len(set(views)) <= 1:
+        return
+    parts = []
+    for rank, (after, step, done) in enumerate(views):
+        where = f"after step {after}" if after >= 0 else "with no finished step"
+        if step < 0:
+            parts.append(f"rank {rank} resumes {where}")
+        else:
+            what = "skips it (its checkpoint has DONE)" if done else "trains it"
+            parts.append(f"rank {rank} is {where}, at step {step}, and {what}")
+    raise RankMismatchError(
+        "trainer ranks disagree on the step: " + "; ".join(parts) + ". Every rank must see the same run directory "
+        "(--run-dir on a volume all nodes share; in HTTP mode rank 0's is the one that counts, so give every rank the same one)"
+    )
+
+
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z"
 
@@ -103,6 +131,9 @@ class Trainer:
         self.rank = self.accelerator.process_index
 
         self.resume_point: ResumePoint | None = find_resume(cfg.run_dir) if cfg.run_dir else None
+        # before anything loads: ranks resuming from different checkpoints
+        # would train different models (or hang in a collective)
+        self.agree(-1 if self.resume_point is None else self.resume_point.step, -1, False)
         init_from = self.resume_point.path if (self.resume_point and cfg.lora is None) else None
         self.policy: Policy = load_policy(
             cfg.model,
@@ -132,6 +163,18 @@ class Trainer:
         if self.resume_point is not None:
             self._load_resume(self.resume_point)
             self.last_step = self.resume_point.step
+
+    def agree(self, after: int, step: int, done: bool) -> None:
+        """Check that every rank has the same view of the step (after, the
+        step about to train, its DONE): RankMismatchError naming each
+        rank's when not. One rank agrees with itself."""
+        view = (after, step, done)
+        views = [view]
+        if self.world > 1:
+            box: list[Any] = [None] * self.world
+            torch.distributed.all_gather_object(box, view)
+            views = [tuple(v) for v in box]
+        check_ranks_agree(views)
 
     # ---- logging -------------------------------------------------------
 
@@ -470,10 +513,13 @@ class Trainer:
             if inc is None:
                 break
             batch = parse_batch(inc.data, inc.ready, vocab_size=self.vocab_size)
-            if is_done(cfg.run_dir, batch.step):
+            done_here = is_done(cfg.run_dir, batch.step)
+            self.agree(self.last_step, batch.step, done_here)
+            if done_here:
                 self.log("skip", step=batch.step, reason="checkpoint already has DONE")
                 self.last_step = batch.step
                 continue
+            crashpoint.hit("trainer-batch-loaded", self.rank)  # the batch in hand, nothing trained
             t0 = time.perf_counter()
             metrics = self.train_on_batch(batch)
             final, done = self.save(batch, metrics)
@@ -529,6 +575,20 @@ def quiet_libraries() -> None:
     hf_logging.disable_progress_bar()
 
 
+def refuse(message: str) -> int:
+    """Say why the trainer refuses to go on (stderr) and return its exit
+    status, 2. Under torchrun the reason also goes to the rank's error file
+    (TORCHELASTIC_ERROR_FILE), so torchrun's closing report, the last lines
+    parley shows of a trainer it gave up on, names it rather than an exit
+    code."""
+    print(f"trainer: {message}", file=sys.stderr, flush=True)
+    path = os.environ.get("TORCHELASTIC_ERROR_FILE")
+    if path:
+        with contextlib.suppress(OSError):
+            Path(path).write_text(json.dumps({"message": f"trainer: {message}"}))
+    return 2
+
+
 def _exit_on_sigterm(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)
 
@@ -561,8 +621,10 @@ def main(argv: list[str] | None = None) -> int:
             trainer.run(handshake)
         except BatchError as e:
             trainer.log("error", message=f"bad batch: {e}")
-            print(f"trainer: bad batch: {e}", file=sys.stderr)
-            return 2
+            return refuse(f"bad batch: {e}")
         return 0
+    except RankMismatchError as e:
+        # every rank has every view: each refuses, none waits for the others
+        return refuse(str(e))
     finally:
         signal.signal(signal.SIGTERM, previous)

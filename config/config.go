@@ -279,7 +279,8 @@ type GRPO struct {
 type Train struct {
 	// Steps is the number of training steps.
 	Steps int `yaml:"steps"`
-	// MaxStaleness is 0 (strictly on-policy) or 1 (step N+1 sampled while N trains).
+	// MaxStaleness is how many steps sampling runs ahead of training: 0 is
+	// strictly on-policy, k samples step N+k while step N trains.
 	MaxStaleness int `yaml:"max_staleness"`
 	// Handshake is file or http.
 	Handshake string `yaml:"handshake"`

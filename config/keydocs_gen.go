@@ -120,7 +120,7 @@ var fieldDocs = map[string]string{
 	"github.com/parleyhq/parley/config.Train.HTTPAddr":                                "HTTPAddr is the handshake server's listen address (loopback by default).",
 	"github.com/parleyhq/parley/config.Train.Handshake":                               "Handshake is file or http.",
 	"github.com/parleyhq/parley/config.Train.MaxFailedFraction":                       "MaxFailedFraction fails a step whose rollouts failed (sampling or judging) beyond this share, instead of training on what is left.",
-	"github.com/parleyhq/parley/config.Train.MaxStaleness":                            "MaxStaleness is 0 (strictly on-policy) or 1 (step N+1 sampled while N trains).",
+	"github.com/parleyhq/parley/config.Train.MaxStaleness":                            "MaxStaleness is how many steps sampling runs ahead of training: 0 is strictly on-policy, k samples step N+k while step N trains.",
 	"github.com/parleyhq/parley/config.Train.MetricsAddr":                             "MetricsAddr, if set (host:port), serves Prometheus metrics of the run at http://MetricsAddr/metrics: steps, rollouts in flight and by outcome, judge latency and failures, policy requests and retries, and every numeric metric of the last step. \"\" serves none.",
 	"github.com/parleyhq/parley/config.Train.ServerCommand":                           "ServerCommand, if set, starts the inference server (the quickstart: vLLM on the tiny model, python -m parley_trainer.serve_vllm).",
 	"github.com/parleyhq/parley/config.Train.ServerStartTimeout":                      "ServerStartTimeout bounds the wait for train.server_command's health.",

@@ -101,7 +101,7 @@ func newLoopClient(t *testing.T, dir dataset.RunDir, copts llm.Options, steps, s
 }
 
 // loopOptions are the test loop's options over client.
-func loopOptions(t *testing.T, dir dataset.RunDir, client *llm.Client, steps, staleness int) train.LoopOptions {
+func loopOptions(t testing.TB, dir dataset.RunDir, client *llm.Client, steps, staleness int) train.LoopOptions {
 	t.Helper()
 	judge, err := reward.NewRuleJudge(reward.RuleOptions{Kind: "keywords", Keywords: []string{"together", "both", "shared", "agency"}})
 	if err != nil {

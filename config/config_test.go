@@ -71,6 +71,7 @@ func TestLoadErrors(t *testing.T) {
 		{"secret in env field", "judge:\n  api_key_env: sk-abc123-secret\n", []string{"key judge.api_key_env", "environment"}},
 		{"single with dialogue mask", "game:\n  env: single\ngrpo:\n  mask: dialogue\n", []string{"key grpo.mask", "single game records only final"}},
 		{"negative staleness", "train:\n  max_staleness: -1\n", []string{"key train.max_staleness", "-1"}},
+		{"negative off-policy steps", "train:\n  max_off_policy_steps: -2\n", []string{"key train.max_off_policy_steps", "-2"}},
 		{"metrics addr", "train:\n  metrics_addr: 9464\n", []string{"key train.metrics_addr", "127.0.0.1:9464"}},
 		{"bad mix category", "curriculum:\n  mix:\n    sports: 1\n", []string{"curriculum.mix.sports"}},
 		{"negative group", "rollout:\n  group_size: -2\n", []string{"key rollout.group_size"}},

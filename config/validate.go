@@ -444,6 +444,9 @@ func (c Config) validateTrain(k *checker) {
 	if t.MaxStaleness < 0 {
 		k.bad("train.max_staleness", "must not be negative, got %d", t.MaxStaleness)
 	}
+	if t.MaxOffPolicySteps < 0 {
+		k.bad("train.max_off_policy_steps", "must not be negative, got %d", t.MaxOffPolicySteps)
+	}
 	oneOf(k, "train.handshake", t.Handshake, HandshakeKinds)
 	if _, _, err := net.SplitHostPort(t.HTTPAddr); err != nil {
 		k.bad("train.http_addr", "%q is not host:port", t.HTTPAddr)

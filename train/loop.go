@@ -49,6 +49,11 @@ type LoopOptions struct {
 	// 0 samples step N with the policy of step N-1, k > 0 samples step
 	// N+j (j <= k) while step N trains, with the newest policy trained.
 	MaxStaleness int
+	// MaxOffPolicySteps, when positive, drops from step N's batch the
+	// rollouts whose policy version is below N-1-MaxOffPolicySteps (the
+	// batch trains step N-1's policy), counted in the step's
+	// rollouts_dropped_off_policy; 0 drops none.
+	MaxOffPolicySteps int
 
 	Prompts        []dataset.Prompt
 	Mix            map[string]float64
@@ -194,8 +199,8 @@ func (o *LoopOptions) check() error {
 	if err := dataset.CheckTrainRows("the curriculum", o.Prompts); err != nil {
 		return err
 	}
-	if o.MaxStaleness < 0 {
-		return fmt.Errorf("max staleness %d: must not be negative", o.MaxStaleness)
+	if o.MaxStaleness < 0 || o.MaxOffPolicySteps < 0 {
+		return fmt.Errorf("max staleness %d, max off-policy steps %d: must not be negative", o.MaxStaleness, o.MaxOffPolicySteps)
 	}
 	if so := o.Series; so != nil {
 		if _, ok := o.Rollout.Game.(rollout.SeriesGame); !ok || so.Plan == nil || so.Slots <= 0 {
@@ -337,6 +342,29 @@ func (l *Loop) finishReady(ctx context.Context, pending []int, step int) ([]int,
 		pending = pending[1:]
 	}
 	return pending, nil
+}
+
+// dropOffPolicy removes from s the rollouts sampled by a policy more than
+// MaxOffPolicySteps older than the one step's batch trains (step-1's) and
+// returns how many it removed.
+func (l *Loop) dropOffPolicy(step int, s *sampled) int {
+	if l.opts.MaxOffPolicySteps <= 0 {
+		return 0
+	}
+	oldest := step - 1 - l.opts.MaxOffPolicySteps
+	kept := s.rs[:0]
+	for _, r := range s.rs {
+		if int(r.PolicyVersion) >= oldest {
+			kept = append(kept, r)
+		}
+	}
+	n := len(s.rs) - len(kept)
+	s.rs = kept
+	if n > 0 {
+		l.log.Warn("rollouts dropped: their policy is older than train.max_off_policy_steps allows",
+			zap.Int("step", step), zap.Int("count", n), zap.Int("oldest_policy_kept", oldest))
+	}
+	return n
 }
 
 // allPending is finishReady's step that finishes every pending step.

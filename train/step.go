@@ -30,11 +30,16 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 	if err != nil {
 		return err
 	}
+	dropped := l.dropOffPolicy(step, &s)
 	j, err := l.judge(ctx, step, s)
 	if err != nil {
 		return err
 	}
-	return l.writeBatch(step, s, j, l.stepMetrics(step, s, j))
+	m := l.stepMetrics(step, s, j)
+	if l.opts.MaxOffPolicySteps > 0 {
+		m[metrics.KeyRolloutsDroppedOffPolicy] = dropped
+	}
+	return l.writeBatch(step, s, j, m)
 }
 
 // resumeBatch reports whether step's batch is final, and then restores the

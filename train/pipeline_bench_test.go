@@ -72,38 +72,44 @@ func (f *inFlight) window(to time.Time) (share, mean float64) {
 
 // BenchmarkPipeline measures how much of the better of sampling and
 // training the loop's step time reaches, at train.max_staleness 0, 1 and
-// 2: serve-sim with injected latency (uniform turns: lognormal, sigma
-// 0.2; heavy-tailed: the same times a Pareto(1.5) draw per turn, the
-// stragglers), every dialogue three rounds, 32 per step with 8 in flight,
-// and a stub trainer that takes trainMS per step (about a step's sampling:
-// the balanced case, where the overlap matters most). It reports the
-// steady-state step time (from the trainer's start of step 1 to its start
-// of the last, over the steps between), the mean sampling time of steps 2
-// on and the efficiency
-// max(sample, train) / step, the share of the run the server holds its
-// target of 8 completions in flight and its mean count in flight.
+// 2: serve-sim with injected latency (uniform turns: lognormal, sigma 0.2;
+// heavy-tailed: a third of the median times a Pareto(1.5) draw per turn,
+// the stragglers), every dialogue three rounds, 32 per step with 8 in
+// flight, and a stub trainer that takes about a step's sampling (the
+// balanced case, where the overlap matters most), at two sizes of step:
+// 0.5 s, where the loop's fixed costs per step (the batch's fsyncs, the
+// adapter loads, the state) weigh most, and 2 s (real steps take
+// minutes). It reports the steady-state step time (from the trainer's
+// start of step 1 to its start of the last, over the steps between), the
+// mean sampling time of steps 2 on, the efficiency max(sample, train) /
+// step, the share of the run the server holds its target of 8
+// completions in flight and its mean count in flight.
 func BenchmarkPipeline(b *testing.B) {
 	const (
-		steps   = 10
-		trainMS = 500
-		target  = 8
+		steps  = 8
+		target = 8
 	)
-	for _, lengths := range []struct {
-		name   string
-		median time.Duration
-		alpha  float64
-	}{
-		{"uniform", 12 * time.Millisecond, 0},
-		{"heavy", 4 * time.Millisecond, 1.5},
-	} {
-		for _, k := range []int{0, 1, 2} {
-			b.Run(fmt.Sprintf("%s/k=%d", lengths.name, k), func(b *testing.B) {
-				for i := 0; i < b.N; i++ {
-					benchPipelineRun(b, steps, k, target, trainMS*time.Millisecond, sim.Options{
-						AgreeProb: -1, LatencyMedian: lengths.median, LatencySigma: 0.2, ParetoAlpha: lengths.alpha, FaultSeed: int64(i + 1),
-					})
-				}
-			})
+	for _, scale := range []struct {
+		name string
+		mult time.Duration
+	}{{"step=0.5s", 1}, {"step=2s", 4}} {
+		for _, lengths := range []struct {
+			name   string
+			median time.Duration
+			alpha  float64
+		}{
+			{"uniform", 12 * time.Millisecond, 0},
+			{"heavy", 4 * time.Millisecond, 1.5},
+		} {
+			for _, k := range []int{0, 1, 2} {
+				b.Run(fmt.Sprintf("%s/%s/k=%d", scale.name, lengths.name, k), func(b *testing.B) {
+					for i := 0; i < b.N; i++ {
+						benchPipelineRun(b, steps, k, target, scale.mult*500*time.Millisecond, sim.Options{
+							AgreeProb: -1, LatencyMedian: scale.mult * lengths.median, LatencySigma: 0.2, ParetoAlpha: lengths.alpha, FaultSeed: int64(i + 1),
+						})
+					}
+				})
+			}
 		}
 	}
 }

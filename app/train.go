@@ -170,7 +170,8 @@ func runTrain(ctx context.Context, env Env, cfg config.Config, runDir dataset.Ru
 	opts := supervision(cfg, runDir, frozen, policy, log)
 	opts.Loop = train.LoopOptions{
 		Dir: runDir, RunID: cfg.Run.Name, Seed: cfg.Run.Seed, Steps: cfg.Train.Steps, MaxStaleness: cfg.Train.MaxStaleness,
-		Prompts: prompts, Mix: cfg.Curriculum.Mix, PromptsPerStep: cfg.Rollout.PromptsPerStep,
+		MaxOffPolicySteps: cfg.Train.MaxOffPolicySteps,
+		Prompts:           prompts, Mix: cfg.Curriculum.Mix, PromptsPerStep: cfg.Rollout.PromptsPerStep,
 		Series:  seriesOptions(cfg, prompts),
 		Rollout: ro, Judge: judge, JudgeConcurrency: cfg.Judge.Concurrency,
 		Advantage: advantageOptions(cfg.GRPO), Mask: cfg.GRPO.Mask, AdapterPrefix: cfg.Train.AdapterPrefix,

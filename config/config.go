@@ -303,8 +303,14 @@ type GRPO struct {
 type Train struct {
 	// Steps is the number of training steps.
 	Steps int `yaml:"steps"`
-	// MaxStaleness is 0 (strictly on-policy) or 1 (step N+1 sampled while N trains).
+	// MaxStaleness is how many steps sampling runs ahead of training: 0 is
+	// strictly on-policy, k samples step N+k while step N trains.
 	MaxStaleness int `yaml:"max_staleness"`
+	// MaxOffPolicySteps, when positive, drops (and counts in
+	// rollouts_dropped_off_policy) the rollouts sampled by a policy more
+	// than that many steps older than the one their batch trains (step N
+	// trains step N-1's); 0 drops none.
+	MaxOffPolicySteps int `yaml:"max_off_policy_steps"`
 	// Handshake is file or http.
 	Handshake string `yaml:"handshake"`
 	// HTTPAddr is the handshake server's listen address (loopback by default).

@@ -475,8 +475,11 @@ func (c Config) validateGRPO(k *checker) {
 func (c Config) validateTrain(k *checker) {
 	t := c.Train
 	k.positive("train.steps", t.Steps)
-	if t.MaxStaleness != 0 && t.MaxStaleness != 1 {
-		k.bad("train.max_staleness", "must be 0 or 1, got %d", t.MaxStaleness)
+	if t.MaxStaleness < 0 {
+		k.bad("train.max_staleness", "must not be negative, got %d", t.MaxStaleness)
+	}
+	if t.MaxOffPolicySteps < 0 {
+		k.bad("train.max_off_policy_steps", "must not be negative, got %d", t.MaxOffPolicySteps)
 	}
 	oneOf(k, "train.handshake", t.Handshake, HandshakeKinds)
 	if _, _, err := net.SplitHostPort(t.HTTPAddr); err != nil {

@@ -69,6 +69,11 @@ const (
 	// sampling failed.
 	KeyRollouts       Key = "rollouts"
 	KeyRolloutsFailed Key = "rollouts_failed"
+	// KeyRolloutsDroppedOffPolicy counts the rollouts left out of the
+	// step's batch, unjudged and unrecorded, because the policy that
+	// sampled them is more than train.max_off_policy_steps older than the
+	// one the batch trains (only with that key set).
+	KeyRolloutsDroppedOffPolicy Key = "rollouts_dropped_off_policy"
 	// KeyJudgeFailed counts the rollouts whose judging failed (left out,
 	// never scored 0), KeyJudgeCached those the judge's cache answered.
 	KeyJudgeFailed Key = "judge_failed"

@@ -101,8 +101,11 @@ func (s *Server) judgeFault() judgeFault {
 	return judgeOK
 }
 
+// ParetoCap caps the multiplier of a ParetoAlpha draw.
+const ParetoCap = 1000
+
 // latency draws a lognormal latency with the given median, with the heavy
-// tail when tail is set.
+// tail (TailProb, ParetoAlpha) when tail is set.
 func (s *Server) latency(median time.Duration, tail bool) time.Duration {
 	if median <= 0 {
 		return 0
@@ -113,6 +116,9 @@ func (s *Server) latency(median time.Duration, tail bool) time.Duration {
 	}
 	if tail && s.opts.TailProb > 0 && s.faults.float() < s.opts.TailProb {
 		d *= s.opts.TailMult
+	}
+	if tail && s.opts.ParetoAlpha > 0 {
+		d *= min(math.Pow(1-s.faults.float(), -1/s.opts.ParetoAlpha), ParetoCap)
 	}
 	return time.Duration(d)
 }

@@ -140,6 +140,9 @@ func TestLatencyDistribution(t *testing.T) {
 		{"lognormal", Options{LatencyMedian: 100 * time.Millisecond, LatencySigma: 0.5}, true, 95, 105, 0},
 		{"tail", Options{LatencyMedian: 100 * time.Millisecond, TailProb: 0.1}, true, 100, 100, 0.1},
 		{"tail off for tokenize", Options{LatencyMedian: 100 * time.Millisecond, TailProb: 0.5}, false, 100, 100, 0},
+		// Pareto(1.5): median 2^(1/1.5) = 1.59×, P(≥ 5×) = 5^-1.5 = 0.089.
+		{"pareto", Options{LatencyMedian: 100 * time.Millisecond, ParetoAlpha: 1.5}, true, 152, 166, 0.089},
+		{"pareto off for tokenize", Options{LatencyMedian: 100 * time.Millisecond, ParetoAlpha: 1.5}, false, 100, 100, 0},
 	}
 	for _, tt := range tests {
 		s, err := New(tt.opts)

@@ -81,6 +81,11 @@ type Options struct {
 	// (default 10).
 	TailProb float64
 	TailMult float64
+	// ParetoAlpha, when positive, multiplies each completion's latency by
+	// a Pareto draw of that shape and scale 1 (capped at ParetoCap): a
+	// share x^-alpha of turns take x times longer, the heavy-tailed turn
+	// lengths of long generations (1.5: mean 3, 3 % over 10×).
+	ParetoAlpha float64
 	// PerTokenLatency is added per generated token (longest choice) to
 	// completions.
 	PerTokenLatency time.Duration
@@ -186,6 +191,7 @@ func (o Options) withDefaults() (Options, error) {
 	check("LatencySigma (must not be negative)", o.LatencySigma < 0)
 	check("TailProb (must be in [0,1])", prob(o.TailProb))
 	check("TailMult (must be positive)", o.TailMult < 0)
+	check("ParetoAlpha (must not be negative)", o.ParetoAlpha < 0)
 	check("PerTokenLatency (must not be negative)", o.PerTokenLatency < 0)
 	check("TokenizeLatency (must not be negative)", o.TokenizeLatency < 0)
 	check("ErrorRate (must be in [0,1])", prob(o.ErrorRate))

@@ -256,11 +256,11 @@ func TestCrashPoints(t *testing.T) {
 
 // TestSIGKILLAtCrashPoints kills the loop with SIGKILL between the
 // trainer's DONE and the state write, right after the metrics line, and
-// inside the state write (internal/crashpoint), at both staleness
-// settings, then resumes: every step is trained once and recorded once.
+// inside the state write (internal/crashpoint), at staleness 0, 1 and
+// 2, then resumes: every step is trained once and recorded once.
 func TestSIGKILLAtCrashPoints(t *testing.T) {
 	url := simURL(t)
-	for _, staleness := range []int{0, 1} {
+	for _, staleness := range []int{0, 1, 2} {
 		t.Run(fmt.Sprint("staleness", staleness), func(t *testing.T) {
 			dir := t.TempDir()
 			kills := 0

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,9 +46,15 @@ type LoopOptions struct {
 	Seed  int64
 	// Steps is the last step to train (steps count from 1).
 	Steps int
-	// MaxStaleness is 0 (step N is sampled by the policy of step N-1) or 1
-	// (step N+1 is sampled while step N trains).
+	// MaxStaleness is how many steps sampling may run ahead of training:
+	// 0 samples step N with the policy of step N-1, k > 0 samples step
+	// N+j (j <= k) while step N trains, with the newest policy trained.
 	MaxStaleness int
+	// MaxOffPolicySteps, when positive, drops from step N's batch the
+	// rollouts whose policy version is below N-1-MaxOffPolicySteps (the
+	// batch trains step N-1's policy), counted in the step's
+	// rollouts_dropped_off_policy; 0 drops none.
+	MaxOffPolicySteps int
 
 	Prompts        []dataset.Prompt
 	Mix            map[string]float64
@@ -126,7 +133,7 @@ type Loop struct {
 	state    State
 	recorded map[int]bool
 	// baseline is the role baseline after the newest written batch (with
-	// staleness 1 it runs one step ahead of the state's).
+	// staleness k it runs up to k steps ahead of the state's).
 	baseline *grpo.RoleBaseline
 	// ev runs the evaluations of the current Run, xp its cross-play.
 	ev *evalRunner
@@ -209,8 +216,8 @@ func (o *LoopOptions) check() error {
 	if err := dataset.CheckTrainRows("the curriculum", o.Prompts); err != nil {
 		return err
 	}
-	if o.MaxStaleness != 0 && o.MaxStaleness != 1 {
-		return fmt.Errorf("max staleness %d: want 0 or 1", o.MaxStaleness)
+	if o.MaxStaleness < 0 || o.MaxOffPolicySteps < 0 {
+		return fmt.Errorf("max staleness %d, max off-policy steps %d: must not be negative", o.MaxStaleness, o.MaxOffPolicySteps)
 	}
 	if so := o.Series; so != nil {
 		if _, ok := o.Rollout.Game.(rollout.SeriesGame); !ok || so.Plan == nil || so.Slots <= 0 {
@@ -307,29 +314,80 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 	if l.opts.OnStart != nil {
 		l.opts.OnStart(l.state.Step)
 	}
-	pending := 0
+	// pending are the steps whose batch is written and whose DONE is not
+	// yet finished, oldest first: at most MaxStaleness of them while a
+	// step samples, so that step N+k samples while step N trains.
+	var pending []int
 	for step := l.state.Step + 1; step <= l.opts.Steps; step++ {
+		if pending, err = l.finishReady(ctx, pending, step); err != nil {
+			return err
+		}
 		if err := l.ensureBatch(ctx, step); err != nil {
 			return err
 		}
-		if l.opts.MaxStaleness == 1 && pending > 0 {
-			if err := l.finish(ctx, pending); err != nil {
-				return err
-			}
-		}
-		pending = step
+		pending = append(pending, step)
 		if l.opts.MaxStaleness == 0 {
-			if err := l.finish(ctx, step); err != nil {
+			if pending, err = l.finishReady(ctx, pending, allPending); err != nil {
 				return err
 			}
-			pending = 0
 		}
 	}
-	if pending > 0 {
-		return l.finish(ctx, pending)
-	}
-	return nil
+	_, err = l.finishReady(ctx, pending, allPending)
+	return err
 }
+
+// finishReady finishes, in order, the pending steps that step's sampling
+// must wait for (those before step-MaxStaleness) and, beyond them, those
+// up to step-2 whose DONE is already written, so that step samples with
+// the newest policy trained. Step-1's batch was written just before, so
+// it is never waited for; with staleness 0 or 1 the policy that samples a
+// step is therefore fixed (step-1, step-2), beyond 1 it is the newest
+// trained. allPending finishes every pending step. It returns the steps
+// still pending.
+func (l *Loop) finishReady(ctx context.Context, pending []int, step int) ([]int, error) {
+	for len(pending) > 0 {
+		next := pending[0]
+		if next >= step-l.opts.MaxStaleness {
+			if next > step-2 {
+				break
+			}
+			if _, ok, err := handshake.ReadDone(l.opts.Dir.CheckpointDir(next)); err != nil || !ok {
+				break
+			}
+		}
+		if err := l.finish(ctx, next); err != nil {
+			return pending, err
+		}
+		pending = pending[1:]
+	}
+	return pending, nil
+}
+
+// dropOffPolicy removes from s the rollouts sampled by a policy more than
+// MaxOffPolicySteps older than the one step's batch trains (step-1's) and
+// returns how many it removed.
+func (l *Loop) dropOffPolicy(step int, s *sampled) int {
+	if l.opts.MaxOffPolicySteps <= 0 {
+		return 0
+	}
+	oldest := step - 1 - l.opts.MaxOffPolicySteps
+	kept := s.rs[:0]
+	for _, r := range s.rs {
+		if int(r.PolicyVersion) >= oldest {
+			kept = append(kept, r)
+		}
+	}
+	n := len(s.rs) - len(kept)
+	s.rs = kept
+	if n > 0 {
+		l.log.Warn("rollouts dropped: their policy is older than train.max_off_policy_steps allows",
+			zap.Int("step", step), zap.Int("count", n), zap.Int("oldest_policy_kept", oldest))
+	}
+	return n
+}
+
+// allPending is finishReady's step that finishes every pending step.
+const allPending = math.MaxInt
 
 // adapterFiles are the files a LoRA adapter folder must hold (peft's
 // save_pretrained): its config and its weights in one of two formats.
@@ -492,8 +550,8 @@ func (l *Loop) recordStep(step int, done handshake.Done, waitSec float64) (metri
 }
 
 // saveState records step as the last completed one and its adapter (name)
-// as the policy served. With staleness 1 the step after this one was
-// sampled by the policy of the step before; the state records the newest
+// as the policy served. With staleness k the steps after this one
+// may have been sampled by older policies; the state records the newest
 // trained policy.
 func (l *Loop) saveState(step int, name string, baseline *grpo.RoleBaseline) error {
 	l.state.Step = step

@@ -101,7 +101,7 @@ func newLoopClient(t *testing.T, dir dataset.RunDir, copts llm.Options, steps, s
 }
 
 // loopOptions are the test loop's options over client.
-func loopOptions(t *testing.T, dir dataset.RunDir, client *llm.Client, steps, staleness int) train.LoopOptions {
+func loopOptions(t testing.TB, dir dataset.RunDir, client *llm.Client, steps, staleness int) train.LoopOptions {
 	t.Helper()
 	judge, err := reward.NewRuleJudge(reward.RuleOptions{Kind: "keywords", Keywords: []string{"together", "both", "shared", "agency"}})
 	if err != nil {
@@ -150,11 +150,13 @@ func TestLoopStaleness(t *testing.T) {
 	defer ts.Close()
 	for _, tc := range []struct {
 		staleness int
-		// policy version that sampled each step 1..5
+		// policy version that sampled each step 1..5; with staleness 2
+		// the newest trained one, between step-3 and step-2
 		want []int
 	}{
 		{0, []int{0, 1, 2, 3, 4}},
 		{1, []int{0, 0, 1, 2, 3}},
+		{2, nil},
 	} {
 		t.Run(fmt.Sprint("staleness", tc.staleness), func(t *testing.T) {
 			dir := dataset.RunDir(t.TempDir())
@@ -170,15 +172,24 @@ func TestLoopStaleness(t *testing.T) {
 				t.Fatalf("%d metrics lines, want 5", len(ms))
 			}
 			for i, m := range ms {
-				if int(m["step"].(float64)) != i+1 || int(m["policy_version"].(float64)) != tc.want[i] {
-					t.Errorf("line %d: step %v policy_version %v, want %d, %d", i, m["step"], m["policy_version"], i+1, tc.want[i])
+				pv := int(m["policy_version"].(float64))
+				if tc.want == nil {
+					lo, hi := max(i-tc.staleness, 0), max(i-1, 0)
+					if pv < lo || pv > hi || ft.versions[i+1] != pv {
+						t.Errorf("line %d: policy_version %v (trainer saw %d), want %d to %d", i, pv, ft.versions[i+1], lo, hi)
+					}
+				} else if pv != tc.want[i] {
+					t.Errorf("line %d: policy_version %v, want %d", i, pv, tc.want[i])
+				}
+				if int(m["step"].(float64)) != i+1 {
+					t.Errorf("line %d: step %v, want %d", i, m["step"], i+1)
 				}
 				if m["trainer/loss"] != float64(i+1) {
 					t.Errorf("line %d: trainer/loss = %v", i, m["trainer/loss"])
 				}
 			}
 			for s := 1; s <= 5; s++ {
-				if ft.consumed[s] != 1 || ft.versions[s] != tc.want[s-1] {
+				if ft.consumed[s] != 1 || (tc.want != nil && ft.versions[s] != tc.want[s-1]) {
 					t.Errorf("step %d consumed %d times with policy %d", s, ft.consumed[s], ft.versions[s])
 				}
 			}

@@ -34,11 +34,15 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 	if err != nil {
 		return err
 	}
+	dropped := l.dropOffPolicy(step, &s)
 	j, err := l.judge(ctx, step, s)
 	if err != nil {
 		return err
 	}
 	m := l.stepMetrics(step, s, j)
+	if l.opts.MaxOffPolicySteps > 0 {
+		m[metrics.KeyRolloutsDroppedOffPolicy] = dropped
+	}
 	if err := l.rateLeague(step, s, j, m); err != nil {
 		return err
 	}

@@ -43,6 +43,7 @@ func newServeSimCmd(a *cli) *cobra.Command {
 	f.Float64Var(&o.LatencySigma, "latency-sigma", 0, "lognormal sigma of latency")
 	f.Float64Var(&o.TailProb, "latency-tail-prob", 0, "probability of a heavy-tail latency")
 	f.Float64Var(&o.TailMult, "latency-tail-mult", sim.DefaultTailMult, "latency multiplier in the tail")
+	f.Float64Var(&o.ParetoAlpha, "latency-pareto-alpha", 0, "when positive, multiply each completion's latency by a Pareto draw of this shape (heavy-tailed turn lengths)")
 	f.DurationVar(&o.PerTokenLatency, "per-token-latency", 0, "extra latency per generated token")
 	f.DurationVar(&o.TokenizeLatency, "tokenize-latency", 0, "latency of /tokenize")
 	f.Float64Var(&o.ErrorRate, "error-rate", 0, "fraction of requests answered 500/502/503")

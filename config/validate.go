@@ -461,7 +461,7 @@ func (c Config) validateTrain(k *checker) {
 func (c Config) validateTrainer(k *checker) {
 	t := c.Trainer
 	if t.FullFinetune {
-		k.bad("trainer.full_finetune", "full fine-tuning cannot be hot-loaded into vLLM (only LoRA adapters can): use LoRA")
+		c.validateWeightSync(k)
 	}
 	k.inRange("trainer.lr", t.LR, 0, 1, true, false)
 	k.inRange("trainer.epsilon_low", t.EpsilonLow, 0, 1, true, true)
@@ -484,6 +484,22 @@ func (c Config) validateTrainer(k *checker) {
 	k.reportTo("trainer.report_to", t.ReportTo)
 	if t.MaxGradNorm <= 0 {
 		k.bad("trainer.max_grad_norm", "must be positive, got %g", t.MaxGradNorm)
+	}
+}
+
+// validateWeightSync checks train.weight_sync (full fine-tuning).
+func (c Config) validateWeightSync(k *checker) {
+	w := c.Train.WeightSync
+	oneOf(k, "train.weight_sync.transfer", w.Transfer, Transfers)
+	oneOf(k, "train.weight_sync.pause_mode", w.PauseMode, []string{"wait", "abort", "keep"})
+	if w.ReloadTimeout <= 0 {
+		k.bad("train.weight_sync.reload_timeout", "must be positive, got %s", w.ReloadTimeout)
+	}
+	if w.Transfer == TransferNCCL && w.NCCLAddr == "" {
+		k.bad("train.weight_sync.nccl_addr", "must be host:port of the NCCL rendezvous the trainer opens (transfer nccl), an address every endpoint reaches")
+	}
+	if strings.TrimSpace(c.Trainer.Model) == "" {
+		k.bad("trainer.model", "must name the base model folder, the one the server serves: full fine-tuning checks every step's weights against it")
 	}
 }
 

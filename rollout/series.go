@@ -194,6 +194,7 @@ func playSeriesGame(ctx context.Context, g SeriesGame, opts RunnerOptions, bridg
 	agents := NewRecorder(RecorderOptions{
 		Policy: opts.Policy, Model: opts.Model, Players: opts.Players, Sampling: opts.Sampling,
 		ChatTemplateKwargs: opts.ChatTemplateKwargs, Seed: seed, History: opts.History, Bridge: bridge,
+		WeightVersion: opts.weightVersion(),
 	})
 	rec.Roles = RoleOutcomes(g.Roles(p), agents)
 	t0 := time.Now()

@@ -61,6 +61,8 @@ type Server struct {
 	requests  map[string]*atomic.Int64
 	faultsN   map[string]*atomic.Int64
 
+	rl rlState
+
 	closeOnce sync.Once
 	closed    chan struct{}
 }
@@ -96,6 +98,11 @@ func New(opts Options) (*Server, error) {
 	if o.MaxConcurrent > 0 {
 		s.sem = make(chan struct{}, o.MaxConcurrent)
 	}
+	if o.Weights != "" {
+		if err := s.rl.load(o.Weights); err != nil {
+			return nil, fmt.Errorf("sim.New: %w", err)
+		}
+	}
 	return s, nil
 }
 
@@ -125,6 +132,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST "+PathChat, s.handleChat)
 	mux.HandleFunc("POST "+PathLoadLoRA, s.handleLoadLoRA)
 	mux.HandleFunc("POST "+PathUnloadLoRA, s.handleUnloadLoRA)
+	if s.opts.Weights != "" {
+		s.rlRoutes(mux)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, http.StatusNotFound, "NotFoundError", "Not Found: "+r.Method+" "+r.URL.Path, "")
 	})

@@ -209,7 +209,8 @@ func weightSync(cfg config.Config, policy *llm.Client, runDir dataset.RunDir, lo
 	if w.Transfer == config.TransferNCCL {
 		tr = weightsync.NewNCCL(runDir.Root(), cfg.Policy.Endpoints, w.ReloadTimeout)
 	}
-	ws, err := weightsync.New(weightsync.Options{Server: policy, Transfer: tr, PauseMode: w.PauseMode, Base: base, Logger: log})
+	ws, err := weightsync.New(weightsync.Options{Server: policy, Transfer: tr, PauseMode: w.PauseMode, Base: base,
+		Model: cfg.Policy.Model, ProbeTolerance: w.ProbeTolerance, Logger: log})
 	if err != nil {
 		return nil, "", fmt.Errorf("train: config key trainer.model (full fine-tuning needs the local folder of the model the server serves): %w", err)
 	}

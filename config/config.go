@@ -336,6 +336,11 @@ type WeightSync struct {
 	PauseMode string `yaml:"pause_mode"`
 	// ReloadTimeout bounds one endpoint's reload from disk.
 	ReloadTimeout time.Duration `yaml:"reload_timeout"`
+	// ProbeTolerance bounds the mean absolute difference of the probe's
+	// logprobs (the trainer's probe.json beside each step's weights) between
+	// the trainer and every endpoint after an update: the check that the
+	// engine computes with the weights whose checksums match.
+	ProbeTolerance float64 `yaml:"probe_tolerance"`
 	// NCCLAddr is the host:port of the NCCL rendezvous the trainer opens
 	// (transfer nccl): an address every endpoint's workers reach.
 	NCCLAddr string `yaml:"nccl_addr"`
@@ -490,7 +495,7 @@ func Default() Config {
 		},
 		GRPO: GRPO{Advantage: "group", Epsilon: 1e-6, BaselineMomentum: 0.9, Mask: "dialogue"},
 		Train: Train{Steps: 100, Handshake: "file", HTTPAddr: "127.0.0.1:0", TokenEnv: "PARLEY_HANDSHAKE_TOKEN", TrainerTimeout: 2 * time.Hour, AdapterPrefix: "parley", MaxFailedFraction: 0.5, ServerStartTimeout: 20 * time.Minute,
-			WeightSync: WeightSync{Transfer: TransferDisk, PauseMode: "wait", ReloadTimeout: 30 * time.Minute}},
+			WeightSync: WeightSync{Transfer: TransferDisk, PauseMode: "wait", ReloadTimeout: 30 * time.Minute, ProbeTolerance: 0.05}},
 		Trainer: Trainer{
 			LR: 1e-5, EpsilonLow: 0.2, EpsilonHigh: 0.28, Aggregation: "token_mean",
 			LoRAR: 16, LoRAAlpha: 32, MicroBatchTokens: 8192, MaxGradNorm: 1.0,

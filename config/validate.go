@@ -495,11 +495,17 @@ func (c Config) validateWeightSync(k *checker) {
 	if w.ReloadTimeout <= 0 {
 		k.bad("train.weight_sync.reload_timeout", "must be positive, got %s", w.ReloadTimeout)
 	}
+	if !(w.ProbeTolerance > 0) || math.IsInf(w.ProbeTolerance, 0) {
+		k.bad("train.weight_sync.probe_tolerance", "must be a positive logprob difference, got %g", w.ProbeTolerance)
+	}
 	if w.Transfer == TransferNCCL && w.NCCLAddr == "" {
 		k.bad("train.weight_sync.nccl_addr", "must be host:port of the NCCL rendezvous the trainer opens (transfer nccl), an address every endpoint reaches")
 	}
 	if strings.TrimSpace(c.Trainer.Model) == "" {
 		k.bad("trainer.model", "must name the base model folder, the one the server serves: full fine-tuning checks every step's weights against it")
+	}
+	if c.Train.EvalEvery > 0 {
+		k.bad("train.eval_every", "must be 0 with trainer.full_finetune: the evaluation plays the step's policy against the base model, which a server holding the trained weights no longer serves (evaluate checkpoints afterwards with parley eval)")
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -278,3 +279,37 @@ func (c *Client) CheckWeightTransfer(ctx context.Context) error {
 // VersionString is the weight version parley gives the weights trained on
 // step.
 func VersionString(step int) string { return strconv.Itoa(step) }
+
+// PromptLogprobs returns, per endpoint, the logprob of each token of ids
+// given those before it (NaN for the first), at temperature 1: POST
+// /v1/completions with prompt_logprobs 0 and a cache_salt (salt) so that
+// no cached block answers. It checks what an engine computes with the
+// weights it holds.
+func (c *Client) PromptLogprobs(ctx context.Context, model string, ids []int32, salt string) ([][]float64, error) {
+	body := map[string]any{"model": model, "prompt": ids, "max_tokens": 1, "temperature": 1, "prompt_logprobs": 0, "cache_salt": salt}
+	out := make([][]float64, len(c.eps))
+	errs := c.onEvery(func(i int, ep *endpoint) error {
+		return c.rlCall(ctx, ep, http.MethodPost, pathCompletions, body, 0, func(b []byte) error {
+			var r struct {
+				Choices []struct {
+					PromptLogprobs []map[string]struct {
+						Logprob float64 `json:"logprob"`
+					} `json:"prompt_logprobs"`
+				} `json:"choices"`
+			}
+			if err := json.Unmarshal(b, &r); err != nil || len(r.Choices) == 0 || len(r.Choices[0].PromptLogprobs) != len(ids) {
+				return fmt.Errorf("%s%s: %w: no prompt_logprobs for %d tokens", ep.name, pathCompletions, ErrBadResponse, len(ids))
+			}
+			lps := make([]float64, len(ids))
+			for t, m := range r.Choices[0].PromptLogprobs {
+				lps[t] = math.NaN()
+				if e, ok := m[strconv.Itoa(int(ids[t]))]; ok {
+					lps[t] = e.Logprob
+				}
+			}
+			out[i] = lps
+			return nil
+		})
+	})
+	return out, summarize("llm.PromptLogprobs", "failed", errs)
+}

@@ -107,6 +107,7 @@ const (
 	KeyUpdateChecksums       Key = "update_checksums_compared"
 	KeyUpdateChecksumsSkip   Key = "update_checksums_not_comparable"
 	KeyUpdateTransferred     Key = "update_transferred"
+	KeyUpdateProbeMeanAbs    Key = "update_probe_mean_abs_logprob_diff"
 	// Off-policy tokens of the step's batch: the mean staleness of the
 	// trained tokens (updates between the policy that sampled a token and
 	// the one the step trains), its maximum, and the share of trained

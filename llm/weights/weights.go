@@ -220,6 +220,10 @@ func CheckSame(want, got Folder) error {
 	if len(ms) == 0 {
 		return nil
 	}
+	// Other shapes first: they say most.
+	sort.SliceStable(ms, func(i, j int) bool {
+		return ms[i].Got != "missing" && ms[i].Want != "missing" && (ms[j].Got == "missing" || ms[j].Want == "missing")
+	})
 	var parts []string
 	for i, m := range ms {
 		if i == 5 {

@@ -66,6 +66,40 @@ func perturbed(t *testing.T, base, dir string, scale float64) {
 	}
 }
 
+// baseCopy copies the base model's weights and config to root/base-copy.
+func baseCopy(t *testing.T, base, root string) string {
+	t.Helper()
+	dir := filepath.Join(root, "base-copy")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"model.safetensors", "config.json"} {
+		b, err := os.ReadFile(filepath.Join(base, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// writeProbe writes dir/probe.json with ids and their logprobs (NaN: none).
+func writeProbe(t *testing.T, dir string, ids []int32, lps []float64) {
+	t.Helper()
+	out := make([]*float64, len(lps))
+	for i := range lps {
+		if !math.IsNaN(lps[i]) {
+			out[i] = &lps[i]
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"token_ids": ids, "logprobs": out})
+	if err := os.WriteFile(filepath.Join(dir, weightsync.ProbeFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // greedy is one greedy completion's tokens and logprobs.
 type greedy struct {
 	ids []int32
@@ -138,8 +172,8 @@ func TestDiskUpdateVLLM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer client.Close()
-	ws, err := weightsync.New(weightsync.Options{Server: client, Transfer: weightsync.Disk{Reloader: client, Timeout: 5 * time.Minute}, Base: base})
+	t.Cleanup(client.Close)
+	ws, err := weightsync.New(weightsync.Options{Server: client, Transfer: weightsync.Disk{Reloader: client, Timeout: 5 * time.Minute}, Base: base, Model: srv.Model})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,6 +240,33 @@ func TestDiskUpdateVLLM(t *testing.T) {
 		t.Errorf("step 1 again: distance %g from step 1's fresh answer", d)
 	}
 
+	// The probe: the base model's own prompt logprobs (the server's, from
+	// scratch) pass beside a copy of the base weights and fail beside step
+	// 2's, whose checksums match the server once it holds them: the probe
+	// sees what the checksums cannot.
+	probeIDs := prompt[:32]
+	if _, err := ws.Sync(ctx, 3, baseCopy(t, base, root)); err != nil {
+		t.Fatal(err)
+	}
+	lps, err := client.PromptLogprobs(ctx, srv.Model, probeIDs, "probe-base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeProbe(t, filepath.Join(root, "base-copy"), probeIDs, lps[0])
+	m, err = ws.Sync(ctx, 4, filepath.Join(root, "base-copy"))
+	if err != nil {
+		t.Fatalf("Sync with the base's own probe: %v", err)
+	}
+	t.Logf("probe of the base beside the base: mean |Δ logprob| %g", m["update_probe_mean_abs_logprob_diff"])
+	writeProbe(t, step2, probeIDs, lps[0])
+	_, err = ws.Sync(ctx, 5, step2)
+	if !errors.Is(err, weightsync.ErrMismatch) || !strings.Contains(err.Error(), "does not compute with the trainer's weights") {
+		t.Errorf("Sync with a probe of other weights = %v, want the probe's mismatch", err)
+	}
+	if err := client.Resume(ctx); err != nil { // the failed update leaves it paused
+		t.Fatal(err)
+	}
+
 	// A version that does not match is named.
 	if err := client.SetWeightVersion(ctx, "7"); err != nil {
 		t.Fatal(err)
@@ -217,6 +278,9 @@ func TestDiskUpdateVLLM(t *testing.T) {
 		keys = append(keys, k)
 	}
 	t.Logf("e.g. %s", strings.Join(keys[:min(4, len(keys))], ", "))
+	if err := client.ReloadWeights(ctx, step1, 5*time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	m, err = ws.Sync(ctx, 1, step1) // verify finds version 7, sets 1 again
 	if err != nil || m["update_transferred"] != 0 {
 		t.Errorf("Sync after a wrong version = %v, %v; want the version set again without a transfer", m, err)

@@ -33,9 +33,12 @@ package weightsync
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -61,6 +64,7 @@ type Server interface {
 	WeightVersions(ctx context.Context) ([]string, error)
 	WeightChecksums(ctx context.Context) ([]map[string]string, error)
 	ResetPrefixCache(ctx context.Context) error
+	PromptLogprobs(ctx context.Context, model string, ids []int32, salt string) ([][]float64, error)
 }
 
 // Transfer moves the weights trained on step, written to dir, into every
@@ -84,7 +88,13 @@ type Options struct {
 	Base string
 	// Version names the weight version of a step (default: its number).
 	Version func(step int) string
-	Logger  *zap.Logger
+	// Model is the served model name the probe asks (ProbeFile).
+	Model string
+	// ProbeTolerance bounds the mean absolute difference between the
+	// probe's logprobs as the trainer computed them and as every endpoint
+	// does (default 0.05).
+	ProbeTolerance float64
+	Logger         *zap.Logger
 }
 
 // Syncer updates the endpoints' full weights.
@@ -107,6 +117,9 @@ func New(o Options) (*Syncer, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
+	}
+	if o.ProbeTolerance <= 0 {
+		o.ProbeTolerance = 0.05
 	}
 	base, err := weights.Read(o.Base)
 	if err != nil {
@@ -134,8 +147,8 @@ func (s *Syncer) Sync(ctx context.Context, step int, dir string) (map[string]flo
 	switch {
 	case err == nil:
 		// Already there (a resumed update, or the base model at start).
-		s.log.Info("the endpoints already hold the step's weights", zap.Int("step", step))
-		return m, s.finish(ctx, m, t0, t0)
+		s.log.Debug("the endpoints already hold the step's weights", zap.Int("step", step))
+		return m, s.finish(ctx, m, dir, t0, t0)
 	case !errors.Is(err, ErrMismatch):
 		return nil, err
 	case step == 0 && !held:
@@ -163,11 +176,12 @@ func (s *Syncer) Sync(ctx context.Context, step int, dir string) (map[string]flo
 	if _, err := s.verify(ctx, version, want, m); err != nil {
 		return nil, fmt.Errorf("weightsync step %d: after the update from %s (%s transfer): %w", step, dir, s.opts.Transfer.Name(), err)
 	}
-	return m, s.finish(ctx, m, t0, pause)
+	return m, s.finish(ctx, m, dir, t0, pause)
 }
 
-// finish resets the prefix caches and resumes every endpoint.
-func (s *Syncer) finish(ctx context.Context, m map[string]float64, t0, pause time.Time) error {
+// finish resets the prefix caches, resumes every endpoint and probes them
+// (a paused endpoint holds the probe's request).
+func (s *Syncer) finish(ctx context.Context, m map[string]float64, dir string, t0, pause time.Time) error {
 	if err := s.opts.Server.ResetPrefixCache(ctx); err != nil {
 		return fmt.Errorf("weightsync: %w", err)
 	}
@@ -184,6 +198,9 @@ func (s *Syncer) finish(ctx context.Context, m map[string]float64, t0, pause tim
 	}
 	if pause != t0 {
 		m[string(metrics.KeyUpdatePauseSeconds)] = time.Since(pause).Seconds()
+	}
+	if err := s.probe(ctx, dir, m); err != nil {
+		return err
 	}
 	m[string(metrics.KeyUpdateSeconds)] = time.Since(t0).Seconds()
 	return nil
@@ -260,6 +277,63 @@ func (s *Syncer) verify(ctx context.Context, version string, want weights.Folder
 		return held, fmt.Errorf("%w: %s", ErrMismatch, strings.Join(bad, "; "))
 	}
 	return true, nil
+}
+
+// ProbeFile is the trainer's probe beside a step's weights: token ids and
+// the trainer's logprob of each given those before it (null first), at
+// temperature 1. After an update every endpoint must compute the same
+// (Options.ProbeTolerance): the checksums prove the parameters, the probe
+// that the engine computes with them.
+const ProbeFile = "probe.json"
+
+// probe compares every endpoint's prompt logprobs of dir's probe with the
+// trainer's; a folder without one (the base model) is not probed.
+func (s *Syncer) probe(ctx context.Context, dir string, m map[string]float64) error {
+	b, err := os.ReadFile(filepath.Join(dir, ProbeFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("weightsync: %w", err)
+	}
+	var p struct {
+		TokenIDs []int32    `json:"token_ids"`
+		Logprobs []*float64 `json:"logprobs"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil || len(p.TokenIDs) < 2 || len(p.Logprobs) != len(p.TokenIDs) {
+		return fmt.Errorf("weightsync: %s: not a probe (token_ids and one logprob each): %v", filepath.Join(dir, ProbeFile), err)
+	}
+	var salt [8]byte
+	_, _ = rand.Read(salt[:])
+	got, err := s.opts.Server.PromptLogprobs(ctx, s.opts.Model, p.TokenIDs, "parley-probe-"+hex.EncodeToString(salt[:]))
+	if err != nil {
+		return fmt.Errorf("weightsync: the probe: %w", err)
+	}
+	eps := s.opts.Server.Endpoints()
+	worst := 0.0
+	var bad []string
+	for i, lps := range got {
+		sum, n, mx := 0.0, 0, 0.0
+		for t, want := range p.Logprobs {
+			if want == nil || math.IsNaN(lps[t]) {
+				continue
+			}
+			d := math.Abs(lps[t] - *want)
+			sum, n, mx = sum+d, n+1, max(mx, d)
+		}
+		mean := sum / float64(max(n, 1))
+		worst = max(worst, mean)
+		if n == 0 || mean > s.opts.ProbeTolerance {
+			bad = append(bad, fmt.Sprintf("%s: mean %.3g, max %.3g over %d tokens", eps[i], mean, mx, n))
+		}
+	}
+	m[string(metrics.KeyUpdateProbeMeanAbs)] = worst
+	if len(bad) > 0 {
+		return fmt.Errorf("%w: the engine does not compute with the trainer's weights, although their checksums match: the probe's prompt logprobs differ from the trainer's (%s; train.weight_sync.probe_tolerance %g). "+
+			"vLLM 0.32's CPU build reloads a tied embedding (tie_word_embeddings) but keeps computing the output head from the old copy: freeze it (trainer.extra_args: [--freeze, embed_tokens]) or serve on a GPU",
+			ErrMismatch, strings.Join(bad, "; "), s.opts.ProbeTolerance)
+	}
+	return nil
 }
 
 // Disk is the transfer from disk: every endpoint reloads the folder in

@@ -434,7 +434,7 @@ func TestQuickstartFullLearns(t *testing.T) {
 	if len(steps) < 10 {
 		t.Fatalf("%d steps, want at least 10", len(steps))
 	}
-	mean := func(xs []step) float64 {
+	mean := func(xs []step) float64 { // reward
 		s := 0.0
 		for _, x := range xs {
 			s += x.RewardMean
@@ -449,8 +449,19 @@ func TestQuickstartFullLearns(t *testing.T) {
 		t.Logf("step %d: reward %.3f, agreement %.2f, update %.3f s (paused %.3f s), probe |Δ| %.2g", s.Step, s.RewardMean, s.AgreementRate, *s.Update, *s.Pause, *s.Probe)
 	}
 	first, last := steps[:5], steps[len(steps)-5:]
-	if mean(last) < mean(first)+0.05 {
-		t.Errorf("mean reward of the last 5 steps %.3f does not exceed the first 5's %.3f by 0.05", mean(last), mean(first))
+	// Measured: 0.004 → 0.44 (reward), 0.006 → 0.96 (agreement).
+	if mean(last) < mean(first)+0.2 {
+		t.Errorf("mean reward of the last 5 steps %.3f does not exceed the first 5's %.3f by 0.2", mean(last), mean(first))
+	}
+	agree := func(xs []step) float64 {
+		s := 0.0
+		for _, x := range xs {
+			s += x.AgreementRate
+		}
+		return s / float64(len(xs))
+	}
+	if agree(last) < agree(first)+0.3 {
+		t.Errorf("mean agreement rate of the last 5 steps %.3f does not exceed the first 5's %.3f by 0.3", agree(last), agree(first))
 	}
 }
 

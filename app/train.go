@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/parleyhq/parley/internal/telemetry"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/llm/chat"
+	"github.com/parleyhq/parley/llm/weightsync"
 	"github.com/parleyhq/parley/metrics"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
@@ -116,6 +118,9 @@ func trainerArgs(cfg config.Config, runDir string) []string {
 	}
 	if t.FullFinetune {
 		args = append(args, "--full-finetune")
+		if w := cfg.Train.WeightSync; w.Transfer == config.TransferNCCL {
+			args = append(args, "--weight-transfer", "nccl", "--nccl-addr", w.NCCLAddr)
+		}
 	} else {
 		args = append(args, "--lora-r", strconv.Itoa(t.LoRAR), "--lora-alpha", strconv.Itoa(t.LoRAAlpha), "--lora-dropout", f(t.LoRADropout))
 	}
@@ -179,6 +184,11 @@ func runTrain(ctx context.Context, env Env, cfg config.Config, runDir dataset.Ru
 		Eval: evals, OnStart: rep.onStart, Progress: bars.Start, OnStep: rep.onStep,
 		League: leagueRoles(cfg, ro), CrossPlay: crossPlayOptions(cfg, runDir, log),
 	}
+	if cfg.Trainer.FullFinetune {
+		if opts.Loop.Weights, opts.Loop.BaseWeights, err = weightSync(cfg, policy, runDir, log); err != nil {
+			return err
+		}
+	}
 	st, err := train.Run(ctx, opts)
 	if err != nil {
 		return err
@@ -187,6 +197,26 @@ func runTrain(ctx context.Context, env Env, cfg config.Config, runDir dataset.Ru
 	env.summarize(trainSummary(st.Step, rep.first, rep.last, time.Since(rep.start)).
 		Add("run", runDir.Root()).Add("adapter", st.Adapter))
 	return nil
+}
+
+// weightSync is the full-weights update of every endpoint
+// (trainer.full_finetune) and the base model's folder.
+func weightSync(cfg config.Config, policy *llm.Client, runDir dataset.RunDir, log *zap.Logger) (train.WeightSync, string, error) {
+	base, err := filepath.Abs(cfg.Trainer.Model)
+	if err != nil {
+		return nil, "", fmt.Errorf("train: config key trainer.model: %w", err)
+	}
+	w := cfg.Train.WeightSync
+	var tr weightsync.Transfer = weightsync.Disk{Reloader: policy, Timeout: w.ReloadTimeout}
+	if w.Transfer == config.TransferNCCL {
+		tr = weightsync.NewNCCL(runDir.Root(), cfg.Policy.Endpoints, w.ReloadTimeout)
+	}
+	ws, err := weightsync.New(weightsync.Options{Server: policy, Transfer: tr, PauseMode: w.PauseMode, Base: base,
+		Model: cfg.Policy.Model, ProbeTolerance: w.ProbeTolerance, Logger: log})
+	if err != nil {
+		return nil, "", fmt.Errorf("train: config key trainer.model (full fine-tuning needs the local folder of the model the server serves): %w", err)
+	}
+	return ws, base, nil
 }
 
 // trainPrompts loads the curriculum's training rows, refusing a group

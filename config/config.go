@@ -350,6 +350,44 @@ type Train struct {
 	MaxFailedFraction float64 `yaml:"max_failed_fraction"`
 	// ServerStartTimeout bounds the wait for train.server_command's health.
 	ServerStartTimeout time.Duration `yaml:"server_start_timeout"`
+	// WeightSync is how full weights (trainer.full_finetune) reach the
+	// inference endpoints.
+	WeightSync WeightSync `yaml:"weight_sync"`
+}
+
+// Weight transfers (train.weight_sync.transfer).
+const (
+	TransferDisk = "disk"
+	TransferNCCL = "nccl"
+)
+
+// Transfers lists the weight transfers.
+var Transfers = []string{TransferDisk, TransferNCCL}
+
+// WeightSync configures the full-weights update of every endpoint after
+// each step through vLLM's RL API (served with VLLM_SERVER_DEV_MODE=1):
+// pause, transfer, set the weight version to the step, verify the version
+// and the checksums against the trainer's files, reset the prefix cache,
+// resume.
+type WeightSync struct {
+	// Transfer is disk (every endpoint reloads the step's safetensors from
+	// the run directory, which it must see at the same path) or nccl (the
+	// trainer broadcasts the weights to every endpoint's workers; GPU
+	// only, vLLM served with --weight-transfer-config '{"backend":"nccl"}').
+	Transfer string `yaml:"transfer"`
+	// PauseMode is POST /pause's mode: wait (requests in flight finish
+	// first), abort, or keep (frozen, resumed on the new weights).
+	PauseMode string `yaml:"pause_mode"`
+	// ReloadTimeout bounds one endpoint's reload from disk.
+	ReloadTimeout time.Duration `yaml:"reload_timeout"`
+	// ProbeTolerance bounds the mean absolute difference of the probe's
+	// logprobs (the trainer's probe.json beside each step's weights) between
+	// the trainer and every endpoint after an update: the check that the
+	// engine computes with the weights whose checksums match.
+	ProbeTolerance float64 `yaml:"probe_tolerance"`
+	// NCCLAddr is the host:port of the NCCL rendezvous the trainer opens
+	// (transfer nccl): an address every endpoint's workers reach.
+	NCCLAddr string `yaml:"nccl_addr"`
 }
 
 // Trainer holds the PyTorch trainer's hyperparameters; parley passes them as flags.
@@ -379,8 +417,10 @@ type Trainer struct {
 	LoRAAlpha int `yaml:"lora_alpha"`
 	// LoRADropout is the dropout on the LoRA input.
 	LoRADropout float64 `yaml:"lora_dropout"`
-	// FullFinetune trains every weight instead of a LoRA adapter (refused:
-	// vLLM hot-loads only adapters).
+	// FullFinetune trains every weight instead of a LoRA adapter: each
+	// step's weights reach every endpoint through vLLM's RL API
+	// (train.weight_sync), which the server serves with
+	// VLLM_SERVER_DEV_MODE=1.
 	FullFinetune bool `yaml:"full_finetune"`
 	// MicroBatchTokens is the token budget of a micro-batch.
 	MicroBatchTokens int `yaml:"micro_batch_tokens"`
@@ -500,8 +540,9 @@ func Default() Config {
 			StructuredOutput: true, BatchSize: 5, MinWords: 15, MaxWords: 120, NearDupThreshold: 0.7,
 			EvalFraction: 0.1,
 		},
-		GRPO:  GRPO{Advantage: "group", Epsilon: 1e-6, BaselineMomentum: 0.9, Mask: "dialogue"},
-		Train: Train{Steps: 100, Handshake: "file", HTTPAddr: "127.0.0.1:0", TokenEnv: "PARLEY_HANDSHAKE_TOKEN", TrainerTimeout: 2 * time.Hour, AdapterPrefix: "parley", MaxFailedFraction: 0.5, ServerStartTimeout: 20 * time.Minute},
+		GRPO: GRPO{Advantage: "group", Epsilon: 1e-6, BaselineMomentum: 0.9, Mask: "dialogue"},
+		Train: Train{Steps: 100, Handshake: "file", HTTPAddr: "127.0.0.1:0", TokenEnv: "PARLEY_HANDSHAKE_TOKEN", TrainerTimeout: 2 * time.Hour, AdapterPrefix: "parley", MaxFailedFraction: 0.5, ServerStartTimeout: 20 * time.Minute,
+			WeightSync: WeightSync{Transfer: TransferDisk, PauseMode: "wait", ReloadTimeout: 30 * time.Minute, ProbeTolerance: 0.05}},
 		Trainer: Trainer{
 			LR: 1e-5, EpsilonLow: 0.2, EpsilonHigh: 0.28, Aggregation: "token_mean",
 			LoRAR: 16, LoRAAlpha: 32, MicroBatchTokens: 8192, MaxGradNorm: 1.0,

@@ -392,7 +392,8 @@ var operationalKeys = []string{
 	"generator.",
 	"train.steps", "train.http_addr", "train.metrics_addr", "train.token_env", "train.trainer_timeout", "train.trainer_command",
 	"train.server_command", "train.max_failed_fraction", "train.server_start_timeout",
-	"trainer.report_to", // where metrics go, not what is trained
+	"trainer.report_to",  // where metrics go, not what is trained
+	"train.weight_sync.", // how the weights travel, not what is trained
 	"log.",
 }
 

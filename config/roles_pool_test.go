@@ -59,6 +59,7 @@ func TestRoleLeague(t *testing.T) {
 		{"  requester:\n    policy: base\n    league: {draw: pfsp}\n", "key roles.requester.league: is for policy league"},
 		{"  requester:\n    policy: league\n  holder:\n    policy: scripted\n", "no role of game endowment is left to it"},
 		{"  requester:\n    policy: league\n    pool:\n      - {policy: league}\n", "key roles.requester.pool[0].policy: a pool holds frozen opponents"},
+		{"  requester:\n    policy: league\ntrainer:\n  full_finetune: true\n  model: m\n", "key roles.requester.policy: a league's snapshots are the run's LoRA adapters"},
 	}
 	for _, tt := range tests {
 		_, err := Parse([]byte(base + tt.roles))

@@ -363,6 +363,9 @@ func (c Config) validateLeague(k *checker, key, role string, r RoleModel, player
 	if players != nil && trained == 0 {
 		k.bad(key+".policy", "a league plays against the trained policy, but no role of game %s is left to it", c.Game.Env)
 	}
+	if c.Trainer.FullFinetune {
+		k.bad(key+".policy", "a league's snapshots are the run's LoRA adapters, served beside the policy; with trainer.full_finetune: true the endpoints hold one step's full weights and no snapshot can be served (train with LoRA, or play the role with policy pool)")
+	}
 }
 
 // validateRole checks one role's player (key is its config path).
@@ -533,7 +536,7 @@ func (c Config) validateTrain(k *checker) {
 func (c Config) validateTrainer(k *checker) {
 	t := c.Trainer
 	if t.FullFinetune {
-		k.bad("trainer.full_finetune", "full fine-tuning cannot be hot-loaded into vLLM (only LoRA adapters can): use LoRA")
+		c.validateWeightSync(k)
 	}
 	k.inRange("trainer.lr", t.LR, 0, 1, true, false)
 	k.inRange("trainer.epsilon_low", t.EpsilonLow, 0, 1, true, true)
@@ -556,6 +559,28 @@ func (c Config) validateTrainer(k *checker) {
 	k.reportTo("trainer.report_to", t.ReportTo)
 	if t.MaxGradNorm <= 0 {
 		k.bad("trainer.max_grad_norm", "must be positive, got %g", t.MaxGradNorm)
+	}
+}
+
+// validateWeightSync checks train.weight_sync (full fine-tuning).
+func (c Config) validateWeightSync(k *checker) {
+	w := c.Train.WeightSync
+	oneOf(k, "train.weight_sync.transfer", w.Transfer, Transfers)
+	oneOf(k, "train.weight_sync.pause_mode", w.PauseMode, []string{"wait", "abort", "keep"})
+	if w.ReloadTimeout <= 0 {
+		k.bad("train.weight_sync.reload_timeout", "must be positive, got %s", w.ReloadTimeout)
+	}
+	if !(w.ProbeTolerance > 0) || math.IsInf(w.ProbeTolerance, 0) {
+		k.bad("train.weight_sync.probe_tolerance", "must be a positive logprob difference, got %g", w.ProbeTolerance)
+	}
+	if w.Transfer == TransferNCCL && w.NCCLAddr == "" {
+		k.bad("train.weight_sync.nccl_addr", "must be host:port of the NCCL rendezvous the trainer opens (transfer nccl), an address every endpoint reaches")
+	}
+	if strings.TrimSpace(c.Trainer.Model) == "" {
+		k.bad("trainer.model", "must name the base model folder, the one the server serves: full fine-tuning checks every step's weights against it")
+	}
+	if c.Train.EvalEvery > 0 {
+		k.bad("train.eval_every", "must be 0 with trainer.full_finetune: the evaluation plays the step's policy against the base model, which a server holding the trained weights no longer serves (evaluate checkpoints afterwards with parley eval)")
 	}
 }
 

@@ -112,6 +112,10 @@ type Turn struct {
 	Tokens       int32  `json:"tokens" parquet:"tokens"`
 	FinishReason string `json:"finish_reason" parquet:"finish_reason"`
 	Agree        bool   `json:"agree" parquet:"agree"`
+	// WeightVersion is the policy version whose weights sampled the turn
+	// (0: the base model; absent from files written before it was
+	// recorded, read as 0).
+	WeightVersion int32 `json:"weight_version" parquet:"weight_version,optional"`
 }
 
 // Sequence is one training sequence of one agent, token in, token out: the
@@ -124,6 +128,10 @@ type Sequence struct {
 	InputIDs []int32   `json:"input_ids" parquet:"input_ids,list"`
 	LossMask []int8    `json:"loss_mask" parquet:"loss_mask,list"`
 	Logprobs []float32 `json:"logprobs" parquet:"logprobs,list"`
+	// Versions is, per token, the policy version whose weights sampled it
+	// (its turn's; mask-0 tokens carry the version of the turn they lead
+	// to). Empty in files written before it was recorded.
+	Versions []int32 `json:"versions,omitempty" parquet:"versions,list,optional"`
 }
 
 // PolicyKind is what plays a role (config roles.<role>.policy, a
@@ -300,6 +308,11 @@ type BatchRow struct {
 	// token of Advantages; version 2.
 	Advantage   float32 `json:"advantage" parquet:"advantage"`
 	Temperature float32 `json:"temperature" parquet:"temperature"`
+	// TokenVersions is, per token, the policy version whose weights
+	// sampled it (Sequence.Versions); a trained token's staleness is
+	// Step-1 minus its version. Empty in batches written before it was
+	// recorded: every token then has PolicyVersion.
+	TokenVersions []int32 `json:"token_versions,omitempty" parquet:"token_versions,list,optional"`
 }
 
 // Ready is the .ready marker written beside a batch once it is complete.

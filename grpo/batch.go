@@ -74,6 +74,12 @@ type BatchStats struct {
 	// number of mask-1 tokens among them.
 	Tokens        int64 `json:"tokens"`
 	TrainedTokens int64 `json:"trained_tokens"`
+	// StalenessSum and StalenessMax are over the trained tokens'
+	// staleness, Step-1 minus the version that sampled the token (0: on
+	// policy); OffPolicyTokens counts those above 0.
+	StalenessSum    int64 `json:"staleness_sum"`
+	StalenessMax    int64 `json:"staleness_max"`
+	OffPolicyTokens int64 `json:"off_policy_tokens"`
 	// NotTrainedKind counts sequences the mask mode does not train.
 	NotTrainedKind int `json:"not_trained_kind"`
 	// NotTrainedRole counts sequences of roles that are not trained (a
@@ -182,6 +188,7 @@ func BuildBatch(rollouts []dataset.Rollout, opts BatchOptions) ([]dataset.BatchR
 				Reward:            ro.Reward,
 				Advantage:         adv,
 				Temperature:       r.Temperature,
+				TokenVersions:     tokenVersions(s, opts.PolicyVersion),
 			}
 			var trained int64
 			for t, m := range s.LossMask {
@@ -189,6 +196,12 @@ func BuildBatch(rollouts []dataset.Rollout, opts BatchOptions) ([]dataset.BatchR
 					trained++
 					row.InferenceLogprobs[t] = s.Logprobs[t]
 					row.Advantages[t] = adv
+					stale := int64(opts.Step - 1 - int(row.TokenVersions[t]))
+					st.StalenessSum += stale
+					st.StalenessMax = max(st.StalenessMax, stale)
+					if stale > 0 {
+						st.OffPolicyTokens++
+					}
 				}
 			}
 			if trained == 0 {
@@ -205,6 +218,19 @@ func BuildBatch(rollouts []dataset.Rollout, opts BatchOptions) ([]dataset.BatchR
 	}
 	st.Rows = len(rows)
 	return rows, st, nil
+}
+
+// tokenVersions is s's per-token versions, or pv on every token when s
+// has none (a rollout recorded before they were).
+func tokenVersions(s dataset.Sequence, pv int) []int32 {
+	if len(s.Versions) == len(s.InputIDs) {
+		return append([]int32(nil), s.Versions...)
+	}
+	out := make([]int32, len(s.InputIDs))
+	for i := range out {
+		out[i] = int32(pv)
+	}
+	return out
 }
 
 // checkSequence validates the invariants of one token sequence.

@@ -112,6 +112,27 @@ const (
 	KeyLeagueLoads   Key = "league/loads"
 	KeyLeagueUnloads Key = "league/unloads"
 	KeyLeagueMembers Key = "league/members"
+	// The full-weights update after the step (trainer.full_finetune):
+	// its whole time, the time the endpoints were paused, the transfer's
+	// and the verification's, how many runtime parameters' checksums were
+	// compared with the trainer's files (and how many could not be), and
+	// whether the weights had to be transferred at all (0: the endpoints
+	// already held them, a resumed update).
+	KeyUpdateSeconds         Key = "update_seconds"
+	KeyUpdatePauseSeconds    Key = "update_pause_seconds"
+	KeyUpdateTransferSeconds Key = "update_transfer_seconds"
+	KeyUpdateVerifySeconds   Key = "update_verify_seconds"
+	KeyUpdateChecksums       Key = "update_checksums_compared"
+	KeyUpdateChecksumsSkip   Key = "update_checksums_not_comparable"
+	KeyUpdateTransferred     Key = "update_transferred"
+	KeyUpdateProbeMeanAbs    Key = "update_probe_mean_abs_logprob_diff"
+	// Off-policy tokens of the step's batch: the mean staleness of the
+	// trained tokens (updates between the policy that sampled a token and
+	// the one the step trains), its maximum, and the share of trained
+	// tokens with staleness above 0.
+	KeyStalenessMean     Key = "staleness_mean"
+	KeyStalenessMax      Key = "staleness_max"
+	KeyOffPolicyFraction Key = "off_policy_token_fraction"
 	// KeySampleMetricsLost is true on the line of a trained step whose
 	// sampling metrics were lost: it holds the trainer's alone.
 	KeySampleMetricsLost Key = "sample_metrics_lost"

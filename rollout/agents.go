@@ -52,6 +52,9 @@ type Reply struct {
 	Raw          string
 	Tokens       int
 	FinishReason string
+	// WeightVersion is the policy version that sampled the reply
+	// (RecorderOptions.WeightVersion).
+	WeightVersion int32
 }
 
 // Chatter is what an external player needs: an OpenAI-compatible chat
@@ -139,6 +142,10 @@ type RecorderOptions struct {
 	// Bridge renders the bridges of HistoryTokens; share one across the
 	// recorders of a run (nil: the recorder makes its own).
 	Bridge *Bridge
+	// WeightVersion reports the policy version the trained policy's
+	// endpoints serve when a turn is sampled (nil: 0); each turn and each
+	// of its tokens record it.
+	WeightVersion func() int
 	// Session, when set (the rollout id), routes each role's completions
 	// as one session, Session+"/"+role, so a dialogue's turns reach the
 	// endpoint whose prefix cache holds it (llm.WithSession); Group (the
@@ -298,11 +305,20 @@ func (r *Recorder) Turn(ctx context.Context, role string, msgs []llm.Message, op
 		return Reply{}, fmt.Errorf("rollout: sample turn %d of %s: the server returned no choices", turn+1, role)
 	}
 	c := choices[0]
+	v := r.version()
+	// The tokens since the last sampled ones (this turn's prompt) lead to
+	// this turn: they carry its version too.
+	for i := len(s.Versions); i < len(s.InputIDs); i++ {
+		s.Versions = append(s.Versions, v)
+	}
 	appendSampled(s, c.TokenIDs, c.Logprobs)
+	for range c.TokenIDs {
+		s.Versions = append(s.Versions, v)
+	}
 	r.SampledTokens += len(c.TokenIDs)
 	st.view = slices.Clone(msgs)
 	st.raw = c.Text
-	return Reply{Text: CleanText(c.Text), Raw: c.Text, Tokens: len(c.TokenIDs), FinishReason: c.FinishReason}, nil
+	return Reply{Text: CleanText(c.Text), Raw: c.Text, Tokens: len(c.TokenIDs), FinishReason: c.FinishReason, WeightVersion: v}, nil
 }
 
 // extendRerender renders msgs whole and extends the role's sequence with
@@ -403,6 +419,14 @@ func sameMessage(a, b llm.Message) bool {
 	return a.Reasoning == nil || *a.Reasoning == *b.Reasoning
 }
 
+// version is the weight version now served (RecorderOptions.WeightVersion).
+func (r *Recorder) version() int32 {
+	if r.opts.WeightVersion == nil {
+		return 0
+	}
+	return int32(r.opts.WeightVersion())
+}
+
 // startSequence starts a new training sequence for role with a rendered
 // prompt.
 func (r *Recorder) startSequence(role string, st *agentState, kind string, prompt []int32) {
@@ -484,7 +508,25 @@ func (r *Recorder) chatTurn(ctx context.Context, role string, st *agentState, pl
 }
 
 // Sequences returns the recorded training sequences in creation order.
-func (r *Recorder) Sequences() []dataset.Sequence { return r.seqs }
+func (r *Recorder) Sequences() []dataset.Sequence {
+	r.padVersions()
+	return r.seqs
+}
+
+// padVersions gives the tokens after each sequence's last sampled ones
+// (its closing tokens) the version of those.
+func (r *Recorder) padVersions() {
+	for i := range r.seqs {
+		s := &r.seqs[i]
+		v := r.version()
+		if n := len(s.Versions); n > 0 {
+			v = s.Versions[n-1]
+		}
+		for len(s.Versions) < len(s.InputIDs) {
+			s.Versions = append(s.Versions, v)
+		}
+	}
+}
 
 // SystemPrompts returns the system prompt each role was first given (the
 // first message of its first turn, when it is a system message), in the
@@ -495,7 +537,7 @@ func (r *Recorder) SystemPrompts() []dataset.SystemPrompt { return r.systems }
 // the sequences, the system prompts and the counts of prefix breaks,
 // prompt and sampled tokens and requests.
 func (r *Recorder) Fill(rec *dataset.Rollout) {
-	rec.Sequences = r.seqs
+	rec.Sequences = r.Sequences()
 	rec.SystemPrompts = r.systems
 	rec.PrefixBreaks = int32(r.PrefixBreaks)
 	rec.PromptTokens = int32(r.PromptTokens)

@@ -41,6 +41,10 @@ type RunnerOptions struct {
 	RunID         string
 	Step          int
 	PolicyVersion int
+	// WeightVersion, if set, reports the policy version the endpoints
+	// serve as each turn is sampled (a dialogue may span an update); nil:
+	// PolicyVersion throughout.
+	WeightVersion func() int
 	Logger        *zap.Logger
 	// History is how agents' conversations carry from turn to turn:
 	// HistoryTokens ("" too) or HistoryRerender.
@@ -491,6 +495,7 @@ func (r *Runner) playOne(ctx context.Context, g groupJob, group, index int) play
 		Policy: r.opts.Policy, Model: r.opts.Model, Players: r.groupPlayers(groupID), Sampling: r.opts.Sampling,
 		ChatTemplateKwargs: r.opts.ChatTemplateKwargs, Seed: sampleSeed,
 		History: r.opts.History, Bridge: r.bridge, Session: rec.RolloutID, Group: groupID,
+		WeightVersion: r.opts.weightVersion(),
 	})
 	defer agents.EndSessions()
 	rec.Roles = RoleOutcomes(r.opts.Game.Roles(p), agents)
@@ -553,4 +558,13 @@ func GroupPlayers(players map[string]Player, pools map[string][]Player, seed int
 		}
 	}
 	return out
+}
+
+// weightVersion is WeightVersion, or PolicyVersion throughout.
+func (o RunnerOptions) weightVersion() func() int {
+	if o.WeightVersion != nil {
+		return o.WeightVersion
+	}
+	pv := o.PolicyVersion
+	return func() int { return pv }
 }

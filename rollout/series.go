@@ -195,6 +195,7 @@ func playSeriesGame(ctx context.Context, g SeriesGame, opts RunnerOptions, bridg
 		Policy: opts.Policy, Model: opts.Model, Players: opts.Players, Sampling: opts.Sampling,
 		ChatTemplateKwargs: opts.ChatTemplateKwargs, Seed: seed, History: opts.History, Bridge: bridge,
 		Session: rec.RolloutID, Group: s.ID,
+		WeightVersion: opts.weightVersion(),
 	})
 	defer agents.EndSessions()
 	rec.Roles = RoleOutcomes(g.Roles(p), agents)

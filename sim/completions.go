@@ -400,6 +400,7 @@ func (s *Server) nextID(prefix string) string {
 }
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+	s.rl.waitResumed(r)
 	body, ok := s.readBody(w, r)
 	if !ok {
 		return

@@ -127,6 +127,14 @@ type Options struct {
 	// judge.
 	Games []Answerer
 
+	// Weights, when set, is a folder of safetensors weights the simulated
+	// engine starts with and turns on vLLM's RL routes (VLLM_SERVER_DEV_MODE=1):
+	// /pause, /resume, /is_paused, /collective_rpc reload_weights,
+	// /update_weight_version, /weight_info, /weight_checker and
+	// /reset_prefix_cache. Its checksums are vLLM's for a model whose
+	// parameters are the folder's tensors (no fusion, no padding).
+	Weights string
+
 	// Logger receives request errors; nil means no logging.
 	Logger *zap.Logger
 }

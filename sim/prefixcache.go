@@ -118,3 +118,12 @@ func (c *prefixCache) counts() (queries, hits int64) {
 	defer c.mu.Unlock()
 	return c.queries, c.hits
 }
+
+// reset drops every cached block (POST /reset_prefix_cache, as vLLM's);
+// the counters go on.
+func (c *prefixCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.blocks)
+	c.lru.Init()
+}

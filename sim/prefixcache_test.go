@@ -45,3 +45,22 @@ func TestPrefixCache(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefixCacheReset: after a reset (POST /reset_prefix_cache, as after a
+// weight update) nothing cached before hits; the counters go on.
+func TestPrefixCacheReset(t *testing.T) {
+	base := seq(1, 40)
+	c := newPrefixCache(16)
+	c.insert("m", base)
+	c.reset()
+	if got := c.lookup("m", base); got != 0 {
+		t.Errorf("lookup after reset = %d, want 0", got)
+	}
+	c.insert("m", base)
+	if got := c.lookup("m", base); got != 32 {
+		t.Errorf("lookup after reinsert = %d, want 32", got)
+	}
+	if q, h := c.counts(); q != 80 || h != 32 {
+		t.Errorf("counts = %d, %d, want 80, 32", q, h)
+	}
+}

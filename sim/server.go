@@ -75,6 +75,8 @@ type Server struct {
 	requests  map[string]*atomic.Int64
 	faultsN   map[string]*atomic.Int64
 
+	rl rlState
+
 	closeOnce sync.Once
 	closed    chan struct{}
 }
@@ -113,6 +115,11 @@ func New(opts Options) (*Server, error) {
 	if o.PrefixCacheBlocks > 0 {
 		s.cache = newPrefixCache(o.PrefixCacheBlocks)
 	}
+	if o.Weights != "" {
+		if err := s.rl.load(o.Weights); err != nil {
+			return nil, fmt.Errorf("sim.New: %w", err)
+		}
+	}
 	return s, nil
 }
 
@@ -142,6 +149,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST "+PathChat, s.handleChat)
 	mux.HandleFunc("POST "+PathLoadLoRA, s.handleLoadLoRA)
 	mux.HandleFunc("POST "+PathUnloadLoRA, s.handleUnloadLoRA)
+	if s.opts.Weights != "" {
+		s.rlRoutes(mux)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, http.StatusNotFound, "NotFoundError", "Not Found: "+r.Method+" "+r.URL.Path, "")
 	})

@@ -39,6 +39,17 @@ type AdapterLoader interface {
 	UnloadLoRA(ctx context.Context, name string) error
 }
 
+// WeightSync brings every inference endpoint to a step's full weights
+// (trainer.full_finetune; package llm/weightsync does): paused, transferred,
+// versioned, verified against the trainer's files and resumed.
+type WeightSync interface {
+	// Sync makes every endpoint serve the weights trained on step, which
+	// the trainer wrote to dir (step 0: the base model's folder), and
+	// returns the update's metrics (metrics.KeyUpdate…). It is idempotent:
+	// called again after a crash anywhere in an update, it completes it.
+	Sync(ctx context.Context, step int, dir string) (map[string]float64, error)
+}
+
 // LoopOptions configure the training loop.
 type LoopOptions struct {
 	Dir   dataset.RunDir
@@ -76,6 +87,12 @@ type LoopOptions struct {
 
 	Adapters      AdapterLoader
 	AdapterPrefix string
+	// Weights, when set, trains full weights instead of an adapter: after
+	// each step's DONE every endpoint is brought to the step's weights,
+	// and before each sampling to the weights of the policy that samples
+	// (BaseWeights before the first step). Adapters is then unused.
+	Weights     WeightSync
+	BaseWeights string
 
 	// League maps the roles played by a league (roles.<role>.policy:
 	// league) to their league: each group draws a member, rated as it
@@ -207,8 +224,11 @@ func NewLoop(opts LoopOptions) (*Loop, error) {
 
 // check validates o.
 func (o *LoopOptions) check() error {
-	if o.Rollout.Game == nil || o.Rollout.Policy == nil || o.Judge == nil || o.Adapters == nil {
-		return errors.New("game, policy, judge and adapter loader are required")
+	if o.Rollout.Game == nil || o.Rollout.Policy == nil || o.Judge == nil || (o.Adapters == nil && o.Weights == nil) {
+		return errors.New("game, policy, judge and adapter loader (or weight sync) are required")
+	}
+	if o.Weights != nil && o.BaseWeights == "" {
+		return errors.New("full-weights training needs the base model's folder")
 	}
 	if len(o.Prompts) == 0 || o.PromptsPerStep <= 0 || o.Steps <= 0 {
 		return fmt.Errorf("need prompts (%d), prompts per step (%d) and steps (%d)", len(o.Prompts), o.PromptsPerStep, o.Steps)
@@ -400,24 +420,13 @@ func (l *Loop) adapterDir(step int, done handshake.Done) (string, error) {
 }
 
 // AdapterDir returns the absolute path of the adapter trained on step of
-// run d: the folder DONE's adapter_path names (relative to the checkpoint
-// directory, or absolute inside it), else the checkpoint directory itself,
-// after checking that it holds an adapter. An error names the step, what
-// is missing and what to remove to train the step again.
+// run d: the folder DONE's adapter_path names (doneDir), after checking
+// that it holds an adapter. An error names the step, what is missing and
+// what to remove to train the step again.
 func AdapterDir(d dataset.RunDir, step int, done handshake.Done) (string, error) {
-	ck, err := filepath.Abs(d.CheckpointDir(step))
+	dir, err := doneDir(d, step, done, "adapter")
 	if err != nil {
-		return "", fmt.Errorf("train.Loop step %d: %w", step, err)
-	}
-	dir := done.AdapterPath
-	switch {
-	case dir == "" || dir == d.CheckpointDir(step):
-		dir = ck
-	case !filepath.IsAbs(dir):
-		dir = filepath.Join(ck, dir)
-	}
-	if rel, err := filepath.Rel(ck, filepath.Clean(dir)); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("train.Loop step %d: DONE's adapter_path %q is outside %s: the trainer must write the adapter inside the step's checkpoint directory", step, done.AdapterPath, ck)
+		return "", err
 	}
 	for _, alts := range adapterFiles {
 		found := false
@@ -447,6 +456,28 @@ func CheckpointAdapter(d dataset.RunDir, step int) (string, error) {
 		return "", fmt.Errorf("train: step %d: %s has no DONE", step, d.CheckpointDir(step))
 	}
 	return AdapterDir(d, step, done)
+}
+
+// doneDir is the absolute folder the DONE of run d's step names in
+// adapter_path (relative to the checkpoint directory, or absolute inside
+// it), else the checkpoint directory itself; what names the files in the
+// error of a path outside.
+func doneDir(d dataset.RunDir, step int, done handshake.Done, what string) (string, error) {
+	ck, err := filepath.Abs(d.CheckpointDir(step))
+	if err != nil {
+		return "", fmt.Errorf("train.Loop step %d: %w", step, err)
+	}
+	dir := done.AdapterPath
+	switch {
+	case dir == "" || dir == d.CheckpointDir(step):
+		dir = ck
+	case !filepath.IsAbs(dir):
+		dir = filepath.Join(ck, dir)
+	}
+	if rel, err := filepath.Rel(ck, filepath.Clean(dir)); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("train.Loop step %d: DONE's adapter_path %q is outside %s: the trainer must write the %s inside the step's checkpoint directory", step, done.AdapterPath, ck, what)
+	}
+	return dir, nil
 }
 
 // trainedAdapter reads step's DONE and returns its checked adapter folder.
@@ -479,11 +510,11 @@ func (l *Loop) finish(ctx context.Context, step int) error {
 	}
 	crashpoint.Hit("after-done") // the step trained, nothing recorded yet
 	waitSec := time.Since(t0).Seconds()
-	name := l.AdapterName(step)
-	if err := l.serveAdapter(ctx, step, name, done); err != nil {
+	name, update, err := l.serve(ctx, step, done)
+	if err != nil {
 		return err
 	}
-	m, baseline, err := l.recordStep(step, done, waitSec)
+	m, baseline, err := l.recordStep(step, done, waitSec, update)
 	if err != nil {
 		return err
 	}
@@ -500,6 +531,57 @@ func (l *Loop) finish(ctx context.Context, step int) error {
 		l.log.Warn("the step's evaluation cannot run", zap.Int("step", step), zap.Error(err))
 	}
 	return nil
+}
+
+// serve puts the policy trained on step in service: its adapter under
+// its name, or (full weights) its weights, with the update's metrics.
+func (l *Loop) serve(ctx context.Context, step int, done handshake.Done) (string, map[string]float64, error) {
+	if l.opts.Weights == nil {
+		name := l.AdapterName(step)
+		return name, nil, l.serveAdapter(ctx, step, name, done)
+	}
+	dir, err := l.weightsDir(step, done)
+	if err != nil {
+		return "", nil, err
+	}
+	m, err := l.opts.Weights.Sync(ctx, step, dir)
+	if err != nil {
+		return "", nil, fmt.Errorf("train.Loop step %d: %w", step, err)
+	}
+	l.log.Info("weights updated", zap.Int("step", step), zap.Float64("seconds", m[string(metrics.KeyUpdateSeconds)]),
+		zap.Float64("checksums_compared", m[string(metrics.KeyUpdateChecksums)]))
+	return "", m, nil
+}
+
+// weightsDir returns the absolute folder of the full weights trained on
+// step (DONE's adapter_path, as adapterDir), after checking that it holds
+// safetensors files.
+func (l *Loop) weightsDir(step int, done handshake.Done) (string, error) {
+	dir, err := doneDir(l.opts.Dir, step, done, "weights")
+	if err != nil {
+		return "", err
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "*.safetensors")); len(m) == 0 {
+		return "", fmt.Errorf("train.Loop step %d: the trainer wrote DONE, but %s holds no *.safetensors weights (trainer.full_finetune: true needs a trainer that writes full weights; an adapter cannot be loaded as weights): "+
+			"remove %s to have step %d trained again from its batch", step, dir, l.opts.Dir.CheckpointDir(step), step)
+	}
+	return dir, nil
+}
+
+// policyWeights returns the folder of the full weights of policy version
+// v: the base model's for 0, else the trained step's.
+func (l *Loop) policyWeights(v int) (string, error) {
+	if v == 0 {
+		return l.opts.BaseWeights, nil
+	}
+	done, ok, err := handshake.ReadDone(l.opts.Dir.CheckpointDir(v))
+	if err != nil {
+		return "", fmt.Errorf("train.Loop step %d: %w", v, err)
+	}
+	if !ok {
+		return "", fmt.Errorf("train.Loop step %d: state.json says it was trained, but %s has no DONE", v, l.opts.Dir.CheckpointDir(v))
+	}
+	return l.weightsDir(v, done)
 }
 
 // serveAdapter loads the adapter trained on step (its DONE, done) into
@@ -524,7 +606,7 @@ func (l *Loop) serveAdapter(ctx context.Context, step int, name string, done han
 // the sampling's metrics (the sidecar's), the wait for the trainer and the
 // trainer's metrics from done. It returns the line and the role baseline
 // after the step.
-func (l *Loop) recordStep(step int, done handshake.Done, waitSec float64) (metrics.Line, *grpo.RoleBaseline, error) {
+func (l *Loop) recordStep(step int, done handshake.Done, waitSec float64, update map[string]float64) (metrics.Line, *grpo.RoleBaseline, error) {
 	sc, err := l.readSidecar(step)
 	if err != nil {
 		// Only a trained step gets here without its sidecar (resumeBatch
@@ -536,6 +618,9 @@ func (l *Loop) recordStep(step int, done handshake.Done, waitSec float64) (metri
 	m[metrics.KeyWaitTrainerSeconds] = waitSec
 	for k, v := range done.Metrics {
 		m[metrics.TrainerPrefix+metrics.Key(k)] = v
+	}
+	for k, v := range update {
+		m[metrics.Key(k)] = v
 	}
 	if !l.recorded[step] {
 		l.metricsMu.Lock()
@@ -613,6 +698,10 @@ func (l *Loop) trainerDone(parent context.Context, step int, d handshake.Done, e
 			return handshake.Done{}, fmt.Errorf("train.Loop step %d: waiting for the trainer: %w", step, parent.Err())
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
+			if m, _ := filepath.Glob(filepath.Join(l.opts.Dir.CheckpointDir(step), "*.safetensors")); len(m) > 0 {
+				return handshake.Done{}, fmt.Errorf("train.Loop step %d: %s holds weights but no DONE after %s (train.trainer_timeout): the trainer died or stopped while saving them, and weights without DONE are never served; "+
+					"restart the trainer (it trains the step again from its batch and replaces them), then resume with --resume", step, l.opts.Dir.CheckpointDir(step), l.opts.TrainerTimeout)
+			}
 			return handshake.Done{}, fmt.Errorf("train.Loop step %d: no DONE from the trainer after %s (train.trainer_timeout); is the trainer running on %s?", step, l.opts.TrainerTimeout, l.opts.Dir.Root())
 		}
 		return handshake.Done{}, fmt.Errorf("train.Loop step %d: %w", step, err)

@@ -38,6 +38,9 @@ type fakeTrainer struct {
 	log string
 	// gate, if set, is called before a step is trained.
 	gate func(step int)
+	// full, if set, writes each step's full weights (fullWeights) instead
+	// of an adapter.
+	full func(dir string, step int)
 }
 
 func (f *fakeTrainer) run(ctx context.Context) {
@@ -62,8 +65,12 @@ func (f *fakeTrainer) run(ctx context.Context) {
 
 		ck := f.dir.CheckpointDir(step)
 		_ = os.MkdirAll(ck, 0o755)
-		_ = os.WriteFile(filepath.Join(ck, "adapter_config.json"), []byte("{}"), 0o644)
-		_ = os.WriteFile(filepath.Join(ck, "adapter_model.safetensors"), []byte("weights"), 0o644)
+		if f.full != nil {
+			f.full(ck, step)
+		} else {
+			_ = os.WriteFile(filepath.Join(ck, "adapter_config.json"), []byte("{}"), 0o644)
+			_ = os.WriteFile(filepath.Join(ck, "adapter_model.safetensors"), []byte("weights"), 0o644)
+		}
 		_ = handshake.WriteDone(ck, handshake.Done{Step: step, Metrics: map[string]float64{"loss": float64(step)}})
 		if f.log != "" {
 			// A step is trained once it has its DONE (a trainer killed

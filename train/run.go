@@ -39,6 +39,9 @@ type Server interface {
 	Preflight(ctx context.Context, model string) ([]llm.ServerInfo, error)
 	// CheckLoRA checks that the endpoints load adapters at run time.
 	CheckLoRA(ctx context.Context) error
+	// CheckWeightUpdates checks that the endpoints serve vLLM's RL routes
+	// (full weights: LoopOptions.Weights).
+	CheckWeightUpdates(ctx context.Context) error
 }
 
 // ServerFile is the run directory's record of the inference servers of the
@@ -258,14 +261,19 @@ func runLoop(ctx context.Context, loop LoopOptions, srv *proc.Supervisor, opts R
 }
 
 // preflight checks the inference servers once (health, version, the
-// model, runtime LoRA loading: each step's adapter is loaded into them) and
+// model, runtime LoRA loading or, with full weights, the RL routes: each
+// step's adapter or weights are loaded into them) and
 // records what they are in the run directory.
 func preflight(ctx context.Context, opts RunOptions) error {
 	infos, err := opts.Server.Preflight(ctx, opts.Model)
 	if err != nil {
 		return fmt.Errorf("train.Run: policy.endpoints: %w", err)
 	}
-	if err := opts.Server.CheckLoRA(ctx); err != nil {
+	check := opts.Server.CheckLoRA
+	if opts.Loop.Weights != nil {
+		check = opts.Server.CheckWeightUpdates
+	}
+	if err := check(ctx); err != nil {
 		return fmt.Errorf("train.Run: policy.endpoints: %w", err)
 	}
 	b, err := json.MarshalIndent(map[string]any{"servers": infos, "server_command": opts.ServerCommand}, "", "  ")

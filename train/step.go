@@ -148,10 +148,19 @@ func (l *Loop) sample(ctx context.Context, step int) (sampled, error) {
 // stepRunner returns step's runner, sampling with the adapter now served
 // (or the base model before the first). It loads that adapter again first:
 // an inference server restarted since, or the one of a resumed run, no
-// longer holds it.
+// longer holds it. With full weights it brings the endpoints to the
+// policy's weights (a no-op when they hold them, verified).
 func (l *Loop) stepRunner(ctx context.Context, step int, drawn map[string]map[string]rollout.Player) (*rollout.Runner, error) {
 	model := l.opts.Rollout.Model
-	if name := l.state.Adapter; name != "" {
+	if l.opts.Weights != nil {
+		dir, err := l.policyWeights(l.state.PolicyVersion)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := l.opts.Weights.Sync(ctx, l.state.PolicyVersion, dir); err != nil {
+			return nil, fmt.Errorf("train.Loop step %d: before sampling with policy version %d: %w", step, l.state.PolicyVersion, err)
+		}
+	} else if name := l.state.Adapter; name != "" {
 		dir, err := l.trainedAdapter(l.state.PolicyVersion)
 		if err != nil {
 			return nil, err
@@ -252,7 +261,9 @@ func (l *Loop) stepMetrics(step int, s sampled, j judged) metrics.Line {
 		metrics.KeyPrefixCacheHitRate: sum.PrefixCacheHitRate, metrics.KeyEndpointLoadMax: sum.EndpointLoadMax,
 		metrics.KeyEndpointLoadMean: sum.EndpointLoadMean, metrics.KeySessionMoves: sum.SessionMoves,
 		metrics.KeyBatchRows: res.Batch.Rows, metrics.KeyBatchTokens: res.Batch.Tokens, metrics.KeyTrainedTokens: res.Batch.TrainedTokens,
-		metrics.KeySampleSeconds: s.seconds, metrics.KeyJudgeSeconds: j.seconds,
+		metrics.KeyStalenessMax: res.Batch.StalenessMax, metrics.KeyStalenessMean: ratio(res.Batch.StalenessSum, res.Batch.TrainedTokens),
+		metrics.KeyOffPolicyFraction: ratio(res.Batch.OffPolicyTokens, res.Batch.TrainedTokens),
+		metrics.KeySampleSeconds:     s.seconds, metrics.KeyJudgeSeconds: j.seconds,
 	}
 	addRoleMetrics(m, adv.Roles)
 	if spec, ok := rollout.Lookup(l.opts.Rollout.Game.Name()); ok && spec.Metrics != nil {
@@ -303,6 +314,14 @@ func addRoleMetrics(m metrics.Line, roles map[string]grpo.RoleStats) {
 	for role, r := range roles {
 		m[metrics.RoleRewardPrefix+metrics.Key(role)] = r.RewardMean
 	}
+}
+
+// ratio is a/b, 0 when b is 0.
+func ratio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
 }
 
 // firstError is the first failure message among rs (sampling, then judging).

@@ -297,7 +297,11 @@ func (g *generator) dynamics(m *Metrics) error {
 	if err := g.evalSection(m); err != nil {
 		return err
 	}
-	return g.trainerSection(m, w)
+	if err := g.trainerSection(m, w); err != nil {
+		return err
+	}
+	g.updateSection(m)
+	return nil
 }
 
 // servingKeys are the step line's keys about the policy's endpoints.
@@ -353,6 +357,40 @@ var metricLabels = map[metrics.Key]string{
 	metrics.KeyTrainerGradNorm:    "gradient norm (mean)",
 	metrics.KeyTrainerGradNormMax: "gradient norm (max)",
 	metrics.KeyTrainerClipFrac:    "clip fraction",
+}
+
+// updateSection lists, per step, the full-weights update (trainer.full_finetune):
+// its time, the time the endpoints were paused, the transfer's, the
+// checksums compared and the probe's logprob difference. A LoRA run has
+// none and gets no section.
+func (g *generator) updateSection(m *Metrics) {
+	steps, total := m.Series(metrics.KeyUpdateSeconds)
+	if len(steps) == 0 {
+		return
+	}
+	at := func(k metrics.Key) map[float64]float64 {
+		x, y := m.Series(k)
+		out := map[float64]float64{}
+		for i := range x {
+			out[x[i]] = y[i]
+		}
+		return out
+	}
+	pause, transfer, sums, probe := at(metrics.KeyUpdatePauseSeconds), at(metrics.KeyUpdateTransferSeconds), at(metrics.KeyUpdateChecksums), at(metrics.KeyUpdateProbeMeanAbs)
+	cell := func(v map[float64]float64, s float64) string {
+		if x, ok := v[s]; ok {
+			return f4(x)
+		}
+		return "–"
+	}
+	g.printf("### Weight updates\n\n")
+	g.printf("Full weights: after each step every endpoint was paused, given the step's weights, versioned, " +
+		"verified (checksums against the trainer's files, then the probe's prompt logprobs) and resumed.\n\n")
+	var rows [][]string
+	for i, s := range steps {
+		rows = append(rows, []string{fmt.Sprint(s), f4(total[i]), cell(pause, s), cell(transfer, s), cell(sums, s), cell(probe, s)})
+	}
+	g.table([]string{"step", "update s", "paused s", "transfer s", "checksums compared", "probe mean abs Δ logprob"}, rows)
 }
 
 // summaryTable lists each key's mean over the first window and its

@@ -136,7 +136,7 @@ func (g *Game) PlayState(ctx context.Context, p dataset.Prompt, agents rollout.A
 				}
 				st.Points[seat] += points
 			}
-			rec.Turns = append(rec.Turns, dataset.Turn{Agent: seat, Text: reply.Text, Tokens: int32(reply.Tokens), FinishReason: reply.FinishReason})
+			rec.Turns = append(rec.Turns, dataset.Turn{Agent: seat, Text: reply.Text, Tokens: int32(reply.Tokens), FinishReason: reply.FinishReason, WeightVersion: reply.WeightVersion})
 			rec.Final = reply.Text
 			msgs = append(msgs, llm.Message{Role: "assistant", Content: reply.Raw}, llm.Message{Role: "user", Content: fmt.Sprintf(againFormat, st.Total)})
 		}

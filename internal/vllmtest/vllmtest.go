@@ -19,7 +19,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -34,6 +36,10 @@ const (
 	EnvPython = "PARLEY_PYTHON"
 	// EnvTinyModel is the tiny model's folder.
 	EnvTinyModel = "PARLEY_TINY_MODEL"
+	// EnvStartedURL, when set, names a server already started the way
+	// Start would start it, which Start then returns instead (to rerun a
+	// test without paying vLLM's start each time).
+	EnvStartedURL = "PARLEY_VLLM_STARTED_URL"
 	// EnvRequire, when "1", turns every skip of this package into a failure.
 	EnvRequire = "PARLEY_REQUIRE_VLLM"
 )
@@ -132,4 +138,63 @@ func FreePort(t testing.TB) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// Start starts a vLLM server of this test's own (ServerCommand with extra
+// flags, e.g. --full-weights) on a free port, in its own process group,
+// waits for its health (10 minutes at most) and stops it, with every
+// engine process, when the test ends. Use it only where the shared server
+// cannot serve: each start costs about a minute on 2 cores.
+func Start(t testing.TB, extra ...string) Server {
+	t.Helper()
+	python, model := Python(t)
+	if u := os.Getenv(EnvStartedURL); u != "" {
+		return Server{URL: u, Model: DefaultModel}
+	}
+	port := FreePort(t)
+	args := append(ServerCommand(python, model, port), extra...)
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	logf, err := os.CreateTemp(t.TempDir(), "vllm-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start vLLM: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+		logf.Close()
+	})
+	s := Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), Model: DefaultModel}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	go func() {
+		select {
+		case <-exited:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := WaitHealthy(ctx, s.URL); err != nil {
+		b, _ := os.ReadFile(logf.Name())
+		t.Fatalf("vLLM (%v) did not become healthy: %v\n%s", args, err, tail(string(b), 3000))
+	}
+	return s
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
 }

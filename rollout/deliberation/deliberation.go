@@ -171,7 +171,7 @@ loop:
 				return err
 			}
 			agree := strings.Contains(reply.Text, g.opts.Marker)
-			rec.Turns = append(rec.Turns, dataset.Turn{Agent: self, Text: reply.Text, Tokens: int32(reply.Tokens), FinishReason: reply.FinishReason, Agree: agree})
+			rec.Turns = append(rec.Turns, dataset.Turn{Agent: self, Text: reply.Text, Tokens: int32(reply.Tokens), FinishReason: reply.FinishReason, Agree: agree, WeightVersion: reply.WeightVersion})
 			raw = append(raw, rollout.TrimEndTokens(reply.Raw))
 			if agree && prevAgree {
 				rec.Agreed = true
@@ -187,7 +187,7 @@ loop:
 		return err
 	}
 	rec.Final = final.Text
-	rec.Turns = append(rec.Turns, dataset.Turn{Agent: "final", Text: final.Text, Tokens: int32(final.Tokens), FinishReason: final.FinishReason})
+	rec.Turns = append(rec.Turns, dataset.Turn{Agent: "final", Text: final.Text, Tokens: int32(final.Tokens), FinishReason: final.FinishReason, WeightVersion: final.WeightVersion})
 	return nil
 }
 

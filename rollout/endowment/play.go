@@ -74,7 +74,7 @@ func (g *Game) Play(ctx context.Context, p dataset.Prompt, agents rollout.Agents
 				return fmt.Errorf("endowment: requester turn %d: %w", t, err)
 			}
 			cur.reqRaw, cur.reqText = rollout.TrimEndTokens(reply.Raw), visible(reply.Text)
-			rec.Turns = append(rec.Turns, dataset.Turn{Agent: RoleRequester, Text: reply.Text, Tokens: int32(reply.Tokens), FinishReason: reply.FinishReason})
+			rec.Turns = append(rec.Turns, dataset.Turn{Agent: RoleRequester, Text: reply.Text, Tokens: int32(reply.Tokens), FinishReason: reply.FinishReason, WeightVersion: reply.WeightVersion})
 			out.addTrace(RoleRequester, t, reply.Raw)
 		}
 
@@ -88,7 +88,7 @@ func (g *Game) Play(ctx context.Context, p dataset.Prompt, agents rollout.Agents
 			return fmt.Errorf("endowment: holder turn %d: %w", t, err)
 		}
 		cur.holdRaw, cur.holdText, cur.holderDone = rollout.TrimEndTokens(reply.Raw), visible(reply.Text), true
-		rec.Turns = append(rec.Turns, dataset.Turn{Agent: RoleHolder, Text: reply.Text, Tokens: int32(reply.Tokens), FinishReason: reply.FinishReason})
+		rec.Turns = append(rec.Turns, dataset.Turn{Agent: RoleHolder, Text: reply.Text, Tokens: int32(reply.Tokens), FinishReason: reply.FinishReason, WeightVersion: reply.WeightVersion})
 		out.addTrace(RoleHolder, t, reply.Raw)
 
 		// The ledger judge reads the visible reply.

@@ -312,7 +312,7 @@ func (n *negotiation) speak(ctx context.Context, p *party, user string, maxToken
 		return "", err
 	}
 	p.msgs = append(p.msgs, llm.Message{Role: "assistant", Content: rollout.TrimEndTokens(reply.Raw)})
-	n.rec.Turns = append(n.rec.Turns, dataset.Turn{Agent: p.role, Text: reply.Text, Tokens: int32(reply.Tokens), FinishReason: reply.FinishReason})
+	n.rec.Turns = append(n.rec.Turns, dataset.Turn{Agent: p.role, Text: reply.Text, Tokens: int32(reply.Tokens), FinishReason: reply.FinishReason, WeightVersion: reply.WeightVersion})
 	return reply.Text, nil
 }
 

@@ -74,6 +74,6 @@ func (g *Game) Play(ctx context.Context, p dataset.Prompt, agents rollout.Agents
 		return err
 	}
 	rec.Final = reply.Text
-	rec.Turns = append(rec.Turns, dataset.Turn{Agent: "single", Text: reply.Text, Tokens: int32(reply.Tokens), FinishReason: reply.FinishReason})
+	rec.Turns = append(rec.Turns, dataset.Turn{Agent: "single", Text: reply.Text, Tokens: int32(reply.Tokens), FinishReason: reply.FinishReason, WeightVersion: reply.WeightVersion})
 	return nil
 }

@@ -206,6 +206,7 @@ def make_tiny_model(
     head_dim: int = 32,
     intermediate_size: int = 256,
     max_position_embeddings: int = 4096,
+    untied: bool = False,
 ) -> Path:
     """Write a tiny Qwen3 model folder to out and return its path.
 
@@ -251,7 +252,7 @@ def make_tiny_model(
         num_key_value_heads=num_kv_heads,
         head_dim=head_dim,
         max_position_embeddings=max_position_embeddings,
-        tie_word_embeddings=True,
+        tie_word_embeddings=not untied,
         bos_token_id=endoftext_id,
         eos_token_id=im_end_id,
         pad_token_id=endoftext_id,
@@ -261,6 +262,9 @@ def make_tiny_model(
     config.architectures = ["Qwen3ForCausalLM"]
     torch.manual_seed(seed)
     model = Qwen3ForCausalLM(config)
+    if untied:
+        with torch.no_grad():
+            model.lm_head.weight.copy_(model.model.embed_tokens.weight)
     model.eval()
 
     gen = GenerationConfig(
@@ -302,6 +306,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--head-dim", type=int, default=32)
     p.add_argument("--intermediate-size", type=int, default=256)
     p.add_argument("--max-position-embeddings", type=int, default=4096)
+    p.add_argument(
+        "--untied",
+        action="store_true",
+        help="an output head of its own (tie_word_embeddings false), initialised as the embedding: the full-weights "
+        "quickstart's model (vLLM 0.32's CPU build does not reload a tied head in place)",
+    )
     a = p.parse_args(argv)
     try:
         read_chat_template()
@@ -320,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         head_dim=a.head_dim,
         intermediate_size=a.intermediate_size,
         max_position_embeddings=a.max_position_embeddings,
+        untied=a.untied,
     )
     print(json.dumps({"model": str(path)}))
     return 0

@@ -116,6 +116,9 @@ class Sequence:
     group_id: str = ""
     role: str = ""
     kind: str = ""  # version 2: dialogue or final
+    # Per token, the policy version whose weights sampled it (the optional
+    # token_versions column; the row's policy_version where absent).
+    versions: np.ndarray | None = None  # int32 [L]
 
     def __len__(self) -> int:
         return int(self.input_ids.shape[0])
@@ -163,6 +166,25 @@ def _list_value_type(t: pa.DataType) -> pa.DataType | None:
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return t.value_type
     return None
+
+
+def _row_versions(tv: tuple[np.ndarray, np.ndarray] | None, r: int, n: int, policy_version: int) -> np.ndarray:
+    """Row r's per-token versions from the token_versions column (offsets,
+    values), or policy_version on each of its n tokens."""
+    if tv is None:
+        return np.full(n, policy_version, dtype=np.int32)
+    off, vals = tv
+    out = vals[int(off[r]) : int(off[r + 1])].astype(np.int32)
+    if out.shape[0] != n:
+        raise BatchError(f"column token_versions: row {r} has {out.shape[0]} tokens, input_ids {n}")
+    return out
+
+
+def staleness(seq: Sequence, step: int) -> np.ndarray:
+    """Per token, how many updates lie between the policy that sampled it
+    and the one step trains (step - 1): 0 on policy; 0 where the mask is 0."""
+    v = seq.versions if seq.versions is not None else np.full(len(seq), step - 1, dtype=np.int32)
+    return np.where(seq.loss_mask > 0, (step - 1) - v.astype(np.int64), 0)
 
 
 def check_schema(schema: pa.Schema, version: int = SCHEMA_VERSION) -> None:
@@ -269,6 +291,7 @@ def parse_batch(data: bytes, ready: Ready | None = None, vocab_size: int | None 
     temps = _scalar_column(table, "temperature")
     lists = {c: _list_column(table, c) for c in LIST_COLUMNS}
     kinds = _scalar_column(table, "kind") if version >= 2 else [""] * n
+    tv = _list_column(pf.read(columns=["token_versions"]), "token_versions") if "token_versions" in pf.schema_arrow.names else None
     scalar_adv = _scalar_column(table, "advantage") if version >= 2 else None
 
     ids_off = lists["input_ids"][0]
@@ -344,6 +367,7 @@ def parse_batch(data: bytes, ready: Ready | None = None, vocab_size: int | None 
                 group_id=strings["group_id"][r],
                 role=strings["role"][r],
                 kind=kinds[r],
+                versions=_row_versions(tv, r, hi - lo, int(versions[r])),
             )
         )
     pv = ready.policy_version if ready is not None else int(versions[0])

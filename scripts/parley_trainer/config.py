@@ -53,6 +53,15 @@ class TrainConfig:
     seed: int = 0
     threads: int = 0
     keep_optimizer_states: int = 2
+    # tokens sampled more than this many updates ago get no gradient (-1: all kept)
+    max_token_staleness: int = -1
+    # full fine-tune: parameters whose name holds one of these stay frozen
+    freeze: tuple[str, ...] = ()
+    # full weights (--full-finetune): how they reach vLLM besides the
+    # checkpoint on disk: "disk" (parley reloads them) or "nccl" (this
+    # trainer broadcasts them when parley asks: weight_sync.py)
+    weight_transfer: str = "disk"
+    nccl_addr: str = ""
     log_file: Path | None = None
     quiet: bool = False
     # where step metrics go (reporting.py): tensorboard, wandb; () for none
@@ -105,6 +114,15 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--aggregation", choices=AGGREGATIONS, default="token_mean")
     g.add_argument("--dr-grpo-max-tokens", type=int, default=0, help="dr_grpo constant (0: the step's longest trained span)")
     g.add_argument(
+        "--max-token-staleness",
+        type=int,
+        default=-1,
+        help="trained tokens sampled by a policy more than this many updates older than the one trained get no gradient "
+        "(counted as tokens_dropped_stale; -1: none dropped)",
+    )
+    g.add_argument("--weight-transfer", choices=("disk", "nccl"), default="disk", help="full weights: how they reach vLLM (nccl: broadcast on parley's request)")
+    g.add_argument("--nccl-addr", default="", help="host:port of the NCCL rendezvous (--weight-transfer nccl)")
+    g.add_argument(
         "--tis-cap",
         type=float,
         default=0.0,
@@ -131,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = p.add_argument_group("model")
     g.add_argument("--full-finetune", action="store_true", help="train every weight instead of a LoRA adapter")
+    g.add_argument("--freeze", default="", help="full fine-tune: comma-separated parts of parameter names to keep frozen (e.g. embed_tokens)")
     g.add_argument("--lora-r", type=int, default=16)
     g.add_argument("--lora-alpha", type=int, default=32)
     g.add_argument("--lora-dropout", type=float, default=0.0)
@@ -197,6 +216,10 @@ def config_from_args(a: argparse.Namespace) -> TrainConfig:
         seed=a.seed,
         threads=a.threads,
         keep_optimizer_states=a.keep_optimizer_states,
+        max_token_staleness=a.max_token_staleness,
+        freeze=tuple(s.strip() for s in str(a.freeze).split(",") if s.strip()),
+        weight_transfer=a.weight_transfer,
+        nccl_addr=a.nccl_addr,
         log_file=log_file,
         quiet=a.quiet,
         report_to=() if a.dry_run else report_to,

@@ -11,6 +11,12 @@ Flags and why (vLLM 0.32, CPU build, as pinned in scripts/requirements.txt):
 
   --enable-lora, VLLM_ALLOW_RUNTIME_LORA_UPDATING=True
       parley hot-loads each step's adapter (/v1/load_lora_adapter).
+  --full-weights: VLLM_SERVER_DEV_MODE=1, no --enable-lora
+      full fine-tuning (trainer.full_finetune): parley updates the weights
+      in place through vLLM's RL routes (/pause, /collective_rpc
+      reload_weights, /update_weight_version, /weight_checker,
+      /reset_prefix_cache, /resume), which only the dev mode serves. LoRA is
+      left out: a reload drops every loaded adapter.
   --max-lora-rank R (default 16)
       at least the trainer's lora_r (trainer.lora_r); vLLM accepts 1, 8, 16,
       32, 64, 128, 256, 320, 512.
@@ -91,12 +97,14 @@ def vllm_args(
     max_loras: int = 4,
     dtype: str = "float32",
     extra: Sequence[str] = (),
+    full_weights: bool = False,
 ) -> list[str]:
     """vLLM's server arguments (after `python -m vllm.entrypoints.openai.api_server`)."""
     if max_lora_rank not in LORA_RANKS:
         raise ValueError(f"--max-lora-rank {max_lora_rank}: vLLM accepts {', '.join(map(str, LORA_RANKS))}")
     if max_loras < 1:
         raise ValueError(f"--max-loras {max_loras}: must be at least 1")
+    lora = [] if full_weights else ["--enable-lora", "--max-lora-rank", str(max_lora_rank), "--max-loras", str(max_loras)]
     return [
         "--model", model,
         "--served-model-name", served_model_name,
@@ -104,9 +112,7 @@ def vllm_args(
         "--port", str(port),
         "--max-model-len", str(max_model_len),
         "--dtype", dtype,
-        "--enable-lora",
-        "--max-lora-rank", str(max_lora_rank),
-        "--max-loras", str(max_loras),
+        *lora,
         "--no-enable-chunked-prefill",
         "--generation-config", "vllm",
         "--logprobs-mode", "processed_logprobs",
@@ -115,12 +121,14 @@ def vllm_args(
     ]  # fmt: skip
 
 
-def server_env(base: dict[str, str] | None = None) -> dict[str, str]:
+def server_env(base: dict[str, str] | None = None, full_weights: bool = False) -> dict[str, str]:
     """The server's environment: base (default os.environ) with ENV_DEFAULTS
-    filled in where unset."""
+    filled in where unset (and VLLM_SERVER_DEV_MODE=1 for full weights)."""
     env = dict(os.environ if base is None else base)
     for k, v in ENV_DEFAULTS.items():
         env.setdefault(k, v)
+    if full_weights:
+        env["VLLM_SERVER_DEV_MODE"] = "1"
     # vllm_site/sitecustomize.py installs vllm_lora_fix in every process of
     # the server; this package's folder goes first so that it imports.
     here = os.path.dirname(os.path.abspath(__file__))
@@ -176,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-lora-rank", type=int, default=16, help="at least trainer.lora_r")
     p.add_argument("--max-loras", type=int, default=4)
     p.add_argument("--dtype", default="float32")
+    p.add_argument("--full-weights", action="store_true", help="serve vLLM's RL routes for full-weights updates (VLLM_SERVER_DEV_MODE=1), without LoRA")
     p.add_argument("--print", action="store_true", help="print the command and environment, start nothing")
     return p
 
@@ -191,14 +200,16 @@ def main(argv: list[str] | None = None) -> int:
         args = vllm_args(
             a.model, a.served_model_name, a.port, host=a.host, max_model_len=a.max_model_len,
             max_lora_rank=a.max_lora_rank, max_loras=a.max_loras, dtype=a.dtype, extra=extra,
+            full_weights=a.full_weights,
         )  # fmt: skip
     except ValueError as e:
         print(f"serve_vllm: {e}", file=sys.stderr)
         return 2
     cmd = [sys.executable, "-m", VLLM_MODULE, *args]
-    env = server_env()
+    env = server_env(full_weights=a.full_weights)
     if a.print:
-        sets = " ".join(f"{k}={shlex.quote(env[k])}" for k in ENV_DEFAULTS)
+        keys = [*ENV_DEFAULTS, *(["VLLM_SERVER_DEV_MODE"] if a.full_weights else [])]
+        sets = " ".join(f"{k}={shlex.quote(env[k])}" for k in keys)
         print(f"{sets} {shlex.join(cmd)}")
         return 0
     sys.stdout.flush()

@@ -13,6 +13,7 @@ writes files, the batch is broadcast to every rank):
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -27,7 +28,7 @@ import numpy as np
 import torch
 
 from . import crashpoint
-from .batch import Batch, BatchError, Sequence, parse_batch
+from .batch import Batch, BatchError, Sequence, parse_batch, staleness
 from .checkpoint import (
     OPTIMIZER_FILE,
     RNG_FILE,
@@ -56,6 +57,7 @@ from .modeling import Policy, PolicyModel, load_policy, trainable_parameters
 from .packing import collate, pack_micro_batches
 from .reporting import ReportError, Reporters, open_reporters, step_scalars
 from .reporting import check as check_report_to
+from .weight_sync import NCCLSender, sender_from_env
 
 TOKENIZER_FILES = (
     "tokenizer.json",
@@ -134,6 +136,11 @@ class Trainer:
         # before anything loads: ranks resuming from different checkpoints
         # would train different models (or hang in a collective)
         self.agree(-1 if self.resume_point is None else self.resume_point.step, -1, False)
+        self.sender: NCCLSender | None = None
+        if cfg.weight_transfer == "nccl":
+            if cfg.lora is not None:
+                raise SystemExit("--weight-transfer nccl sends full weights: it needs --full-finetune")
+            self.sender = sender_from_env(cfg.run_dir, cfg.nccl_addr, self.log)
         init_from = self.resume_point.path if (self.resume_point and cfg.lora is None) else None
         self.policy: Policy = load_policy(
             cfg.model,
@@ -147,6 +154,15 @@ class Trainer:
         self.vocab_size = int(config.vocab_size)
         pad = getattr(config, "pad_token_id", None)
         self.pad_id = int(pad) if isinstance(pad, int) else 0
+        if cfg.freeze:
+            if cfg.lora is not None:
+                raise SystemExit("--freeze is for --full-finetune (a LoRA run trains only its adapter)")
+            frozen = [n for n, p in self.policy.model.named_parameters() if any(f in n for f in cfg.freeze)]
+            if not frozen:
+                raise SystemExit(f"--freeze {','.join(cfg.freeze)}: no parameter name holds it")
+            for n, p in self.policy.model.named_parameters():
+                if n in frozen:
+                    p.requires_grad_(False)
         params = trainable_parameters(self.policy.model)
         self.optimizer = torch.optim.AdamW(
             params,
@@ -334,6 +350,36 @@ class Trainer:
                     sums["tis_weight"] += float(tl.tis_weight.sum())
                     sums["tis_capped"] += float(((tl.tis_weight >= cfg.loss.tis_cap) & (m > 0)).sum())
 
+    def _staleness(self, step: int, seqs: list[Sequence]) -> tuple[dict[str, float], list[Sequence]]:
+        """The batch's off-policy tokens (staleness: updates between the
+        policy that sampled a token and the one trained) and the rows with
+        tokens older than --max-token-staleness taken out of the mask."""
+        cfg = self.cfg
+        st = [staleness(s, step) for s in seqs]
+        trained = sum(int(s.loss_mask.sum()) for s in seqs)
+        on = [s.loss_mask > 0 for s in seqs]
+        total = sum(int(x[o].sum()) for x, o in zip(st, on, strict=True))
+        off = sum(int((x[o] > 0).sum()) for x, o in zip(st, on, strict=True))
+        m = {
+            "staleness_mean": total / max(trained, 1),
+            "staleness_max": float(max((int(x.max()) for x in st if x.size), default=0)),
+            "off_policy_token_frac": off / max(trained, 1),
+        }
+        if cfg.max_token_staleness < 0:
+            return m, seqs
+        kept: list[Sequence] = []
+        dropped = 0
+        for s, x in zip(seqs, st, strict=True):
+            old = (x > cfg.max_token_staleness) & (s.loss_mask > 0)
+            t = s
+            if old.any():
+                dropped += int(old.sum())
+                t = dataclasses.replace(s, loss_mask=np.where(old, 0, s.loss_mask).astype(np.int8))
+            if t.loss_mask.any():
+                kept.append(t)
+        m["tokens_dropped_stale"] = float(dropped)
+        return m, kept
+
     def train_on_batch(self, batch: Batch) -> dict[str, float]:
         """One step: --mini-batches optimizer steps over the batch, each
         accumulating gradients over micro-batches of at most
@@ -345,6 +391,9 @@ class Trainer:
             # All groups were dropped upstream: no update, the policy is
             # saved unchanged.
             return {"sequences": 0.0, "tokens": 0.0, "masked_tokens": 0.0, "optimizer_steps": 0.0, "lr": float(cfg.lr), "train_seconds": 0.0, "empty_batch": 1.0}
+        stale_metrics, seqs = self._staleness(batch.step, seqs)
+        if not seqs:
+            return {**stale_metrics, "sequences": 0.0, "tokens": 0.0, "masked_tokens": 0.0, "optimizer_steps": 0.0, "lr": float(cfg.lr), "train_seconds": 0.0, "empty_batch": 1.0}
         order = np.arange(len(seqs))
         if cfg.mini_batches > 1:
             np.random.default_rng(cfg.seed + batch.step).shuffle(order)
@@ -412,6 +461,7 @@ class Trainer:
         if cfg.loss.tis_cap > 0:
             metrics["tis_weight_mean"] = sums["tis_weight"] / masked
             metrics["tis_capped_frac"] = sums["tis_capped"] / masked
+        metrics.update(stale_metrics)
         return metrics
 
     # ---- checkpoints ---------------------------------------------------
@@ -439,6 +489,7 @@ class Trainer:
                     src = cfg.model / name
                     if src.exists() and not (tmp / name).exists():
                         shutil.copy2(src, tmp / name)
+                write_probe(unwrapped, tmp / PROBE_FILE, self.vocab_size, step, self.accelerator.device)
             if not fsdp:
                 torch.save(self.optimizer.state_dict(), tmp / OPTIMIZER_FILE)
             torch.save({"torch": torch.get_rng_state(), "numpy": np.random.get_state()}, tmp / RNG_FILE)
@@ -501,6 +552,13 @@ class Trainer:
         finally:
             reporters.close()
 
+    def _between_steps(self) -> bool:
+        """Called while waiting for a batch: answers parley's NCCL weight
+        requests (--weight-transfer nccl), then says whether to stop."""
+        if self.sender is not None:
+            self.sender.serve(self._unwrapped(), self.last_step, lambda step: checkpoint_dir(self.cfg.run_dir, step))
+        return self.should_stop()
+
     def _loop(self, handshake: Handshake, reporters: Reporters) -> int:
         cfg = self.cfg
         trained = 0
@@ -508,7 +566,7 @@ class Trainer:
             inc: Incoming | None = None
             if self.is_main:
                 self.log("waiting", after=self.last_step)
-                inc = handshake.next_batch(self.last_step, self.should_stop)
+                inc = handshake.next_batch(self.last_step, self._between_steps)
             inc = self._broadcast(inc)
             if inc is None:
                 break
@@ -534,6 +592,30 @@ class Trainer:
             trained += 1
         self.log("exit", steps_trained=trained, last_step=self.last_step)
         return trained
+
+
+PROBE_FILE = "probe.json"
+PROBE_TOKENS = 64
+
+
+def write_probe(model: torch.nn.Module, path: Path, vocab_size: int, step: int, device: torch.device) -> None:
+    """Write the full weights' probe beside them: PROBE_TOKENS token ids
+    (drawn from the vocabulary, seeded by the step) and the model's logprob
+    of each given those before it (temperature 1), which parley compares
+    with the server's prompt_logprobs after an update: an end-to-end check
+    that the engine computes with these weights, beyond the checksums of
+    its parameters (vLLM 0.32's CPU build reloads a tied embedding but keeps
+    computing its output head from the old copy)."""
+    rng = np.random.default_rng(1_000_003 + step)
+    ids = rng.integers(3, vocab_size, size=PROBE_TOKENS)
+    was = model.training
+    model.eval()
+    with torch.no_grad():
+        x = torch.tensor(ids[None, :], device=device)
+        lp = torch.log_softmax(model(input_ids=x).logits[0].float(), dim=-1)
+        tok = lp[:-1].gather(1, x[0, 1:, None])[:, 0]
+    model.train(was)
+    path.write_text(json.dumps({"token_ids": [int(i) for i in ids], "logprobs": [None, *[float(v) for v in tok.cpu()]]}) + "\n")
 
 
 def synthetic_batch(vocab_size: int, rows: int, length: int, seed: int = 0) -> Batch:

@@ -242,3 +242,26 @@ def test_lora_target_modules_resolution():
     assert resolve_target_modules(m, "all-linear") == ["down_proj", "q_proj"]
     assert resolve_target_modules(m, ["all-linear", "lm_head"]) == ["down_proj", "lm_head", "q_proj"]
     assert resolve_target_modules(m, ["q_proj"]) == ["q_proj"]
+
+
+def test_token_versions_staleness(tmp_path):
+    """Issue 19, item 3: a batch's token_versions column gives each trained
+    token its staleness (step - 1 - version); a batch without it is on the
+    row's policy version."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from parley_trainer.batch import parse_batch, staleness, write_batch
+
+    rows = [{"input_ids": [1, 2, 3, 4], "loss_mask": [0, 1, 1, 1], "inference_logprobs": [0, -1, -1, -1], "advantages": [0, 1, 1, 1]}]
+    ready = write_batch(str(tmp_path), 3, 2, rows)
+    path = tmp_path / "batches" / "step-000003.parquet"
+    old = parse_batch(path.read_bytes(), ready)
+    assert staleness(old.sequences[0], 3).tolist() == [0, 0, 0, 0]
+    table = pq.read_table(path)
+    table = table.append_column("token_versions", pa.array([[2, 1, 2, 0]], type=pa.list_(pa.int32())))
+    pq.write_table(table, path)
+    new = parse_batch(path.read_bytes(), None)
+    assert np.asarray(new.sequences[0].versions).tolist() == [2, 1, 2, 0]
+    assert staleness(new.sequences[0], 3).tolist() == [0, 1, 0, 2]

@@ -168,16 +168,31 @@ def _list_value_type(t: pa.DataType) -> pa.DataType | None:
     return None
 
 
-def _row_versions(tv: tuple[np.ndarray, np.ndarray] | None, r: int, n: int, policy_version: int) -> np.ndarray:
+def _row_versions(tv: tuple[np.ndarray, np.ndarray, np.ndarray] | None, r: int, n: int, policy_version: int) -> np.ndarray:
     """Row r's per-token versions from the token_versions column (offsets,
-    values), or policy_version on each of its n tokens."""
-    if tv is None:
+    values, valid rows), or policy_version on each of its n tokens when the
+    column is absent (files written before it) or the row is null (a writer
+    that recorded no versions: the column is optional)."""
+    if tv is None or not tv[2][r]:
         return np.full(n, policy_version, dtype=np.int32)
-    off, vals = tv
+    off, vals, _ = tv
     out = vals[int(off[r]) : int(off[r + 1])].astype(np.int32)
     if out.shape[0] != n:
         raise BatchError(f"column token_versions: row {r} has {out.shape[0]} tokens, input_ids {n}")
     return out
+
+
+def _optional_list_column(table: pa.Table, col: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return (offsets [rows+1], values, valid [rows]) of an optional list
+    column: a null row is allowed (valid False), a null element is not."""
+    arr = table.column(col).combine_chunks()
+    if isinstance(arr, pa.ChunkedArray):  # empty table
+        arr = pa.array([], type=arr.type)
+    valid = np.asarray(arr.is_valid(), dtype=bool)
+    offsets = np.asarray(arr.offsets, dtype=np.int64)
+    if arr.values.null_count:
+        raise BatchError(f"column {col}: a row holds a null element")
+    return offsets, np.asarray(arr.values.to_numpy(zero_copy_only=False)), valid
 
 
 def staleness(seq: Sequence, step: int) -> np.ndarray:
@@ -291,7 +306,7 @@ def parse_batch(data: bytes, ready: Ready | None = None, vocab_size: int | None 
     temps = _scalar_column(table, "temperature")
     lists = {c: _list_column(table, c) for c in LIST_COLUMNS}
     kinds = _scalar_column(table, "kind") if version >= 2 else [""] * n
-    tv = _list_column(pf.read(columns=["token_versions"]), "token_versions") if "token_versions" in pf.schema_arrow.names else None
+    tv = _optional_list_column(pf.read(columns=["token_versions"]), "token_versions") if "token_versions" in pf.schema_arrow.names else None
     scalar_adv = _scalar_column(table, "advantage") if version >= 2 else None
 
     ids_off = lists["input_ids"][0]

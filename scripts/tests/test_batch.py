@@ -265,3 +265,12 @@ def test_token_versions_staleness(tmp_path):
     new = parse_batch(path.read_bytes(), None)
     assert np.asarray(new.sequences[0].versions).tolist() == [2, 1, 2, 0]
     assert staleness(new.sequences[0], 3).tolist() == [0, 1, 0, 2]
+    # the column is optional: a null row (a writer that recorded no
+    # versions, as Go writes a row without them) is on the row's policy
+    # version, like a file without the column
+    table = pq.read_table(path).drop_columns(["token_versions"])
+    table = table.append_column("token_versions", pa.array([None], type=pa.list_(pa.int32())))
+    pq.write_table(table, path)
+    null = parse_batch(path.read_bytes(), None)
+    assert np.asarray(null.sequences[0].versions).tolist() == [2, 2, 2, 2]
+    assert staleness(null.sequences[0], 3).tolist() == [0, 0, 0, 0]

@@ -100,23 +100,6 @@ func (c *Client) probeTimeout() time.Duration {
 	return min(c.opts.RequestTimeout, 10*time.Second)
 }
 
-// healthLoop checks every endpoint each HealthInterval until ctx ends.
-func (c *Client) healthLoop(ctx context.Context) {
-	defer c.wg.Done()
-	t := time.NewTicker(c.opts.HealthInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := c.Health(ctx); err != nil && ctx.Err() == nil {
-				c.log.Debug("llm: background health check", zap.Error(err))
-			}
-		}
-	}
-}
-
 // EndpointMetrics is the load one endpoint reports on GET /metrics.
 type EndpointMetrics struct {
 	Endpoint string  // the endpoint's base URL

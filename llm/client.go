@@ -236,14 +236,36 @@ func New(opts Options) (*Client, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stop = cancel
 	if opts.HealthInterval > 0 {
-		c.wg.Add(1)
-		go c.healthLoop(ctx)
+		c.every(ctx, opts.HealthInterval, func() {
+			if err := c.Health(ctx); err != nil && ctx.Err() == nil {
+				c.log.Debug("llm: background health check", zap.Error(err))
+			}
+		})
 	}
 	if c.disc != nil {
-		c.wg.Add(1)
-		go c.discoverLoop(ctx)
+		c.every(ctx, c.disc.interval, func() { c.Rediscover(ctx) })
 	}
 	return c, nil
+}
+
+// every runs fn each interval in the background until ctx ends (Close
+// waits for it): the health checks and the re-resolution of dns+
+// endpoints.
+func (c *Client) every(ctx context.Context, interval time.Duration, fn func()) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				fn()
+			}
+		}
+	}()
 }
 
 // newEndpoint returns the endpoint at base (name its printable form).

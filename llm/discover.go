@@ -127,21 +127,6 @@ func (d *discovery) resolveAll(ctx context.Context) (found []discovered, failed 
 	return found, failed, errors.Join(errs...)
 }
 
-// discoverLoop resolves the dns+ endpoints every interval until ctx ends.
-func (c *Client) discoverLoop(ctx context.Context) {
-	defer c.wg.Done()
-	t := time.NewTicker(c.disc.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			c.Rediscover(ctx)
-		}
-	}
-}
-
 // Rediscover resolves the dns+ endpoints again now (the client does so
 // every ResolveInterval): an address that appeared is put in rotation once
 // it passes GET /health and has every LoRA adapter the client loaded; an

@@ -263,29 +263,11 @@ func TestSIGKILLAtCrashPoints(t *testing.T) {
 	for _, staleness := range []int{0, 1, 2} {
 		t.Run(fmt.Sprint("staleness", staleness), func(t *testing.T) {
 			dir := t.TempDir()
-			kills := 0
 			// Hits count within each process: each resumed run crashes at
 			// the named point of its own second or first step.
-			for _, point := range []string{"after-done:2", "state-write:2", "after-metrics:1", "state-write:1", "after-done:2", ""} {
-				cmd := exec.Command(os.Args[0], "-test.run=^TestCrashPoints$")
-				cmd.Env = append(os.Environ(), "PARLEY_TEST_CRASH_DIR="+dir, "PARLEY_TEST_CRASH_URL="+url,
-					fmt.Sprint("PARLEY_TEST_CRASH_STALENESS=", staleness), crashpoint.EnvVar+"="+point)
-				out, err := cmd.CombinedOutput()
-				if point == "" {
-					if err != nil {
-						t.Fatalf("the last run failed: %v\n%s", err, out)
-					}
-					break
-				}
-				if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != -1 {
-					// The point may lie behind the run already (resumed past it).
-					if err != nil {
-						t.Fatalf("run with %s: %v\n%s", point, err, out)
-					}
-					continue
-				}
-				kills++
-			}
+			kills := killAtPoints(t, "TestCrashPoints", []string{"PARLEY_TEST_CRASH_DIR=" + dir, "PARLEY_TEST_CRASH_URL=" + url,
+				fmt.Sprint("PARLEY_TEST_CRASH_STALENESS=", staleness)},
+				"after-done:2", "state-write:2", "after-metrics:1", "state-write:1", "after-done:2")
 			if kills < 4 {
 				t.Fatalf("%d kills landed, want at least 4", kills)
 			}
@@ -346,4 +328,31 @@ func TestTempFilesRemovedOnStart(t *testing.T) {
 			t.Errorf("%s left after the run started", p)
 		}
 	}
+}
+
+// killAtPoints runs the test child once per crash point with env and
+// crashpoint.EnvVar set to the point, then once more with none, which
+// must succeed; it returns how many runs the point killed (SIGKILL). A
+// point the resumed run is already past is no kill, any other failure
+// fails the test.
+func killAtPoints(t *testing.T, child string, env []string, points ...string) int {
+	t.Helper()
+	kills := 0
+	for _, point := range append(points, "") {
+		cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$")
+		cmd.Env = append(append(os.Environ(), env...), crashpoint.EnvVar+"="+point)
+		out, err := cmd.CombinedOutput()
+		if point == "" {
+			if err != nil {
+				t.Fatalf("the last run failed: %v\n%s", err, out)
+			}
+			break
+		}
+		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == -1 {
+			kills++
+		} else if err != nil {
+			t.Fatalf("run with %s: %v\n%s", point, err, out)
+		}
+	}
+	return kills
 }

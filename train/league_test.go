@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/handshake"
-	"github.com/parleyhq/parley/internal/crashpoint"
 	"github.com/parleyhq/parley/league"
 	"github.com/parleyhq/parley/train"
 	"go.uber.org/zap"
@@ -190,23 +188,8 @@ func TestLeagueSIGKILL(t *testing.T) {
 	}
 	dir := dataset.RunDir(t.TempDir())
 	fixNonce(t, dir)
-	kills := 0
-	for _, point := range []string{"league-write:2", "before-batch:1", "after-done:2", "league-write:1", "state-write:2", ""} {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestLeagueCrashPoints$")
-		cmd.Env = append(os.Environ(), "PARLEY_TEST_LEAGUE_DIR="+dir.Root(), "PARLEY_TEST_CRASH_URL="+url, crashpoint.EnvVar+"="+point)
-		out, err := cmd.CombinedOutput()
-		if point == "" {
-			if err != nil {
-				t.Fatalf("the last run failed: %v\n%s", err, out)
-			}
-			break
-		}
-		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == -1 {
-			kills++
-		} else if err != nil {
-			t.Fatalf("run with %s: %v\n%s", point, err, out)
-		}
-	}
+	kills := killAtPoints(t, "TestLeagueCrashPoints", []string{"PARLEY_TEST_LEAGUE_DIR=" + dir.Root(), "PARLEY_TEST_CRASH_URL=" + url},
+		"league-write:2", "before-batch:1", "after-done:2", "league-write:1", "state-write:2")
 	if kills < 3 {
 		t.Fatalf("%d kills landed, want at least 3", kills)
 	}

@@ -8,7 +8,6 @@ import (
 	"math"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/handshake"
-	"github.com/parleyhq/parley/internal/crashpoint"
 	"github.com/parleyhq/parley/internal/retry"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/llm/weights"
@@ -245,26 +243,9 @@ func TestSIGKILLDuringUpdate(t *testing.T) {
 		t.Run(fmt.Sprint("staleness", staleness), func(t *testing.T) {
 			srvs, urls := fullSims(t, base, 2)
 			dir := filepath.Join(t.TempDir(), "run")
-			kills := 0
-			for _, point := range []string{"update-paused:2", "reload-endpoint:1", "update-transferred:2", "update-version-set:1", "update-verified:3", "reload-endpoint:3", ""} {
-				cmd := exec.Command(os.Args[0], "-test.run=^TestUpdateCrashChild$")
-				cmd.Env = append(os.Environ(), "PARLEY_TEST_UPDATE_DIR="+dir, "PARLEY_TEST_UPDATE_URLS="+strings.Join(urls, ","),
-					"PARLEY_TEST_UPDATE_BASE="+base, fmt.Sprint("PARLEY_TEST_UPDATE_STALENESS=", staleness), crashpoint.EnvVar+"="+point)
-				out, err := cmd.CombinedOutput()
-				if point == "" {
-					if err != nil {
-						t.Fatalf("the last run failed: %v\n%s", err, out)
-					}
-					break
-				}
-				if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != -1 {
-					if err != nil {
-						t.Fatalf("run with %s: %v\n%s", point, err, out)
-					}
-					continue
-				}
-				kills++
-			}
+			kills := killAtPoints(t, "TestUpdateCrashChild", []string{"PARLEY_TEST_UPDATE_DIR=" + dir, "PARLEY_TEST_UPDATE_URLS=" + strings.Join(urls, ","),
+				"PARLEY_TEST_UPDATE_BASE=" + base, fmt.Sprint("PARLEY_TEST_UPDATE_STALENESS=", staleness)},
+				"update-paused:2", "reload-endpoint:1", "update-transferred:2", "update-version-set:1", "update-verified:3", "reload-endpoint:3")
 			if kills < 5 {
 				t.Fatalf("%d kills landed, want at least 5", kills)
 			}

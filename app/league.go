@@ -13,6 +13,7 @@ import (
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/eval/tournament"
 	"github.com/parleyhq/parley/league"
+	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
 	"github.com/parleyhq/parley/train"
 	"go.uber.org/zap"
@@ -41,7 +42,8 @@ type CrossPlayOptions struct {
 // LeagueCrossPlay plays the run's checkpoints (and the base model, and
 // the league's frozen agents that can take both seats) against each other
 // in both seats on the curriculum's held-out rows (all rows when it has
-// none), scored by the game's own scorer, through the tournament engine
+// none), scored by the game's own scorer or, in a game without one (seed
+// 000's deliberation), by the run's judge, through the tournament engine
 // (resumable after a kill), then writes the cross-play report. It returns
 // the report's path.
 func LeagueCrossPlay(ctx context.Context, o CrossPlayOptions) (string, tournament.Summary, error) {
@@ -60,8 +62,8 @@ func LeagueCrossPlay(ctx context.Context, o CrossPlayOptions) (string, tournamen
 		return "", sum, fmt.Errorf("league crossplay: %s: %w", rd.ConfigPath(), err)
 	}
 	spec, _ := rollout.Lookup(cfg.Game.Env)
-	if spec.Tournament == nil || spec.Scorer == nil {
-		return "", sum, fmt.Errorf("league crossplay: game %s has no two-seat tournament and scorer of its own (rollout.Spec.Tournament, Scorer) to play cross-play with", cfg.Game.Env)
+	if spec.Tournament == nil {
+		return "", sum, fmt.Errorf("league crossplay: game %s has no two-seat tournament (rollout.Spec.Tournament) to play cross-play with", cfg.Game.Env)
 	}
 	every := o.Every
 	for _, r := range cfg.Roles {
@@ -81,7 +83,17 @@ func LeagueCrossPlay(ctx context.Context, o CrossPlayOptions) (string, tournamen
 	if out == "" {
 		out = filepath.Join(rd.Root(), "crossplay", dataset.StepName(steps[len(steps)-1]))
 	}
-	sum, err = Tournament(ctx, t, TournamentOptions{Dir: out, Progress: o.Progress, Logger: log})
+	topts := TournamentOptions{Dir: out, Progress: o.Progress, Logger: log}
+	scale := spec.ScoreScale
+	if spec.Scorer == nil {
+		judge, closeJudge, err := newJudge(cfg, out, nil, log)
+		if err != nil {
+			return "", sum, fmt.Errorf("league crossplay: %s: %w", rd.ConfigPath(), err)
+		}
+		defer closeJudge()
+		topts.Scorer, scale = judge, reward.ScaleOf(judge)
+	}
+	sum, err = Tournament(ctx, t, topts)
 	if err != nil {
 		return "", sum, fmt.Errorf("league crossplay: %w", err)
 	}
@@ -104,16 +116,12 @@ func LeagueCrossPlay(ctx context.Context, o CrossPlayOptions) (string, tournamen
 		}
 		games = append(games, g)
 	}
-	cp := league.AnalyseCrossPlay(t.AgentNames(), seats, games)
+	cp := league.AnalyseCrossPlay(t.AgentNames(), seats, games, spec.Tournament.Cooperative)
 	var lg *league.State
 	if st, err := league.LoadBefore(rd, cfg.Run.Name, steps[len(steps)-1]+1, nil); err == nil && len(st.Roles) > 0 {
 		lg = st
 	} else if err != nil {
 		log.Warn("the league's ratings are not in the report", zap.Error(err))
-	}
-	scale := spec.ScoreScale.Label()
-	if spec.ScoreScale.IsZero() {
-		scale = "score"
 	}
 	path, err := league.WriteCrossPlayReport(out, cp, lg, skipped, scale)
 	return path, sum, err

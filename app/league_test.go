@@ -9,21 +9,15 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/eval/tournament"
 	"github.com/parleyhq/parley/handshake"
 	"github.com/parleyhq/parley/league"
 	"github.com/parleyhq/parley/sim"
 )
 
-// crossPlayRun writes a run directory of the endowment game whose
-// requester is a league (a scripted frozen member), with checkpoints at
-// steps 1 to 4 and the league's file after step 4.
-func crossPlayRun(t *testing.T, url string) dataset.RunDir {
-	t.Helper()
-	rd := dataset.RunDir(filepath.Join(t.TempDir(), "run"))
-	if err := rd.Create(); err != nil {
-		t.Fatal(err)
-	}
-	cfg := fmt.Sprintf(`run: {name: xp, seed: 3}
+// endowmentLeague is a run config of the endowment game whose requester
+// is a league with a scripted frozen member.
+const endowmentLeague = `run: {name: xp, seed: 3}
 policy: {endpoints: [%s], model: sim-policy}
 sampling: {max_tokens: 200, temperature: 1}
 game: {env: endowment, endowment: {max_turns: 2}}
@@ -35,8 +29,34 @@ roles:
     policy: league
     pool: [{policy: scripted}]
     league: {snapshot_every: 2}
-`, url, url)
-	if err := os.WriteFile(rd.ConfigPath(), []byte(cfg), 0o644); err != nil {
+`
+
+// deliberationLeague is a run config of seed 000's deliberation game
+// whose persona B is a league of the policy's snapshots, scored by a rule
+// judge.
+const deliberationLeague = `run: {name: xp, seed: 3}
+policy: {endpoints: [%s], model: sim-policy}
+sampling: {max_tokens: 16, temperature: 1}
+game: {env: deliberation, deliberation: {max_rounds: 2}}
+curriculum: {path: builtin:dilemmas}
+judge: {kind: rule, rule: {kind: keyword_share, keywords: [agree]}, base_url: %s/v1}
+grpo: {mask: dialogue+final}
+roles:
+  B:
+    policy: league
+    league: {snapshot_every: 2}
+`
+
+// crossPlayRun writes a run directory of config (a format taking the
+// sim's URL twice) with checkpoints at steps 1 to 4 and the league's
+// file after step 4.
+func crossPlayRun(t *testing.T, url, config, role string) dataset.RunDir {
+	t.Helper()
+	rd := dataset.RunDir(filepath.Join(t.TempDir(), "run"))
+	if err := rd.Create(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(rd.ConfigPath(), []byte(fmt.Sprintf(config, url, url)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for s := 1; s <= 4; s++ {
@@ -48,7 +68,7 @@ roles:
 			t.Fatal(err)
 		}
 	}
-	lg := league.New("xp", []string{"requester"})
+	lg := league.New("xp", []string{role})
 	lg.Roles[0].History = []league.Point{{Step: 1, R: 1500, RD: 350}, {Step: 4, R: 1600, RD: 120}}
 	if err := league.Save(rd.LeaguePath(4), lg); err != nil {
 		t.Fatal(err)
@@ -62,7 +82,7 @@ roles:
 // member named as left out), and a second run resumes with nothing to play.
 func TestLeagueCrossPlay(t *testing.T) {
 	url := startSim(t, sim.Options{})
-	rd := crossPlayRun(t, url)
+	rd := crossPlayRun(t, url, endowmentLeague, "requester")
 	opts := CrossPlayOptions{Run: rd.Root(), Endpoint: url, Concurrency: 4}
 	path, sum, err := LeagueCrossPlay(context.Background(), opts)
 	if err != nil {
@@ -99,6 +119,43 @@ func TestLeagueCrossPlay(t *testing.T) {
 		tc.edit(&o)
 		if _, _, err := LeagueCrossPlay(context.Background(), o); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestLeagueCrossPlayDeliberation: seed 000's deliberation, a game
+// without a scorer of its own, plays its cross-play scored by the run's
+// judge (here a rule), both seats alike; the report reads the matrix as
+// partners' on the judge's scale.
+func TestLeagueCrossPlayDeliberation(t *testing.T) {
+	url := startSim(t, sim.Options{})
+	rd := crossPlayRun(t, url, deliberationLeague, "B")
+	path, sum, err := LeagueCrossPlay(context.Background(), CrossPlayOptions{Run: rd.Root(), Endpoint: url, Concurrency: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// base, step 2, step 4: 3 pairs × 2 seat orders.
+	if !sum.Complete || sum.Total != 6 || sum.Failed != 0 {
+		t.Errorf("summary %+v, want 6 games complete, none failed", sum)
+	}
+	recs, err := tournament.ReadRecords(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		a, b, final := r.Rollout.Role("A"), r.Rollout.Role("B"), r.Rollout.Role("final")
+		if !r.Rollout.Judged || a == nil || b == nil || final == nil || !a.Scored || !b.Scored || a.Score != b.Score {
+			t.Errorf("game %s: judged %v, roles %+v %+v: want both seats scored alike", r.Match.ID, r.Rollout.Judged, a, b)
+			continue
+		}
+		if r.Rollout.JudgeModel == "" || a.Model != r.Match.Seats[0] || b.Model != r.Match.Seats[1] || final.Model != r.Match.Seats[0] {
+			t.Errorf("game %s (%v): judge %q, A %s, B %s, final %s", r.Match.ID, r.Match.Seats, r.Rollout.JudgeModel, a.Model, b.Model, final.Model)
+		}
+	}
+	md, _ := os.ReadFile(path)
+	for _, want := range []string{"6 games among 3 agents", "mean rule keyword_share 0–1", "best partners first", "Worst partner per agent", "| step-000004 |", "Not looked for"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/parleyhq/parley/internal/retry"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/llm/chat"
+	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
 	"go.uber.org/zap"
 )
@@ -27,6 +28,10 @@ type TournamentOptions struct {
 	Dir string
 	// RetryFailed plays again the games recorded as failed.
 	RetryFailed bool
+	// Scorer, if set, scores the games instead of the game's own scorer:
+	// a game without one (seed 000's deliberation) is played only so,
+	// scored by a run's judge (parley league crossplay).
+	Scorer reward.Judge
 	// Progress, if set, is called after every game recorded.
 	Progress func(done, failed, total int)
 	// Logger logs progress; nil means none.
@@ -74,12 +79,14 @@ func Tournament(ctx context.Context, t config.Tournament, opts TournamentOptions
 			return tournament.Summary{}, fmt.Errorf("key scenarios: %s: row %s: %w", t.Scenarios, p.ID, err)
 		}
 	}
-	if spec.Scorer == nil {
-		return tournament.Summary{}, fmt.Errorf("the %s game has no scorer of its own to score its tournament games", t.Env)
-	}
-	scorer, err := spec.Scorer(t.Game)
-	if err != nil {
-		return tournament.Summary{}, fmt.Errorf("key game: the %s game's scorer: %w", t.Env, err)
+	scorer := opts.Scorer
+	if scorer == nil {
+		if spec.Scorer == nil {
+			return tournament.Summary{}, fmt.Errorf("the %s game has no scorer of its own to score its tournament games: its games are scored by a run's judge (parley league crossplay RUN)", t.Env)
+		}
+		if scorer, err = spec.Scorer(t.Game); err != nil {
+			return tournament.Summary{}, fmt.Errorf("key game: the %s game's scorer: %w", t.Env, err)
+		}
 	}
 	agents, err := newTournamentAgents(t, log)
 	if err != nil {

@@ -513,7 +513,7 @@ func TestToyTournament(t *testing.T) {
 		t.Errorf("toy report:\n%s", md)
 	}
 	// A game without a tournament, or an unknown one, is one clear error.
-	for y, want := range map[string]string{"env: deliberation\n": "cannot be played as a tournament", "env: chess\n": `unknown game "chess"`} {
+	for y, want := range map[string]string{"env: single\n": "cannot be played as a tournament", "env: chess\n": `unknown game "chess"`} {
 		if _, err := config.ParseTournament([]byte(y)); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "key env") {
 			t.Errorf("%q: %v, want %q", y, err, want)
 		}

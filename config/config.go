@@ -339,7 +339,7 @@ type Train struct {
 	EvalEvery int `yaml:"eval_every"`
 	// CrossPlayEvery plays cross-play among the run's checkpoints every N
 	// steps (0: never), beside training, as parley league crossplay does
-	// (the checkpoints up to the step, both seats, the game's own scorer;
+	// (the checkpoints up to the step, both seats, the game's own scorer or the run's judge;
 	// RUN/crossplay/step-N/report.md), on CrossPlayEndpoint: a vLLM server
 	// of its own serving policy.model, so that weight updates never abort
 	// its games.

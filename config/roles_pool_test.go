@@ -86,11 +86,12 @@ func TestCrossPlayEvery(t *testing.T) {
 		{"game:\n  env: endowment\ntrain:\n  crossplay_every: 5\n", "key train.crossplay_endpoint: must name a vLLM server of its own"},
 		{"game:\n  env: endowment\ntrain:\n  crossplay_every: 5\n  crossplay_endpoint: http://p:8000\n", "is one of policy.endpoints"},
 		{"game:\n  env: endowment\ntrain:\n  crossplay_every: -1\n", "key train.crossplay_every: must be 0"},
-		{"game:\n  env: deliberation\ntrain:\n  crossplay_every: 2\n  crossplay_endpoint: http://xp:8000\n", "game deliberation has no two-seat tournament"},
+		{"game:\n  env: deliberation\ntrain:\n  crossplay_every: 2\n  crossplay_endpoint: http://xp:8000\n", ""},
+		{"game:\n  env: single\ntrain:\n  crossplay_every: 2\n  crossplay_endpoint: http://xp:8000\n", "game single has no two-seat tournament"},
 	}
 	for _, tt := range tests {
 		y := base + tt.yaml
-		if strings.Contains(tt.yaml, "deliberation") {
+		if strings.Contains(tt.yaml, "deliberation") || strings.Contains(tt.yaml, "single") {
 			y = strings.Replace(y, "kind: game", "kind: ca", 1)
 		}
 		_, err := Parse([]byte(y))

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/figure"
 	"github.com/parleyhq/parley/internal/fsutil"
 )
@@ -50,12 +51,18 @@ type CrossPlay struct {
 	Cycles [][3]string `json:"cycles"`
 	Games  int         `json:"games"`
 	Failed int         `json:"failed"`
+	// Cooperative reports a game whose seats earn one score (seed 000's
+	// deliberation): rows and columns are then both sorted best partner
+	// first, the worst opponent is the worst partner, and there are no
+	// cycles to look for (no seat beats the other).
+	Cooperative bool `json:"cooperative"`
 }
 
 // AnalyseCrossPlay builds the matrix, the worst-case opponents and the
-// 3-cycles of games among agents.
-func AnalyseCrossPlay(agents []string, seats [2]string, games []CrossGame) CrossPlay {
-	cp := CrossPlay{Agents: agents, Seats: seats, Worst: map[string]map[string]Worst{}}
+// 3-cycles of games among agents; cooperative games are sorted and read
+// as CrossPlay.Cooperative says.
+func AnalyseCrossPlay(agents []string, seats [2]string, games []CrossGame, cooperative bool) CrossPlay {
+	cp := CrossPlay{Agents: agents, Seats: seats, Worst: map[string]map[string]Worst{}, Cooperative: cooperative}
 	type acc struct{ sum, n, s0, s1 float64 }
 	cell := map[[2]string]*acc{}
 	mean0, mean1 := map[string]*acc{}, map[string]*acc{}
@@ -100,7 +107,7 @@ func AnalyseCrossPlay(agents []string, seats [2]string, games []CrossGame) Cross
 		})
 		return out
 	}
-	cp.Rows, cp.Cols = sortBy(mean0, false), sortBy(mean1, true)
+	cp.Rows, cp.Cols = sortBy(mean0, cooperative), sortBy(mean1, true)
 	cp.Matrix = make([][]float64, len(cp.Rows))
 	for i, r := range cp.Rows {
 		cp.Matrix[i] = make([]float64, len(cp.Cols))
@@ -161,7 +168,7 @@ func AnalyseCrossPlay(agents []string, seats [2]string, games []CrossGame) Cross
 		return sum / float64(n), true
 	}
 	beats := func(a, b string) bool { m, ok := margin(a, b); return ok && m > 0 }
-	for i := 0; i < len(agents); i++ {
+	for i := 0; i < len(agents) && !cooperative; i++ {
 		for j := i + 1; j < len(agents); j++ {
 			for k := j + 1; k < len(agents); k++ {
 				a, b, c := agents[i], agents[j], agents[k]
@@ -188,8 +195,9 @@ const (
 // training with 95 % intervals (± 1.96 RD) from the league's last file
 // (nil: no league), the worst-case opponent per agent and the 3-cycles.
 // skipped names agents left out (scripted members, which play one seat);
-// scale labels the headline score.
-func WriteCrossPlayReport(outDir string, cp CrossPlay, lg *State, skipped []string, scale string) (string, error) {
+// scale is the headline score's: its label names it, and its range (0 to
+// 1 when unknown) spans the heatmap's colours.
+func WriteCrossPlayReport(outDir string, cp CrossPlay, lg *State, skipped []string, scale dataset.ScoreScale) (string, error) {
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return "", fmt.Errorf("league.WriteCrossPlayReport: %w", err)
 	}
@@ -198,16 +206,32 @@ func WriteCrossPlayReport(outDir string, cp CrossPlay, lg *State, skipped []stri
 	if len(skipped) > 0 {
 		fmt.Fprintf(&b, "Left out (they play one seat only): %s.\n\n", strings.Join(skipped, ", "))
 	}
+	label := scale.Label()
+	lo, hi, mul, format, cells := scale.Min, scale.Max, 1.0, "%.1f", ""
+	if hi <= lo {
+		lo, hi = 0, 1
+	}
+	if lo == 0 && hi == 1 {
+		mul, format, cells = 100, "%.0f", "; cells ×100"
+	}
 	size := 200 + 44*len(cp.Cols)
-	hm := figure.Heatmap{Title: "Cross-play: mean " + scale, XLabel: cp.Seats[1] + " (sorted as seed 001's figure 1)", YLabel: cp.Seats[0] + " (sorted)",
-		Rows: cp.Rows, Cols: cp.Cols, Values: cp.Matrix, Min: 0, Max: 1, Scale: 100, Format: "%.0f", WidthPx: max(size, 560), HeightPx: max(size-40, 480)}
+	order, xl, yl := "lowest mean first; columns %s agents, highest first (seed 001's figure 1)", cp.Seats[1]+" (sorted as seed 001's figure 1)", cp.Seats[0]+" (sorted)"
+	if cp.Cooperative {
+		order, xl, yl = "best partners first; columns %s agents, likewise", cp.Seats[1]+" (best partner first)", cp.Seats[0]+" (best partner first)"
+	}
+	hm := figure.Heatmap{Title: "Cross-play: mean " + label, XLabel: xl, YLabel: yl,
+		Rows: cp.Rows, Cols: cp.Cols, Values: cp.Matrix, Min: lo, Max: hi, Scale: mul, Format: format, WidthPx: max(size, 560), HeightPx: max(size-40, 480)}
 	if err := hm.WritePNG(filepath.Join(outDir, FigCrossPlay)); err != nil {
 		fmt.Fprintf(&b, "No cross-play figure: %v.\n\n", err)
 	} else {
-		fmt.Fprintf(&b, "![cross-play](%s)\n\nRows are %s agents, lowest mean %s first; columns %s agents, highest first (seed 001's figure 1); cells ×100.\n\n",
-			FigCrossPlay, cp.Seats[0], scale, cp.Seats[1])
+		fmt.Fprintf(&b, "![cross-play](%s)\n\nCells are the mean %s. Rows are %s agents, "+order+"%s.\n\n",
+			FigCrossPlay, label, cp.Seats[0], cp.Seats[1], cells)
 	}
-	fmt.Fprintf(&b, "## Worst-case opponent per agent (exploitability proxy)\n\n| agent | %s: worst opponent | own score | %s: worst opponent | own score |\n|---|---|---|---|---|\n", cp.Seats[0], cp.Seats[1])
+	worst := "Worst-case opponent per agent (exploitability proxy)"
+	if cp.Cooperative {
+		worst = "Worst partner per agent (the seats share one score)"
+	}
+	fmt.Fprintf(&b, "## %s\n\n| agent | %s: worst opponent | own score | %s: worst opponent | own score |\n|---|---|---|---|---|\n", worst, cp.Seats[0], cp.Seats[1])
 	for _, a := range cp.Agents {
 		fmt.Fprintf(&b, "| %s |", a)
 		for _, s := range cp.Seats {
@@ -220,7 +244,9 @@ func WriteCrossPlayReport(outDir string, cp CrossPlay, lg *State, skipped []stri
 		b.WriteString("\n")
 	}
 	b.WriteString("\n## Non-transitive cycles\n\n")
-	if len(cp.Cycles) == 0 {
+	if cp.Cooperative {
+		b.WriteString("Not looked for: in a cooperative game both seats earn one score, so no agent beats another.\n\n")
+	} else if len(cp.Cycles) == 0 {
 		b.WriteString("None: no three agents a, b, c with a beating b, b beating c and c beating a (beating: a higher own score over both seats).\n\n")
 	}
 	for _, c := range cp.Cycles {

@@ -13,6 +13,10 @@ type Tournament struct {
 	// by robustness (seed 001's holder), Seats[1] the other (its
 	// requester).
 	Seats [2]string
+	// Cooperative reports that both seats earn one score (seed 000's
+	// deliberation): no seat beats the other, and cross-play reads its
+	// matrix as partners'.
+	Cooperative bool
 	// Conditions are the conditions a tournament may play, in their
 	// default order (seed 001's framings), and Condition returns a
 	// curriculum row's: each condition cycles through its own rows. A game

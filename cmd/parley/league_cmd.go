@@ -28,7 +28,8 @@ func newCrossPlayCmd(a *cli) *cobra.Command {
 		Long: `The checkpoints of every K-th step (--every, default the league's
 snapshot_every) and the base model meet in both seats of the run's game on
 the curriculum's held-out rows (all rows when it has none), scored by the
-game's own scorer, through the tournament engine: RUN_DIR/crossplay/step-N
+game's own scorer (a game without one, deliberation: the run's judge),
+through the tournament engine: RUN_DIR/crossplay/step-N
 keeps one file per finished game, so the same command after a kill plays
 only the games left. The adapters are loaded on --endpoint, a vLLM server of
 its own: never the training's, whose weight updates would abort the games.

@@ -35,7 +35,7 @@ type Options struct {
 	// Seed seeds every game (with its id).
 	Seed int64
 	// Game plays each match, Seats names its two roles, and Scorer (the
-	// game's own) scores each game played.
+	// game's own, or a run's judge) scores each game played.
 	Game   rollout.Game
 	Seats  [2]string
 	Scorer reward.Judge
@@ -281,7 +281,13 @@ func (o *Options) playOnce(ctx context.Context, m Match, seed int64) *dataset.Ro
 		Category: p.Category, Task: p.Task, Scenario: p.Scenario, Seed: seed, Temperature: float32(o.Sampling.Temperature),
 		Series: fmt.Sprintf("%s-r%02d", m.Condition, m.Round), StartedUnixMS: time.Now().UnixMilli(),
 	}
-	players := map[string]rollout.Player{o.Seats[0]: o.Players[m.Seats[0]], o.Seats[1]: o.Players[m.Seats[1]]}
+	// A role outside the seats (seed 000's final completion) is played by
+	// the seat-0 agent, as the record says.
+	players := map[string]rollout.Player{}
+	for _, role := range o.Game.Roles(p) {
+		players[role] = o.Players[m.Seats[0]]
+	}
+	players[o.Seats[1]] = o.Players[m.Seats[1]]
 	agents := rollout.NewRecorder(rollout.RecorderOptions{Policy: players[o.Seats[0]].Tokens, Players: players,
 		Sampling: o.Sampling, ChatTemplateKwargs: o.ChatTemplateKwargs, Seed: seed, Session: m.ID})
 	defer agents.EndSessions()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -149,3 +150,60 @@ func TestLegacyMatch(t *testing.T) {
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// closingGame is the toy game with a role outside its seats: after the
+// game, "closing" writes one completion (as seed 000's final completion
+// follows its negotiation).
+type closingGame struct{ rollout.Game }
+
+func (g closingGame) Roles(p dataset.Prompt) []string { return append(g.Game.Roles(p), "closing") }
+
+func (g closingGame) Play(ctx context.Context, p dataset.Prompt, agents rollout.Agents, rec *dataset.Rollout) error {
+	if err := g.Game.Play(ctx, p, agents, rec); err != nil {
+		return err
+	}
+	_, err := agents.Turn(ctx, "closing", []llm.Message{{Role: "user", Content: "Sum the game up."}}, rollout.TurnOptions{Kind: dataset.KindFinal, MaxTokens: 4})
+	return err
+}
+
+// modelLog records the model each session's completions asked for.
+type modelLog struct {
+	rollout.Policy
+	mu     sync.Mutex
+	models map[string]string
+}
+
+func (l *modelLog) Complete(ctx context.Context, req llm.CompletionRequest) ([]llm.Completion, error) {
+	if s, ok := llm.SessionFrom(ctx); ok {
+		l.mu.Lock()
+		l.models[s.ID] = req.Model
+		l.mu.Unlock()
+	}
+	return l.Policy.Complete(ctx, req)
+}
+
+// TestRoleOutsideSeats: a role outside the two seats is played by the
+// seat-0 agent, as its record says, not by the server's base model.
+func TestRoleOutsideSeats(t *testing.T) {
+	opts := toyOptions(t, t.TempDir())
+	opts.Game = closingGame{opts.Game}
+	log := &modelLog{models: map[string]string{}}
+	for name, pl := range opts.Players {
+		log.Policy = pl.Tokens
+		pl.Tokens = log
+		opts.Players[name] = pl
+	}
+	if sum, err := Run(context.Background(), opts); err != nil || sum.Failed != 0 {
+		t.Fatalf("%+v, %v", sum, err)
+	}
+	recs, err := ReadRecords(opts.Dir)
+	if err != nil || len(recs) != 6 {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
+	for _, r := range recs {
+		got := log.models[r.Match.ID+"/closing"]
+		if ro := r.Rollout.Role("closing"); got != r.Match.Seats[0] || ro == nil || ro.Model != r.Match.Seats[0] {
+			t.Errorf("game %s (%v): closing asked model %q, recorded %+v; want seat 0's %s", r.Match.ID, r.Match.Seats, got, ro, r.Match.Seats[0])
+		}
+	}
+}

@@ -58,6 +58,7 @@ func init() {
 		Kinds:      []string{dataset.KindDialogue, dataset.KindFinal},
 		Negotiates: true,
 		Players:    []string{"A", "B"},
+		Tournament: Tournament,
 		EvalSet: &rollout.EvalSet{Name: "conflict", Label: SetLabel, Curriculum: "builtin:dilemmas",
 			Aspects: []string{reward.AspectCollectiveAgency, reward.AspectConflictResolution}},
 	})

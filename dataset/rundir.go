@@ -37,7 +37,8 @@ const (
 )
 
 // RunDir is the root of one run's directory; its layout is defined here and
-// nowhere else (the trainer's side is the handshake contract of DESIGN.md):
+// nowhere else (the trainer's side is the handshake contract of
+// docs/contracts.md, and package handshake):
 //
 //	config.yaml                       the resolved config, frozen at start
 //	lock                              the PID of the parley training it (RunDir.Lock)

@@ -49,6 +49,14 @@ type Chart struct {
 	// IntegerX marks the x axis at integers and fits it to the data
 	// (turns, probe counts) instead of starting it at 0.
 	IntegerX bool
+	// YMin and YMax, when YMax > YMin, are the limits of the values'
+	// scale (a rate's 0–1, a win rate's 0–100 %): the y axis is fitted to
+	// the data but never drawn beyond them.
+	YMin, YMax float64
+	// XMin and XMax, when XMax > XMin, are a range the x axis spans at
+	// least (every chart of a run spans the run's steps, also one whose
+	// series ends early).
+	XMin, XMax float64
 }
 
 // Chart sizes used when none is given.
@@ -64,47 +72,47 @@ var (
 	ColorBand = color.NRGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0x40}
 )
 
-// WritePNG draws the chart and writes it to path.
+// WritePNG draws the chart and writes it to path, its legend in a strip
+// below the data, where it covers no line.
 func (c Chart) WritePNG(path string) error {
-	w, h := c.WidthPx, c.HeightPx
-	if w <= 0 || h <= 0 {
-		w, h = DefaultWidthPx, DefaultHeightPx
+	p, items, err := c.plot()
+	if err != nil {
+		return fmt.Errorf("figure.Chart.WritePNG: %s: %w", filepath.Base(path), err)
 	}
+	return savePlot(p, items, path, c.WidthPx, c.HeightPx)
+}
+
+// plot builds the chart's plot and the items of its legend.
+func (c Chart) plot() (*plot.Plot, []legendItem, error) {
 	p := c.newPlot()
-	legend := 0
+	var items []legendItem
 	for _, b := range c.Bands {
-		added, err := addChartBand(p, b)
+		item, err := addChartBand(p, b)
 		if err != nil {
-			return fmt.Errorf("figure.Chart.WritePNG: %s: %w", b.Label, err)
+			return nil, nil, fmt.Errorf("%s: %w", b.Label, err)
 		}
-		legend += added
+		items = append(items, item...)
 	}
 	n := 0
 	for _, l := range c.Lines {
-		drawn, labelled, err := addLine(p, l)
+		drawn, item, err := addLine(p, l)
 		if err != nil {
-			return fmt.Errorf("figure.Chart.WritePNG: %s: %w", l.Label, err)
+			return nil, nil, fmt.Errorf("%s: %w", l.Label, err)
 		}
 		n += drawn
-		legend += labelled
+		items = append(items, item...)
 	}
 	if n == 0 {
-		return fmt.Errorf("figure.Chart.WritePNG: %s: no finite points: %w", filepath.Base(path), ErrNoData)
+		return nil, nil, fmt.Errorf("no finite points: %w", ErrNoData)
 	}
-	c.fitAxes(p, legend)
-	return savePlot(p, path, w, h)
+	c.fitAxes(p)
+	return p, items, nil
 }
 
 // newPlot is the chart's empty plot: title, axis labels, grid, legend.
 func (c Chart) newPlot() *plot.Plot {
 	p := newPlot(c.Title, c.XLabel, c.YLabel)
 	p.Add(plotter.NewGrid())
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.Legend.XOffs = vg.Points(6)
-	p.Legend.YOffs = -vg.Points(4)
-	p.Legend.ThumbnailWidth = vg.Points(36)
-	p.Legend.Padding = vg.Points(3)
 	return p
 }
 
@@ -120,15 +128,16 @@ func finite(x, y []float64) plotter.XYs {
 }
 
 // addLine adds l (and a marker on each point of a sparse series); it
-// returns whether it drew anything and whether it added a legend entry.
-func addLine(p *plot.Plot, l Line) (drawn, labelled int, err error) {
+// returns whether it drew anything and its legend entry (none without a
+// label).
+func addLine(p *plot.Plot, l Line) (drawn int, item []legendItem, err error) {
 	xys := finite(l.X, l.Y)
 	if len(xys) == 0 {
-		return 0, 0, nil
+		return 0, nil, nil
 	}
 	line, err := plotter.NewLine(xys)
 	if err != nil {
-		return 0, 0, err
+		return 0, nil, err
 	}
 	line.LineStyle.Width = vg.Points(1.6)
 	line.LineStyle.Color = l.Color
@@ -145,24 +154,24 @@ func addLine(p *plot.Plot, l Line) (drawn, labelled int, err error) {
 	if len(xys) <= sparsePoints && !l.Plain { // mark sparse points (evaluation steps; a single point draws no line)
 		sc, err := plotter.NewScatter(xys)
 		if err != nil {
-			return 0, 0, err
+			return 0, nil, err
 		}
 		sc.GlyphStyle.Color = line.LineStyle.Color
 		sc.GlyphStyle.Radius = vg.Points(2.5)
 		p.Add(sc)
 	}
 	if l.Label != "" {
-		p.Legend.Add(l.Label, line)
-		labelled = 1
+		item = []legendItem{{label: l.Label, thumbs: []plot.Thumbnailer{line}}}
 	}
-	return 1, labelled, nil
+	return 1, item, nil
 }
 
-// addBand shades b; it returns whether it added a legend entry.
-func addChartBand(p *plot.Plot, b Band) (int, error) {
+// addChartBand shades b; it returns its legend entry (none without a
+// label or when nothing was shaded).
+func addChartBand(p *plot.Plot, b Band) ([]legendItem, error) {
 	lo, hi := finite(b.X, b.Lo), finite(b.X, b.Hi)
 	if len(lo) != len(hi) {
-		return 0, nil
+		return nil, nil
 	}
 	col := b.Color
 	if col == nil {
@@ -170,28 +179,35 @@ func addChartBand(p *plot.Plot, b Band) (int, error) {
 	}
 	poly, err := bandPolygon(lo, hi, col)
 	if poly == nil || err != nil {
-		return 0, err
+		return nil, err
 	}
 	p.Add(poly)
 	if b.Label == "" {
-		return 0, nil
+		return nil, nil
 	}
-	p.Legend.Add(b.Label, poly)
-	return 1, nil
+	return []legendItem{{label: b.Label, thumbs: []plot.Thumbnailer{poly}}}, nil
 }
 
-// fitAxes gives the data breathing room: 5 % above and below, and room
-// at the top for the legend (top left) so that it does not cover the
-// lines; the x axis starts at step 0, or fits integers (IntegerX).
-func (c Chart) fitAxes(p *plot.Plot, legend int) {
+// fitAxes gives the data breathing room, 5 % above and below, within the
+// scale's limits (YMin, YMax); the x axis starts at step 0, or fits
+// integers (IntegerX), and spans XMin–XMax when they are set.
+func (c Chart) fitAxes(p *plot.Plot) {
 	span := p.Y.Max - p.Y.Min
 	if span <= 0 {
 		span = math.Max(math.Abs(p.Y.Max), 1)
 	}
 	p.Y.Min -= 0.05 * span
 	p.Y.Max += 0.05 * span
-	if legend > 0 {
-		p.Y.Max += span * (0.04 + 0.07*float64(legend))
+	if c.YMax > c.YMin {
+		p.Y.Min = math.Max(p.Y.Min, c.YMin)
+		p.Y.Max = math.Min(p.Y.Max, c.YMax)
+		if p.Y.Min >= p.Y.Max { // every point outside the scale: show the scale
+			p.Y.Min, p.Y.Max = c.YMin, c.YMax
+		}
+	}
+	if c.XMax > c.XMin {
+		p.X.Min = math.Min(p.X.Min, c.XMin)
+		p.X.Max = math.Max(p.X.Max, c.XMax)
 	}
 	if c.IntegerX {
 		var xs []float64

@@ -412,7 +412,8 @@ type Bar struct {
 }
 
 // BarChart is grouped bars: one group per Groups entry, one bar per
-// Series entry in each group, with error bars from Lo to Hi.
+// Series entry in each group, with error bars from Lo to Hi; the legend
+// (the series) is drawn below the bars.
 type BarChart struct {
 	Title, YLabel string
 	Groups        []string
@@ -431,8 +432,7 @@ func (bc BarChart) WritePNG(path string, wPx, hPx int) error {
 	p.Title.Text = bc.Title
 	p.Y.Label.Text = bc.YLabel
 	p.Add(plotter.NewGrid())
-	p.Legend.Top = true
-	p.Legend.TextStyle.Font.Size = vg.Points(9)
+	var items []legendItem
 	w := vg.Points(float64(min(28, 360/max(1, len(bc.Groups)*len(bc.Series)))))
 	drawn := 0
 	for s, name := range bc.Series {
@@ -460,7 +460,7 @@ func (bc BarChart) WritePNG(path string, wPx, hPx int) error {
 		off := (float64(s) - float64(len(bc.Series)-1)/2) * float64(w)
 		bars.Offset = vg.Length(off)
 		p.Add(bars)
-		p.Legend.Add(name, bars)
+		items = append(items, legendItem{label: name, thumbs: []plot.Thumbnailer{bars}})
 		if len(errs) > 0 {
 			eb := &plotter.YErrorBars{XYs: shift(errs, 0), YErrors: yerr}
 			eb.LineStyle.Width = vg.Points(1)
@@ -479,7 +479,7 @@ func (bc BarChart) WritePNG(path string, wPx, hPx int) error {
 	}
 	img := image.NewRGBA(image.Rect(0, 0, wPx, hPx))
 	canvas := vgimg.NewWith(vgimg.UseImage(img), vgimg.UseDPI(dpi))
-	p.Draw(draw.Crop(draw.New(canvas), vg.Points(6), -vg.Points(10), vg.Points(4), -vg.Points(6)))
+	drawWithLegend(draw.Crop(draw.New(canvas), vg.Points(6), -vg.Points(10), vg.Points(4), -vg.Points(6)), p, items)
 	return writeImage(path, canvas)
 }
 

@@ -206,3 +206,92 @@ func TestLegendBelow(t *testing.T) {
 		t.Error("a panel without a legend gives up a strip")
 	}
 }
+
+// TestChartAxes: a chart's y axis stays within its scale's limits however
+// many legend entries it has (the legend is drawn below the data, not in
+// room added above it), and its x axis spans XMin–XMax when set.
+func TestChartAxes(t *testing.T) {
+	steps := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}
+	rate := []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1, 1, 1, 1, 1, 1, 1, 1}
+	pct := make([]float64, len(rate))
+	for i, r := range rate {
+		pct[i] = 100 * r
+	}
+	lines := func(y []float64, n int) []Line {
+		var out []Line
+		for i := range n {
+			out = append(out, Line{Label: fmt.Sprintf("line %d", i), X: steps, Y: y})
+		}
+		return out
+	}
+	tests := []struct {
+		name             string
+		chart            Chart
+		ymin, ymax, xmax float64
+	}{
+		{"rate, one line", Chart{Lines: lines(rate, 1), YMin: 0, YMax: 1}, 0, 1, 14},
+		{"rate, four legend entries", Chart{Lines: lines(rate, 3), YMin: 0, YMax: 1,
+			Bands: []Band{{Label: "band", X: steps, Lo: rate, Hi: rate}}}, 0, 1, 14},
+		{"win rate in %", Chart{Lines: lines(pct, 2), YMin: 0, YMax: 100}, 0, 100, 14},
+		{"a run of 24 steps", Chart{Lines: lines(rate, 1), YMin: 0, YMax: 1, XMin: 1, XMax: 24}, 0, 1, 24},
+		{"no limits: padded", Chart{Lines: lines(rate, 1)}, -0.05, 1.05, 14},
+	}
+	for _, tt := range tests {
+		p, items, err := tt.chart.plot()
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if math.Abs(p.Y.Min-tt.ymin) > 1e-9 || math.Abs(p.Y.Max-tt.ymax) > 1e-9 {
+			t.Errorf("%s: y axis %g to %g, want %g to %g", tt.name, p.Y.Min, p.Y.Max, tt.ymin, tt.ymax)
+		}
+		if p.X.Max != tt.xmax {
+			t.Errorf("%s: x axis ends at %g, want %g", tt.name, p.X.Max, tt.xmax)
+		}
+		if want := len(tt.chart.Lines) + len(tt.chart.Bands); len(items) != want {
+			t.Errorf("%s: %d legend entries below the chart, want %d", tt.name, len(items), want)
+		}
+	}
+}
+
+// TestHeatmapColorScale: a heatmap draws its colour scale, Min to Max:
+// with every cell at Min (white) the colour of Max is still in the image.
+func TestHeatmapColorScale(t *testing.T) {
+	hm := Heatmap{Rows: []string{"a", "b"}, Cols: []string{"a", "b"}, Values: [][]float64{{0, 0}, {0, math.NaN()}},
+		Min: 0, Max: 1, Scale: 100, Format: "%.0f", WidthPx: 400, HeightPx: 300}
+	path := filepath.Join(t.TempDir(), "hm.png")
+	if err := hm.WritePNG(path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The colour of Max, to the nearest of the scale's steps.
+	tr, tg, tb, _ := hm.color(hm.Max).RGBA()
+	near := func(a, b uint32) bool { return max(a, b)-min(a, b) <= 8<<8 }
+	n := 0
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if near(r, tr) && near(g, tg) && near(bl, tb) {
+				n++
+			}
+		}
+	}
+	if n < 20 {
+		t.Errorf("%d pixels of the colour of Max in a heatmap whose cells are all at Min: no colour scale", n)
+	}
+	bar, err := hm.colorBar()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bar.Y.Min != 0 || bar.Y.Max != 100 {
+		t.Errorf("colour scale spans %g to %g, want 0 to 100 (Min to Max times Scale)", bar.Y.Min, bar.Y.Max)
+	}
+}

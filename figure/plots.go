@@ -25,16 +25,32 @@ var (
 )
 
 // savePlot draws p on a w × h pixel canvas (the default size when either
-// is not positive) and writes it as a PNG at path.
-func savePlot(p *plot.Plot, path string, w, h int) error {
+// is not positive), with the legend items in a strip below it, and writes
+// it as a PNG at path.
+func savePlot(p *plot.Plot, items []legendItem, path string, w, h int) error {
+	canvas, c := newCanvas(w, h)
+	drawWithLegend(c, p, items)
+	return writeImage(path, canvas)
+}
+
+// newCanvas is a w × h pixel canvas (the default size when either is not
+// positive) and its area inside the figures' margins.
+func newCanvas(w, h int) (*vgimg.Canvas, draw.Canvas) {
 	if w <= 0 || h <= 0 {
 		w, h = DefaultWidthPx, DefaultHeightPx
 	}
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	canvas := vgimg.NewWith(vgimg.UseImage(img), vgimg.UseDPI(dpi))
 	margin := vg.Points(8)
-	p.Draw(draw.Crop(draw.New(canvas), margin, -2*margin, margin/2, -margin))
-	return writeImage(path, canvas)
+	return canvas, draw.Crop(draw.New(canvas), margin, -2*margin, margin/2, -margin)
+}
+
+// drawWithLegend draws p in c above a strip holding the legend items
+// (none: p takes all of c).
+func drawWithLegend(c draw.Canvas, p *plot.Plot, items []legendItem) {
+	plotArea, legendArea := splitLegend(c, legendHeight(items, c.Max.X-c.Min.X))
+	p.Draw(plotArea)
+	drawLegend(legendArea, items)
 }
 
 func newPlot(title, xlab, ylab string) *plot.Plot {
@@ -76,7 +92,7 @@ func labels(xys plotter.XYs, strs []string, size vg.Length, xa text.XAlignment, 
 // Heatmap is a matrix of values drawn as coloured cells, white at Min to
 // red at Max, each cell printed with its value (Format, e.g. "%.0f"
 // after multiplying by Scale); NaN cells are grey. Row 0 is drawn at the
-// top.
+// top; a colour scale from Min to Max (times Scale) stands at the right.
 type Heatmap struct {
 	Title, XLabel, YLabel string
 	Rows, Cols            []string
@@ -93,14 +109,7 @@ func (hm Heatmap) WritePNG(path string) error {
 	if nr == 0 || nc == 0 {
 		return fmt.Errorf("figure.Heatmap: %s: no cells: %w", path, ErrNoData)
 	}
-	scale := hm.Scale
-	if scale == 0 {
-		scale = 1
-	}
-	span := hm.Max - hm.Min
-	if span <= 0 {
-		span = 1
-	}
+	scale := hm.scale()
 	var xys plotter.XYs
 	var strs []string
 	for i := 0; i < nr; i++ {
@@ -112,8 +121,7 @@ func (hm Heatmap) WritePNG(path string) error {
 			}
 			c := color.Color(colorGrey)
 			if !math.IsNaN(v) {
-				t := math.Min(1, math.Max(0, (v-hm.Min)/span))
-				c = color.RGBA{R: 0xff, G: uint8(255 - 200*t), B: uint8(255 - 215*t), A: 0xff}
+				c = hm.color(v)
 				xys = append(xys, plotter.XY{X: float64(j) + 0.5, Y: y + 0.5})
 				strs = append(strs, fmt.Sprintf(hm.Format, v*scale))
 			}
@@ -147,7 +155,70 @@ func (hm Heatmap) WritePNG(path string) error {
 	p.X.Tick.Label.XAlign = text.XRight
 	p.X.Tick.Label.YAlign = text.YCenter
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, float64(nc), 0, float64(nr)
-	return savePlot(p, path, hm.WidthPx, hm.HeightPx)
+	bar, err := hm.colorBar()
+	if err != nil {
+		return err
+	}
+	canvas, c := newCanvas(hm.WidthPx, hm.HeightPx)
+	// The scale takes a strip at the right, its bar as tall as the cells.
+	main, strip := c, c
+	main.Max.X -= colorBarWidth
+	strip.Min.X = main.Max.X
+	p.Draw(main)
+	cells := p.DataCanvas(main)
+	strip.Min.Y, strip.Max.Y = cells.Min.Y, cells.Max.Y
+	bar.Draw(strip)
+	return writeImage(path, canvas)
+}
+
+// colorBarWidth is the width of a heatmap's colour scale, its tick labels
+// included.
+const colorBarWidth = vg.Length(64)
+
+// scale is the factor the heatmap's values are printed at (1 when unset).
+func (hm Heatmap) scale() float64 {
+	if hm.Scale == 0 {
+		return 1
+	}
+	return hm.Scale
+}
+
+// color is the colour of a cell of value v: white at Min to red at Max,
+// values beyond them at the nearer end.
+func (hm Heatmap) color(v float64) color.Color {
+	span := hm.Max - hm.Min
+	if span <= 0 {
+		span = 1
+	}
+	t := math.Min(1, math.Max(0, (v-hm.Min)/span))
+	return color.RGBA{R: 0xff, G: uint8(255 - 200*t), B: uint8(255 - 215*t), A: 0xff}
+}
+
+// colorBar is the heatmap's colour scale: the colours from Min to Max, on
+// a y axis in printed units (times Scale).
+func (hm Heatmap) colorBar() (*plot.Plot, error) {
+	const steps = 64
+	lo, hi := hm.Min, hm.Max
+	if hi <= lo {
+		hi = lo + 1
+	}
+	s := hm.scale()
+	p := plot.New()
+	for k := range steps { // each step reaches to the top: no seams between them
+		a, b := lo+(hi-lo)*float64(k)/steps, lo+(hi-lo)*float64(k+1)/steps
+		cell, err := rect(0, a*s, 1, hi*s, hm.color((a+b)/2))
+		if err != nil {
+			return nil, err
+		}
+		p.Add(cell)
+	}
+	p.HideX()
+	p.X.Min, p.X.Max = 0, 1
+	p.Y.Min, p.Y.Max = math.Min(lo*s, hi*s), math.Max(lo*s, hi*s)
+	p.Y.Tick.Label.Font.Size = vg.Points(8)
+	p.Y.Padding = 0
+	p.X.Padding = 0
+	return p, nil
 }
 
 // IntervalBar is one interval of an estimate; Width is its line width in
@@ -250,7 +321,7 @@ func (ic IntervalChart) WritePNG(path string) error {
 	if h == 0 {
 		h = 110 + 42*n
 	}
-	return savePlot(p, path, ic.WidthPx, h)
+	return savePlot(p, nil, path, ic.WidthPx, h)
 }
 
 func flatten2(ivs []IntervalBar) []float64 {
@@ -305,7 +376,7 @@ func (sb StackedBar) WritePNG(path string) error {
 	if h == 0 {
 		h = 260
 	}
-	return savePlot(p, path, w, h)
+	return savePlot(p, nil, path, w, h)
 }
 
 // LabelledPoint is a point of a scatter with its label.
@@ -353,7 +424,7 @@ func (s Scatter) WritePNG(path string) error {
 	p.Add(l)
 	p.X.Min, p.X.Max = math.Min(p.X.Min, 0)-0.02, math.Max(p.X.Max, 1)+0.15
 	p.Y.Min, p.Y.Max = math.Min(p.Y.Min, 0)-0.02, math.Max(p.Y.Max, 0)*1.05+0.02
-	return savePlot(p, path, s.WidthPx, s.HeightPx)
+	return savePlot(p, nil, path, s.WidthPx, s.HeightPx)
 }
 
 // integerTicks marks the x axis at the integers of xs (at most 12 labels).

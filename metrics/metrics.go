@@ -162,6 +162,10 @@ const (
 	KeyTrainerGradNorm    = TrainerPrefix + "grad_norm"
 	KeyTrainerGradNormMax = TrainerPrefix + "grad_norm_max"
 	KeyTrainerClipFrac    = TrainerPrefix + "clip_frac"
+	// KeyTrainerEmptyBatch is 1 on a step whose batch had nothing to
+	// train (every group dropped for zero variance): the trainer made no
+	// update and reports none of the metrics above.
+	KeyTrainerEmptyBatch = TrainerPrefix + "empty_batch"
 )
 
 // Keys of an evaluation line (train.eval_every): the step's adapter

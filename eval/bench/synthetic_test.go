@@ -297,8 +297,9 @@ func agreementTable(title string, n int, names []string, credit map[string][]boo
 
 // The agreement of parley's scorer (now, and before this scorer's
 // changes: parley-before.jsonl) with the references and with the intended
-// answers, on the synthetic set: the README's table. Regenerate with go test
-// -update after a scorer changes, and copy it there.
+// answers, on the synthetic set: the table of docs/bench-scorers.md.
+// Regenerate with go test -update after a scorer changes, and copy it
+// there.
 func TestSyntheticAgreement(t *testing.T) {
 	g := loadSynthGPQA(t)
 	a := loadSynthAIME(t)

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/metrics"
@@ -55,7 +57,7 @@ func (g *generator) evalSection(m *Metrics) error {
 	g.printf("### Held-out evaluation during training\n\n")
 	g.printf("%s\n\n", g.evalIntro())
 	g.evalTable(m)
-	for _, c := range evalPanels(g.scoreLabel()) {
+	for _, c := range evalPanels(g.scoreLabel(), scoreLimits(g.scale)) {
 		if err := g.chart(m, c, 1); err != nil {
 			return err
 		}
@@ -127,10 +129,55 @@ func (g *generator) trainerSection(m *Metrics, w int) error {
 	g.printf("### Trainer\n\n")
 	g.printf("The trainer's metrics of each step (`trainer/…` in metrics.jsonl), %d-step running averages.\n\n", w)
 	g.summaryTable(m, keys, w)
+	g.emptyBatchNote(m)
 	for _, c := range panels {
 		if err := g.chart(m, c, w); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// emptyBatchNote says at which steps the trainer had nothing to train,
+// where its charts have no points while the run's others go on.
+func (g *generator) emptyBatchNote(m *Metrics) {
+	var empty []int
+	for i, r := range m.Rows {
+		if r[metrics.KeyTrainerEmptyBatch] == 1 {
+			empty = append(empty, m.Steps[i])
+		}
+	}
+	if len(empty) == 0 {
+		return
+	}
+	g.printf("The trainer's batch was empty at %s (`%s`: every group's rewards were equal, so every group was dropped for zero variance, `%s`): "+
+		"no update was made, and the trainer reports no loss, KL, entropy, gradient norm or clip fraction for such a step, so its charts have no points there.\n\n",
+		stepsLabel(empty), metrics.KeyTrainerEmptyBatch, metrics.KeyGroupsDroppedZeroVariance)
+}
+
+// stepSpans lists ascending steps with runs of consecutive steps as
+// spans: "3, 15–24".
+func stepSpans(steps []int) string {
+	var parts []string
+	for i := 0; i < len(steps); {
+		j := i
+		for j+1 < len(steps) && steps[j+1] == steps[j]+1 {
+			j++
+		}
+		if j == i {
+			parts = append(parts, strconv.Itoa(steps[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d–%d", steps[i], steps[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
+}
+
+// stepsLabel is "step 3" or "steps 3, 15–24".
+func stepsLabel(steps []int) string {
+	if len(steps) == 1 {
+		return "step " + stepSpans(steps)
+	}
+	return "steps " + stepSpans(steps)
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/figure"
 	"github.com/parleyhq/parley/metrics"
 )
@@ -33,6 +34,20 @@ type panel struct {
 	// zeroWhy says, in the note of a panel omitted because it is zero at
 	// every step, what that usually means.
 	zeroWhy string
+	// limits are the values' scale (a rate's 0–1), when lo < hi: the y
+	// axis is never drawn beyond it.
+	limits [2]float64
+}
+
+// Scales the report's panels are drawn within.
+var (
+	rateLimits    = [2]float64{0, 1}
+	percentLimits = [2]float64{0, 100}
+)
+
+// scoreLimits is the judge's scale, when the run says what it is.
+func scoreLimits(s dataset.ScoreScale) [2]float64 {
+	return [2]float64{s.Min, s.Max}
 }
 
 // reference is a horizontal line across a chart.
@@ -49,9 +64,9 @@ var (
 // trainingPanels are seed 000 figure 2's charts of the training set: the
 // reward (the judge's score, labelled by scoreLabel) with its group
 // min–max band, the agreement rate and the rounds to agreement.
-func trainingPanels(scoreLabel string) []panel {
+func trainingPanels(scoreLabel string, score [2]float64) []panel {
 	return []panel{
-		{file: "reward.png", title: "(a) Reward per group, training set", ylab: "score (" + scoreLabel + ")",
+		{file: "reward.png", title: "(a) Reward per group, training set", ylab: "score (" + scoreLabel + ")", limits: score,
 			lines: []chartLine{
 				{key: metrics.KeyScoreMax, label: "group max", style: figure.StyleDashDotted},
 				{key: metrics.KeyScoreMean, label: "group mean", style: figure.StyleSolid},
@@ -59,7 +74,7 @@ func trainingPanels(scoreLabel string) []panel {
 			},
 			band: [2]metrics.Key{metrics.KeyScoreMin, metrics.KeyScoreMax}, bandLabel: "group min–max",
 			zeroWhy: "no rollout scored above 0"},
-		{file: "agreement_rate.png", title: "(b) Agreement rate, training set", ylab: "agreement rate",
+		{file: "agreement_rate.png", title: "(b) Agreement rate, training set", ylab: "agreement rate", limits: rateLimits,
 			lines: []chartLine{{key: metrics.KeyAgreementRate, style: figure.StyleSolid}}, zeroWhy: "no rollout reached agreement"},
 		{file: "rounds_to_agreement.png", title: "(c) Average rounds to agreement, training set", ylab: "rounds",
 			lines: []chartLine{{key: metrics.KeyRoundsToAgreement, style: figure.StyleSolid}}},
@@ -68,7 +83,7 @@ func trainingPanels(scoreLabel string) []panel {
 
 // evalPanels are the curves of the evaluations during training: the
 // step's adapter against the base model on the held-out prompts.
-func evalPanels(scoreLabel string) []panel {
+func evalPanels(scoreLabel string, score [2]float64) []panel {
 	sides := func(key metrics.Key) []chartLine {
 		return []chartLine{
 			{key: metrics.EvalPrefix + key, label: "step's adapter", style: figure.StyleSolid, color: colorAdapter},
@@ -77,12 +92,12 @@ func evalPanels(scoreLabel string) []panel {
 	}
 	return []panel{
 		{file: "eval_win_rate.png", title: "(d) Win rate against the base model, held-out prompts", raw: true,
-			ylab: "win rate, % of verdicts (tie = ½)", ref: &reference{50, "parity (50 %)"},
+			ylab: "win rate, % of verdicts (tie = ½)", ref: &reference{50, "parity (50 %)"}, limits: percentLimits,
 			lines:   []chartLine{{key: metrics.KeyEvalWinRate, label: "step's adapter vs. base", style: figure.StyleSolid, color: colorAdapter}},
 			zeroWhy: "the base model won every verdict"},
-		{file: "eval_score.png", title: "(e) Mean score, held-out prompts", raw: true, ylab: "score (" + scoreLabel + ")",
+		{file: "eval_score.png", title: "(e) Mean score, held-out prompts", raw: true, ylab: "score (" + scoreLabel + ")", limits: score,
 			lines: sides(metrics.KeyScoreMean), zeroWhy: "no held-out rollout scored above 0"},
-		{file: "eval_agreement_rate.png", title: "(f) Agreement rate, held-out prompts", raw: true, ylab: "agreement rate",
+		{file: "eval_agreement_rate.png", title: "(f) Agreement rate, held-out prompts", raw: true, ylab: "agreement rate", limits: rateLimits,
 			lines: sides(metrics.KeyAgreementRate), zeroWhy: "no held-out rollout of either side reached agreement"},
 		{file: "eval_rounds_to_agreement.png", title: "(g) Average rounds to agreement, held-out prompts", raw: true, ylab: "rounds",
 			lines: sides(metrics.KeyRoundsToAgreement)},
@@ -103,7 +118,7 @@ func trainerPanels() []panel {
 			{key: metrics.KeyTrainerGradNorm, label: "mean over optimizer steps", style: figure.StyleSolid, color: colorMean},
 			{key: metrics.KeyTrainerGradNormMax, label: "max", style: figure.StyleDashDotted, color: colorMax},
 		}, zeroWhy: "every advantage was 0, so nothing was learned"},
-		{file: "trainer_clip_frac.png", title: "(l) Clip fraction", ylab: "share of trained tokens clipped", lines: one(metrics.KeyTrainerClipFrac),
+		{file: "trainer_clip_frac.png", title: "(l) Clip fraction", ylab: "share of trained tokens clipped", lines: one(metrics.KeyTrainerClipFrac), limits: rateLimits,
 			zeroWhy: "no token's probability ratio left the clip range, as with one optimizer step per batch (on-policy: ratio 1)"},
 	}
 }
@@ -182,18 +197,30 @@ func (g *generator) chart(m *Metrics, c panel, w int) error {
 	if len(missing) > 0 && !c.raw {
 		g.note("%s: no data for %s in %s", "metrics.jsonl", strings.Join(missing, ", "), c.file)
 	}
-	chart := figure.Chart{
-		Title: c.chartTitle(w), XLabel: "step", YLabel: c.ylab, Lines: lines,
-		Bands: c.bands(m, w), WidthPx: g.opts.WidthPx, HeightPx: g.opts.HeightPx,
-	}
-	if c.ref != nil {
-		chart.Lines = append(chart.Lines, referenceLine(*c.ref, lines))
-	}
+	chart := g.figureChart(m, c, w, lines)
 	if err := chart.WritePNG(filepath.Join(g.opts.OutDir, c.file)); err != nil {
 		return err
 	}
 	g.printf("![%s](%s)\n\n", c.title, c.file)
 	return nil
+}
+
+// figureChart is panel c drawn from lines: within its scale's limits, its
+// x axis spanning every step of the run (a series that ends early, as the
+// trainer's do when its batches are empty, ends inside the run's range).
+func (g *generator) figureChart(m *Metrics, c panel, w int, lines []figure.Line) figure.Chart {
+	chart := figure.Chart{
+		Title: c.chartTitle(w), XLabel: "step", YLabel: c.ylab, Lines: lines,
+		Bands: c.bands(m, w), WidthPx: g.opts.WidthPx, HeightPx: g.opts.HeightPx,
+		YMin: c.limits[0], YMax: c.limits[1],
+	}
+	if n := len(m.Steps); n > 0 {
+		chart.XMin, chart.XMax = float64(m.Steps[0]), float64(m.Steps[n-1])
+	}
+	if c.ref != nil {
+		chart.Lines = append(chart.Lines, referenceLine(*c.ref, lines))
+	}
+	return chart
 }
 
 // panelLines are the lines of c that have data, and the keys that have

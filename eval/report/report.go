@@ -288,7 +288,7 @@ func (g *generator) dynamics(m *Metrics) error {
 		"the band spans the group min to the group max.\n\n", w, g.scoreLabel())
 	g.printf("### Training set\n\n")
 	g.summaryTable(m, []metrics.Key{metrics.KeyScoreMin, metrics.KeyScoreMean, metrics.KeyScoreMax, metrics.KeyAgreementRate, metrics.KeyRoundsToAgreement, metrics.KeyRewardMean}, w)
-	for _, c := range trainingPanels(g.scoreLabel()) {
+	for _, c := range trainingPanels(g.scoreLabel(), scoreLimits(g.scale)) {
 		if err := g.chart(m, c, w); err != nil {
 			return err
 		}

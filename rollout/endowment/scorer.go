@@ -159,7 +159,7 @@ func Report(in rollout.ReportInput) (string, error) {
 		t1 = append(t1, a.t1/a.n)
 	}
 	const file = "endowment_share_by_step.png"
-	chart := figure.Chart{Title: "Endowment game: share transferred and turn-1 refusal by step", XLabel: "step", YLabel: "rate",
+	chart := figure.Chart{Title: "Endowment game: share transferred and turn-1 refusal by step", XLabel: "step", YLabel: "rate", YMin: 0, YMax: 1,
 		Lines: []figure.Line{{Label: "mean share transferred", X: xs, Y: share, Color: figure.Palette(3)},
 			{Label: "holder turn-1 refusal rate", X: xs, Y: t1, Style: figure.StyleDashed, Color: figure.Palette(0)}}}
 	if err := chart.WritePNG(filepath.Join(in.Dir, file)); err != nil {

@@ -513,7 +513,7 @@ func (w *writer) audit() {
 		rows = append(rows, []string{fmt.Sprint(p.K), f3(p.Mean), fmt.Sprintf("[%s, %s]", f3(p.Lo), f3(p.Hi)), fmt.Sprint(p.Draws)})
 	}
 	w.figure(FigAudit, "audit curve", figure.Chart{Title: "Turn-1 refusal from k probes against the loss on the other games", XLabel: "probes per agent (k)",
-		YLabel: "Spearman ρ", IntegerX: true, Lines: []figure.Line{{Label: "mean over draws", X: x, Y: y}},
+		YLabel: "Spearman ρ", IntegerX: true, YMin: -1, YMax: 1, Lines: []figure.Line{{Label: "mean over draws", X: x, Y: y}},
 		Bands: []figure.Band{{Label: "central 95%", X: x, Lo: lo, Hi: hi, Color: figure.ColorBand}}}.WritePNG)
 	w.table([]string{"k", "mean ρ", "central 95%", "draws"}, rows)
 	w.printf("For each k, every holder's turn-1 refusal is estimated from k of its games drawn at random and set against its mean share given on its remaining games, %d draws per k (draws whose ranks are all tied are skipped).\n\n", w.s.settings.Analysis.AuditDraws)

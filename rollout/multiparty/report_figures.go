@@ -65,8 +65,8 @@ func figures(b *strings.Builder, gs []game, typ, dir string) error {
 			lower, upper  float64 // the measure's range: its band is clipped to it
 			f             func(game) float64
 		}{
-			{"Adversary detection", "Detection (%)", 100, 0, 110, 0, 100, func(g game) float64 { return g.Detection }},
-			{"Misidentification", "Misidentification (%)", 100, 0, 110, 0, 100, func(g game) float64 { return g.Misidentification }},
+			{"Adversary detection", "Detection (%)", 100, 0, 100, 0, 100, func(g game) float64 { return g.Detection }},
+			{"Misidentification", "Misidentification (%)", 100, 0, 100, 0, 100, func(g game) float64 { return g.Misidentification }},
 			{"Trust separation", "Honest − adversary trust", 1, -0.25, 1, -1, 1, func(g game) float64 { return g.Separation }},
 		}
 		var panels []figure.Panel
@@ -138,7 +138,7 @@ func figure10(b *strings.Builder, gs []game, typ, dir string) error {
 	name := "fig10-" + typ + ".png"
 	tl := scenario.TypeLabel(typ)
 	bc := figure.BarChart{Title: "Acceptance of BATNA-meeting proposals by trust in the proposer (" + tl + ")", YLabel: "Acceptance (%)",
-		Groups: groups, Series: []string{"low trust (< 0.45)", "high trust (> 0.55)"}, Bars: [][]figure.Bar{bars[0], bars[1]}, YMin: 0, YMax: 110}
+		Groups: groups, Series: []string{"low trust (< 0.45)", "high trust (> 0.55)"}, Bars: [][]figure.Bar{bars[0], bars[1]}, YMin: 0, YMax: 100}
 	if err := bc.WritePNG(filepath.Join(dir, name), max(640, 120+110*len(groups)), 440); err != nil {
 		return err
 	}

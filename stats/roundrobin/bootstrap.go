@@ -10,8 +10,8 @@ import (
 
 // Resample draws len(cells) cells with replacement: the bootstrap of seed
 // 001, at the ordered-pairing level, so that every game of a pairing
-// travels with it and the agents stay fixed. A cell drawn twice counts as
-// two pairings.
+// travels with it and the agents stay fixed. A cell drawn twice is the
+// same pairing twice (MoM counts its copies' shared matchup and games).
 func Resample(cells []Cell, rng *rand.Rand) []Cell {
 	out := make([]Cell, len(cells))
 	for i := range out {

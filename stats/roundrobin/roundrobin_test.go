@@ -101,6 +101,13 @@ func TestMixedMatchesStatsmodels(t *testing.T) {
 // round and the framing (seed 001's schedule: reps games per ordered
 // pairing over both framings).
 func synth(rng *rand.Rand, n, reps int, alternate bool, sa, sb, sg, rho, d, se float64) []Cell {
+	cells, _, _ := synthEffects(rng, n, reps, alternate, sa, sb, sg, rho, d, se)
+	return cells
+}
+
+// synthEffects is synth that also returns the holder and requester
+// effects it drew (the cohort's a and b).
+func synthEffects(rng *rand.Rand, n, reps int, alternate bool, sa, sb, sg, rho, d, se float64) ([]Cell, []float64, []float64) {
 	a, b := make([]float64, n), make([]float64, n)
 	for i := range a {
 		a[i], b[i] = sa*rng.NormFloat64(), sb*rng.NormFloat64()
@@ -143,7 +150,7 @@ func synth(rng *rand.Rand, n, reps int, alternate bool, sa, sb, sg, rho, d, se f
 	if err != nil {
 		panic(err)
 	}
-	return cells
+	return cells, a, b
 }
 
 // TestMoMRecoversComponents: over many synthetic round robins with known
@@ -297,6 +304,49 @@ func TestBootstrapResamplesPairings(t *testing.T) {
 	})
 	if failed > 0 || len(Column(bs, 0)) != 200 {
 		t.Errorf("%d of 200 MoM resamples failed", failed)
+	}
+}
+
+// TestMoMCopiesArePairings: a resample that draws a pairing twice holds
+// two copies of one pairing (one matchup effect, the same games), not two
+// pairings. A design in which every pairing is drawn exactly k times
+// holds the same information as the original, so its budget is the
+// original's; counting copies as independent pairings moved matchup
+// variance into the holder and requester components.
+func TestMoMCopiesArePairings(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		n, reps   int
+		alternate bool
+		copies    int
+	}{{"6 agents, 2 rounds, each pairing twice", 6, 2, false, 2}, {"15 agents, seed 001's schedule, each pairing three times", 15, 5, true, 3}} {
+		cells := synth(rand.New(rand.NewPCG(uint64(tt.n), 28)), tt.n, tt.reps, tt.alternate, 0.3, 0.1, 0.15, 0.3, 0, 0.25)
+		for i := range cells { // one framing: the within-cell degrees of freedom scale with the copies
+			for j := range cells[i].Games {
+				cells[i].Games[j].Framing = 0
+			}
+		}
+		var copied []Cell
+		for k := 0; k < tt.copies; k++ {
+			copied = append(copied, cells...)
+		}
+		want, err := MoM(cells)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := MoM(copied)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			name      string
+			got, want float64
+		}{{"holder", got.Holder, want.Holder}, {"requester", got.Requester, want.Requester}, {"matchup", got.Matchup, want.Matchup},
+			{"reciprocity", got.Reciprocity, want.Reciprocity}, {"residual", got.Residual, want.Residual}} {
+			if math.Abs(c.got-c.want) > 1e-9*math.Max(1, math.Abs(c.want)) {
+				t.Errorf("%s: %s %.6g with copies, %.6g without", tt.name, c.name, c.got, c.want)
+			}
+		}
 	}
 }
 

@@ -403,9 +403,10 @@ func TestIntervalCountsInfiniteResamples(t *testing.T) {
 		t.Errorf("29 of 1,000 resamples infinite: interval [%v, %v], want a finite lower and an infinite upper limit", lo, hi)
 	}
 
-	// No requester variance, one framing, one round (seed 001's
-	// schedule at rounds: 1): many resamples estimate the requester
-	// component at or below zero, the point estimate too (+Inf).
+	// No requester variance, 6 agents, one round (seed 001's schedule
+	// at rounds: 1, every ordered pairing once): many resamples estimate
+	// the requester component at or below zero, the point estimate too
+	// (+Inf).
 	cells := synth(rand.New(rand.NewPCG(1, 9)), 6, 1, true, 0.3, 0, 0.1, 0, 0, 0.2)
 	point, err := MoM(cells)
 	if err != nil {

@@ -109,14 +109,19 @@ func ci(iv Interval, f func(float64) string) string {
 	return fmt.Sprintf("[%s, %s]", f(iv.Lo), f(iv.Hi))
 }
 
-// ratioCI is a ratio's interval; ratios of 1000 and more (a requester
-// variance near zero) print as ≥1000.
+// ratioCI is a ratio's interval; finite ratios of 1000 and more (a
+// requester variance near zero) print as ≥1000, and an infinite limit
+// (more than 2.5% of the resamples estimate the requester variance at
+// zero) as ∞: the interval is unbounded.
 func ratioCI(iv Interval) string {
 	if math.IsNaN(iv.Lo) {
 		return "—"
 	}
 	r := func(x float64) string {
-		if x >= 1000 || math.IsInf(x, 1) {
+		switch {
+		case math.IsInf(x, 1):
+			return "∞"
+		case x >= 1000:
 			return "≥1000"
 		}
 		return f1(x)

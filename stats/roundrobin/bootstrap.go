@@ -10,8 +10,8 @@ import (
 
 // Resample draws len(cells) cells with replacement: the bootstrap of seed
 // 001, at the ordered-pairing level, so that every game of a pairing
-// travels with it and the agents stay fixed. A cell drawn twice counts as
-// two pairings.
+// travels with it and the agents stay fixed. A cell drawn twice is the
+// same pairing twice (MoM counts its copies' shared matchup and games).
 func Resample(cells []Cell, rng *rand.Rand) []Cell {
 	out := make([]Cell, len(cells))
 	for i := range out {
@@ -55,12 +55,17 @@ func Bootstrap(cells []Cell, b int, seed uint64, stat func([]Cell) ([]float64, e
 	return out, failed
 }
 
-// Column returns column j of the bootstrap rows, skipping failed ones and
-// non-finite values.
+// Column returns column j of the bootstrap rows, skipping failed rows
+// and NaN values (a statistic left undefined, such as the ratio of two
+// zero components). Infinite values are kept: a resample whose ratio is
+// +Inf (its requester component zero) is among the largest values, and
+// Interval's percentiles count it there; dropping it would pull the upper
+// limit down to the largest finite value and can leave an infinite point
+// estimate outside its own interval.
 func Column(rows [][]float64, j int) []float64 {
 	var out []float64
 	for _, r := range rows {
-		if r != nil && j < len(r) && !math.IsNaN(r[j]) && !math.IsInf(r[j], 0) {
+		if r != nil && j < len(r) && !math.IsNaN(r[j]) {
 			out = append(out, r[j])
 		}
 	}
@@ -69,7 +74,10 @@ func Column(rows [][]float64, j int) []float64 {
 
 // Percentile is the q-quantile (0 ≤ q ≤ 1) of xs by linear interpolation
 // between order statistics (numpy's default, type 7); NaN when xs is
-// empty.
+// empty. Infinite values sort as the extremes: a quantile that
+// interpolates towards one is that infinity (where numpy's arithmetic
+// would give NaN for −Inf), one that falls exactly on a finite order
+// statistic is that value.
 func Percentile(xs []float64, q float64) float64 {
 	if len(xs) == 0 {
 		return math.NaN()
@@ -81,7 +89,16 @@ func Percentile(xs []float64, q float64) float64 {
 	if int(lo) >= len(s)-1 {
 		return s[len(s)-1]
 	}
-	return s[int(lo)] + (h-lo)*(s[int(lo)+1]-s[int(lo)])
+	a, b, t := s[int(lo)], s[int(lo)+1], h-lo
+	switch {
+	case t == 0 || a == b:
+		return a
+	case math.IsInf(a, 0):
+		return a
+	case math.IsInf(b, 0):
+		return b
+	}
+	return a + t*(b-a)
 }
 
 // Interval is the central percentile interval of level (0.95: the 2.5th

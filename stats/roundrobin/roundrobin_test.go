@@ -101,6 +101,13 @@ func TestMixedMatchesStatsmodels(t *testing.T) {
 // round and the framing (seed 001's schedule: reps games per ordered
 // pairing over both framings).
 func synth(rng *rand.Rand, n, reps int, alternate bool, sa, sb, sg, rho, d, se float64) []Cell {
+	cells, _, _ := synthEffects(rng, n, reps, alternate, sa, sb, sg, rho, d, se)
+	return cells
+}
+
+// synthEffects is synth that also returns the holder and requester
+// effects it drew (the cohort's a and b).
+func synthEffects(rng *rand.Rand, n, reps int, alternate bool, sa, sb, sg, rho, d, se float64) ([]Cell, []float64, []float64) {
 	a, b := make([]float64, n), make([]float64, n)
 	for i := range a {
 		a[i], b[i] = sa*rng.NormFloat64(), sb*rng.NormFloat64()
@@ -143,7 +150,7 @@ func synth(rng *rand.Rand, n, reps int, alternate bool, sa, sb, sg, rho, d, se f
 	if err != nil {
 		panic(err)
 	}
-	return cells
+	return cells, a, b
 }
 
 // TestMoMRecoversComponents: over many synthetic round robins with known
@@ -300,15 +307,131 @@ func TestBootstrapResamplesPairings(t *testing.T) {
 	}
 }
 
-func TestPercentile(t *testing.T) {
-	xs := []float64{5, 1, 4, 2, 3}
-	for q, want := range map[float64]float64{0: 1, 1: 5, 0.5: 3, 0.25: 2, 0.1: 1.4} {
-		if got := Percentile(xs, q); math.Abs(got-want) > 1e-12 {
-			t.Errorf("Percentile(%v) = %v, want %v", q, got, want)
+// TestMoMCopiesArePairings: a resample that draws a pairing twice holds
+// two copies of one pairing (one matchup effect, the same games), not two
+// pairings. A design in which every pairing is drawn exactly k times
+// holds the same information as the original, so its budget is the
+// original's; counting copies as independent pairings moved matchup
+// variance into the holder and requester components.
+func TestMoMCopiesArePairings(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		n, reps   int
+		alternate bool
+		copies    int
+	}{{"6 agents, 2 rounds, each pairing twice", 6, 2, false, 2}, {"15 agents, seed 001's schedule, each pairing three times", 15, 5, true, 3}} {
+		cells := synth(rand.New(rand.NewPCG(uint64(tt.n), 28)), tt.n, tt.reps, tt.alternate, 0.3, 0.1, 0.15, 0.3, 0, 0.25)
+		for i := range cells { // one framing: the within-cell degrees of freedom scale with the copies
+			for j := range cells[i].Games {
+				cells[i].Games[j].Framing = 0
+			}
+		}
+		var copied []Cell
+		for k := 0; k < tt.copies; k++ {
+			copied = append(copied, cells...)
+		}
+		want, err := MoM(cells)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := MoM(copied)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			name      string
+			got, want float64
+		}{{"holder", got.Holder, want.Holder}, {"requester", got.Requester, want.Requester}, {"matchup", got.Matchup, want.Matchup},
+			{"reciprocity", got.Reciprocity, want.Reciprocity}, {"residual", got.Residual, want.Residual}} {
+			if math.Abs(c.got-c.want) > 1e-9*math.Max(1, math.Abs(c.want)) {
+				t.Errorf("%s: %s %.6g with copies, %.6g without", tt.name, c.name, c.got, c.want)
+			}
 		}
 	}
-	if !math.IsNaN(Percentile(nil, 0.5)) {
-		t.Error("empty")
+}
+
+func TestPercentile(t *testing.T) {
+	inf := math.Inf(1)
+	for _, tt := range []struct {
+		name string
+		xs   []float64
+		q    float64
+		want float64
+	}{
+		{"min", []float64{5, 1, 4, 2, 3}, 0, 1},
+		{"max", []float64{5, 1, 4, 2, 3}, 1, 5},
+		{"median", []float64{5, 1, 4, 2, 3}, 0.5, 3},
+		{"on an order statistic", []float64{5, 1, 4, 2, 3}, 0.25, 2},
+		{"interpolated", []float64{5, 1, 4, 2, 3}, 0.1, 1.4},
+		// Infinite values are the extremes (a ratio whose requester
+		// component is zero).
+		{"towards +Inf", []float64{inf, 1, 2, 3}, 0.9, inf},
+		{"on a finite order statistic below +Inf", []float64{inf, 1, 2, 3}, 2.0 / 3, 3},
+		{"between two +Inf", []float64{inf, 1, inf, 3}, 0.9, inf},
+		{"below the infinite ones", []float64{inf, 1, 2, 3}, 0.5, 2.5},
+		{"towards −Inf", []float64{-inf, 1, 2, 3}, 0.1, -inf},
+		{"empty", nil, 0.5, math.NaN()},
+	} {
+		got := Percentile(tt.xs, tt.q)
+		if !(got == tt.want || math.Abs(got-tt.want) <= 1e-12 || math.IsNaN(got) && math.IsNaN(tt.want)) {
+			t.Errorf("%s: Percentile(%v, %v) = %v, want %v", tt.name, tt.xs, tt.q, got, tt.want)
+		}
+	}
+}
+
+// TestIntervalCountsInfiniteResamples: resamples whose holder :
+// requester ratio is infinite (the requester component estimated at or
+// below zero) are the largest values, not dropped. With 29 of 1,000
+// infinite the upper 97.5% limit is +Inf; with a requester variance of
+// zero in a synthetic tournament, the ratio's interval holds its own
+// point estimate.
+func TestIntervalCountsInfiniteResamples(t *testing.T) {
+	rows := make([][]float64, 1000)
+	for i := range rows {
+		rows[i] = []float64{1 + float64(i%97)/10}
+		if i%1000 < 29 {
+			rows[i][0] = math.Inf(1)
+		}
+	}
+	rows[500] = nil                   // a failed resample
+	rows[501] = []float64{math.NaN()} // 0/0: undefined, left out
+	col := Column(rows, 0)
+	if len(col) != 998 {
+		t.Errorf("Column kept %d of 998 values (1,000 less one failed, one NaN)", len(col))
+	}
+	if lo, hi := Interval(col, 0.95); !math.IsInf(hi, 1) || math.IsInf(lo, 0) {
+		t.Errorf("29 of 1,000 resamples infinite: interval [%v, %v], want a finite lower and an infinite upper limit", lo, hi)
+	}
+
+	// No requester variance, 6 agents, one round (seed 001's schedule
+	// at rounds: 1, every ordered pairing once): many resamples estimate
+	// the requester component at or below zero, the point estimate too
+	// (+Inf).
+	cells := synth(rand.New(rand.NewPCG(1, 9)), 6, 1, true, 0.3, 0, 0.1, 0, 0, 0.2)
+	point, err := MoM(cells)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, failed := Bootstrap(cells, 1000, 7, func(cs []Cell) ([]float64, error) {
+		b, err := MoM(cs)
+		return []float64{b.Ratio()}, err
+	})
+	infinite := 0
+	for _, r := range bs {
+		if r != nil && math.IsInf(r[0], 1) {
+			infinite++
+		}
+	}
+	lo, hi := Interval(Column(bs, 0), 0.95)
+	t.Logf("ratio %v, 95%% interval [%v, %v]; %d of 1,000 resamples infinite, %d failed", point.Ratio(), lo, hi, infinite, failed)
+	if infinite <= 25 {
+		t.Fatalf("the fixture should have more than 2.5%% infinite resamples, has %d of 1,000", infinite)
+	}
+	if !math.IsInf(hi, 1) {
+		t.Errorf("%d of 1,000 resamples have an infinite ratio, yet the upper limit is %v", infinite, hi)
+	}
+	if r := point.Ratio(); !(lo <= r && r <= hi) {
+		t.Errorf("the ratio %v lies outside its own interval [%v, %v]", r, lo, hi)
 	}
 }
 

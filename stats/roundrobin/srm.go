@@ -211,8 +211,12 @@ func (b Budget) Ratio() float64 {
 
 // MoM estimates the budget by the social relations model's method of
 // moments, generalised to any design: cells may be missing (a subset of
-// the cohort) or repeated (a bootstrap resample, where each drawn cell is
-// its own pairing).
+// the cohort) or repeated (a bootstrap resample, which draws a pairing
+// more than once). Cells of the same ordered pairing are copies of it:
+// they share its matchup effect and its games, and the moment equations
+// count them so (as independent pairings, each copy's matchup would be
+// counted as new, and the resamples would move matchup variance into
+// the holder and requester components).
 //
 // The framing effect is estimated within cells (each cell's framing-0 mean
 // minus its framing-1 mean, weighted by n0·n1/(n0+n1)) and removed; game
@@ -402,10 +406,20 @@ func (b *Budget) fitCells(cells []Cell, x, nc []float64) error {
 	var fit, r mat.VecDense
 	fit.MulVec(Uk, &ux)
 	r.SubVec(xv, &fit)
+	// Pairings: cells of the same ordered pairing are copies of it (a
+	// bootstrap resample draws a pairing more than once), sharing its
+	// matchup effect and its games; pOf numbers the distinct pairings.
 	// Reverse pairings: instance pairs (i,j), (j,i).
 	byPair := map[[2]int][]int{}
+	pOf := make([]int, m)
+	pIdx := map[[2]int]int{}
 	for i, c := range cells {
-		byPair[[2]int{c.Holder, c.Requester}] = append(byPair[[2]int{c.Holder, c.Requester}], i)
+		key := [2]int{c.Holder, c.Requester}
+		byPair[key] = append(byPair[key], i)
+		if _, ok := pIdx[key]; !ok {
+			pIdx[key] = len(pIdx)
+		}
+		pOf[i] = pIdx[key]
 	}
 	var rev [][2]int // ordered: each unordered instance pair twice
 	for i, c := range cells {
@@ -440,7 +454,9 @@ func (b *Budget) fitCells(cells []Cell, x, nc []float64) error {
 		return KU
 	}
 	zero := func(int, int) float64 { return 0 }
-	kuG := mat.DenseCopyOf(Uk)
+	// The matchup is the pairing's, shared by its copies; so is the game
+	// noise of the cell mean (the same games), 1/n of a game's.
+	kuG := groupKU(pOf, len(pIdx))
 	kuD := mat.NewDense(m, k, nil)
 	for _, e := range rev {
 		row, u := kuD.RawRowView(e[0]), Uk.RawRowView(e[1])
@@ -451,7 +467,7 @@ func (b *Budget) fitCells(cells []Cell, x, nc []float64) error {
 	kuE := mat.NewDense(m, k, nil)
 	trE := 0.0
 	for i := 0; i < m; i++ {
-		row, u := kuE.RawRowView(i), Uk.RawRowView(i)
+		row, u := kuE.RawRowView(i), kuG.RawRowView(i)
 		for j := range row {
 			row[j] = u[j] / nc[i]
 		}

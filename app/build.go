@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/parleyhq/parley/config"
@@ -162,17 +163,10 @@ func newJudge(cfg config.Config, cacheDir string, observe func(time.Duration, er
 // judgeClient is the judge API configuration; the key is read from the
 // environment variable the config names.
 func judgeClient(cfg config.Config, cacheDir string, log *zap.Logger) chat.Options {
-	key := ""
-	if cfg.Judge.APIKeyEnv != "" {
-		key = os.Getenv(cfg.Judge.APIKeyEnv)
-		if key == "" {
-			log.Warn("the judge's API key variable is not set; sending no key", zap.String("variable", cfg.Judge.APIKeyEnv))
-		}
-	}
 	return chat.Options{
 		BaseURL:                 cfg.Judge.BaseURL,
 		Model:                   cfg.Judge.Model,
-		APIKey:                  key,
+		APIKey:                  apiKey("judge", cfg.Judge.APIKeyEnv, log),
 		Concurrency:             cfg.Judge.Concurrency,
 		RequestsPerMinute:       cfg.Judge.RequestsPerMinute,
 		TokensPerMinute:         cfg.Judge.TokensPerMinute,
@@ -182,6 +176,27 @@ func judgeClient(cfg config.Config, cacheDir string, log *zap.Logger) chat.Optio
 		DisableStructuredOutput: !cfg.Judge.StructuredOutput,
 		Logger:                  log.Named("judge"),
 	}
+}
+
+// unsetKeys holds the API key variables found unset ("judge\x00VAR"), so
+// that a command building several clients of one server (the reward judge,
+// a game's judge, each side's game in eval pairwise) warns once.
+var unsetKeys sync.Map
+
+// apiKey reads the API key of who (judge, generator) from the environment
+// variable the config names (none: no key), warning once per process when
+// it is not set.
+func apiKey(who, variable string, log *zap.Logger) string {
+	if variable == "" {
+		return ""
+	}
+	key := os.Getenv(variable)
+	if key == "" {
+		if _, warned := unsetKeys.LoadOrStore(who+"\x00"+variable, true); !warned {
+			log.Warn("the "+who+"'s API key variable is not set; sending no key", zap.String("variable", variable))
+		}
+	}
+	return key
 }
 
 // retryPolicy is the default retry policy with a config's max_retries (0:

@@ -3,8 +3,13 @@ package app
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/parleyhq/parley/config"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // TestCheckOut: --out rules shared by rollout, eval pairwise and bench;
@@ -55,5 +60,34 @@ func TestCheckOut(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "a")); err == nil {
 		t.Error("checkOut created the missing directories")
+	}
+}
+
+// TestAPIKeyWarnedOnce: a command that builds several clients of one server
+// from the config (the reward judge, a game's judge, each side's game)
+// warns once that the key variable is not set; the generator's own
+// warning is separate.
+func TestAPIKeyWarnedOnce(t *testing.T) {
+	const variable = "PARLEY_TEST_UNSET_KEY_ONCE"
+	t.Setenv(variable, "")
+	core, logs := observer.New(zap.WarnLevel)
+	log := zap.New(core)
+	cfg := config.Default()
+	cfg.Judge.APIKeyEnv, cfg.Generator.APIKeyEnv = variable, variable
+	for range 3 {
+		if o := judgeClient(cfg, "", log); o.APIKey != "" {
+			t.Fatalf("judge key %q, want none", o.APIKey)
+		}
+	}
+	for range 2 {
+		generatorClient(cfg, log)
+	}
+	var got []string
+	for _, e := range logs.All() {
+		got = append(got, e.Message)
+	}
+	want := []string{"the judge's API key variable is not set; sending no key", "the generator's API key variable is not set; sending no key"}
+	if !slices.Equal(got, want) {
+		t.Errorf("warnings %q, want %q", got, want)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -133,18 +132,11 @@ func (s tickSink) Write(p dataset.Prompt) error {
 // the environment variable the config names.
 func generatorClient(cfg config.Config, log *zap.Logger) chat.Options {
 	g := cfg.Generator
-	key := ""
-	if g.APIKeyEnv != "" {
-		key = os.Getenv(g.APIKeyEnv)
-		if key == "" {
-			log.Warn("the generator's API key variable is not set; sending no key", zap.String("variable", g.APIKeyEnv))
-		}
-	}
 	return chat.Options{
 		Name:                    "generator",
 		BaseURL:                 g.BaseURL,
 		Model:                   g.Model,
-		APIKey:                  key,
+		APIKey:                  apiKey("generator", g.APIKeyEnv, log),
 		Concurrency:             g.Concurrency,
 		RequestsPerMinute:       g.RequestsPerMinute,
 		TokensPerMinute:         g.TokensPerMinute,

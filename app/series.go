@@ -15,9 +15,10 @@ import (
 	"go.uber.org/zap"
 )
 
-// runSeries wires the config into rollout.RunSeriesTo.
 // Series plays n series per condition of the config's game into out
-// (rollout.RunSeriesTo), resuming what out holds.
+// (rollout.RunSeriesTo), resuming what out holds and playing again the
+// games recorded as failed. A game that fails in this run is an error
+// (after all are played and the rollouts written), with the counts.
 func Series(ctx context.Context, cfg config.Config, env Env, out string, n int) (rollout.SeriesSummary, error) {
 	log := env.log()
 	if out == "" {
@@ -49,7 +50,12 @@ func Series(ctx context.Context, cfg config.Config, env Env, out string, n int) 
 	}
 	defer closePlayers()
 	log.Info("playing series", zap.Int("series", len(plan)), zap.String("out", out))
-	return rollout.RunSeriesTo(ctx, ro, out, plan)
+	sum, err := rollout.RunSeriesTo(ctx, ro, out, plan)
+	if err == nil && sum.Failed > 0 {
+		err = fmt.Errorf("series: %d of %d games played failed (recorded as failed under %s; run the same command again to play them, and the games after them, again); first error: %w",
+			sum.Failed, sum.Played, filepath.Join(out, "series"), sum.FirstErr)
+	}
+	return sum, err
 }
 
 // freezeConfig writes the config to DIR/config.yaml unless one is there.

@@ -44,7 +44,8 @@ func secretVars(cfg config.Config) []string {
 // run takes cfg; a run directory holding any run file needs --resume, its
 // frozen config.yaml, and a cfg that changes no key that is frozen with the
 // run (config.Changes): the changes allowed (endpoints, timeouts, steps,
-// logging) are logged and applied.
+// logging) are logged and applied, and one line names the frozen config
+// and the --config file checked against it.
 func resumeConfig(cfg config.Config, runDir dataset.RunDir, o TrainOptions, log *zap.Logger) (config.Config, error) {
 	path, resume := o.ConfigPath, o.Resume
 	files, err := runDir.Files()
@@ -84,8 +85,16 @@ func resumeConfig(cfg config.Config, runDir dataset.RunDir, o TrainOptions, log 
 		return cfg, fmt.Errorf("train: --resume of %s would change what the run samples or trains (%s): the frozen config rules; drop these overrides, or start a new run with another run.name",
 			runDir, strings.Join(msgs, "; "))
 	}
+	applied := make([]string, 0, len(ops))
 	for _, c := range ops {
 		log.Info("config change on resume", zap.String("key", c.Key), zap.String("was", c.Old), zap.String("now", c.New))
+		applied = append(applied, c.Key)
+	}
+	if path == "" {
+		log.Info("resuming with the run's frozen config (no --config)", zap.String("frozen", runDir.ConfigPath()), zap.Strings("changed", applied))
+	} else {
+		log.Info("resuming with the run's frozen config: the --config file changes none of its frozen keys; only its operational keys apply",
+			zap.String("frozen", runDir.ConfigPath()), zap.String("config", path), zap.Strings("changed", applied))
 	}
 	return cfg, nil
 }

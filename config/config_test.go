@@ -43,6 +43,10 @@ func TestLoadValid(t *testing.T) {
 	if cfg.Sampling.MaxTokens != Default().Sampling.MaxTokens {
 		t.Errorf("sampling.max_tokens = %d, want default %d", cfg.Sampling.MaxTokens, Default().Sampling.MaxTokens)
 	}
+	// A whole number written as a float is an integer.
+	if cfg, err := Parse([]byte("run:\n  seed: 2.0\nrollout:\n  group_size: 1e1\n")); err != nil || cfg.Run.Seed != 2 || cfg.Rollout.GroupSize != 10 {
+		t.Errorf("Parse(seed: 2.0, group_size: 1e1) = seed %d, group size %d, %v; want 2, 10", cfg.Run.Seed, cfg.Rollout.GroupSize, err)
+	}
 }
 
 func TestLoadErrors(t *testing.T) {
@@ -53,7 +57,13 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown top key", "bogus: 1\n", []string{"line 1", `unknown key "bogus"`}},
 		{"unknown nested key", "run:\n  name: x\n  sed: 3\n", []string{"line 3", `unknown key "run.sed"`, "seed"}},
 		{"unknown deep key", "judge:\n  rule:\n    kinds: x\n", []string{`unknown key "judge.rule.kinds"`}},
-		{"wrong type int", "game:\n  deliberation:\n    max_rounds: many\n", []string{"line 3", "many"}},
+		{"wrong type int", "game:\n  deliberation:\n    max_rounds: many\n", []string{"line 3", "key game.deliberation.max_rounds", "many"}},
+		{"wrong type float", "sampling:\n  top_p: abc\n", []string{"line 2: key sampling.top_p: cannot unmarshal !!str `abc` into float64"}},
+		{"wrong type section", "run: 5\n", []string{"line 1: key run: cannot unmarshal"}},
+		{"fractional seed", "run:\n  seed: 1.5\n", []string{"line 2: key run.seed: want an integer, got 1.5"}},
+		{"fractional group size", "rollout:\n  group_size: 4.7\n", []string{"line 2: key rollout.group_size: want an integer, got 4.7"}},
+		{"fractional series length", "game:\n  multiparty:\n    series_length: 2.9\n", []string{"line 3: key game.multiparty.series_length: want an integer, got 2.9"}},
+		{"fractional duration", "policy:\n  request_timeout: 1.5\n", []string{"line 2: key policy.request_timeout: want a duration such as 30s, got 1.5"}},
 		{"moved game key", "game:\n  max_rounds: 3\n", []string{"line 2", `"game.max_rounds" moved to game.deliberation.max_rounds`}},
 		{"unknown game section", "game:\n  chess:\n    depth: 3\n", []string{"line 2", `unknown key "game.chess"`, "deliberation", "single"}},
 		{"unknown game key", "game:\n  deliberation:\n    rounds: 3\n", []string{"line 3", `unknown key "game.deliberation.rounds"`, "max_rounds"}},
@@ -61,7 +71,7 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown role key", "roles:\n  B:\n    polcy: base\n", []string{"line 3", `unknown key "roles.B.polcy"`}},
 		{"external role without url", "roles:\n  B:\n    policy: external\n    model: m\n", []string{"key roles.B.base_url"}},
 		{"target_word rule", "judge:\n  kind: rule\n  rule:\n    kind: target_word\n", []string{"key judge.rule.target_word"}},
-		{"wrong type list", "policy:\n  endpoints: 5\n", []string{"line 2"}},
+		{"wrong type list", "policy:\n  endpoints: 5\n", []string{"line 2", "key policy.endpoints"}},
 		{"bad yaml", "run: [\n", []string{"invalid YAML"}},
 		{"out of range rounds", "game:\n  deliberation:\n    max_rounds: 0\n", []string{"key game.deliberation.max_rounds", "[1, 100]"}},
 		{"out of range temperature", "sampling:\n  temperature: -1\n", []string{"key sampling.temperature"}},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"strconv"
@@ -69,8 +70,9 @@ func Parse(data []byte) (Config, error) {
 	return cfg, nil
 }
 
-// decodeStrict decodes data into cfg, rejecting unknown keys with their path
-// and line, and type mismatches with their line.
+// decodeStrict decodes data into cfg, rejecting unknown keys, type
+// mismatches and numbers that are not whole for integer keys, each with its
+// line and key path.
 func decodeStrict(data []byte, cfg *Config) error {
 	data = textfile.StripBOM(data)
 	var root yaml.Node
@@ -156,6 +158,68 @@ func checkKeys(n *yaml.Node, t reflect.Type, prefix string) error {
 		}
 		if err := checkKeys(v, ft, path); err != nil {
 			return err
+		}
+		if err := checkValue(v, ft, path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkValue reports a value of key path that does not decode into t
+// ("line 34: key sampling.top_p: cannot unmarshal !!str `abc` into
+// float64") or a number that is not whole where t wants an integer (YAML
+// would truncate it: group_size: 4.7 would be 4).
+func checkValue(n *yaml.Node, t reflect.Type, path string) error {
+	if t == reflect.TypeOf(Game{}) {
+		return nil // gameKeys checks each section against its own type
+	}
+	if err := checkWhole(n, t, path); err != nil {
+		return err
+	}
+	if err := n.Decode(reflect.New(t).Interface()); err != nil {
+		var te *yaml.TypeError
+		if !errors.As(err, &te) || len(te.Errors) == 0 {
+			return fmt.Errorf("line %d: key %s: %w", n.Line, path, err)
+		}
+		line, msg, ok := strings.Cut(te.Errors[0], ": ")
+		if !ok || !strings.HasPrefix(line, "line ") {
+			line, msg = fmt.Sprintf("line %d", n.Line), te.Errors[0]
+		}
+		return fmt.Errorf("%s: key %s: %s", line, path, msg)
+	}
+	return nil
+}
+
+// checkWhole reports a number that is not whole given for an integer (or
+// a duration) of type t, in n or in the items and values of lists and
+// maps of integers.
+func checkWhole(n *yaml.Node, t reflect.Type, path string) error {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
+		for i, item := range n.Content {
+			if err := checkWhole(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if err := checkWhole(n.Content[i+1], t.Elem(), path+"."+n.Content[i].Value); err != nil {
+				return err
+			}
+		}
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!float" && (t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64 || t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64):
+		if t == reflect.TypeOf(time.Duration(0)) {
+			return fmt.Errorf("line %d: key %s: want a duration such as 30s, got %s", n.Line, path, n.Value)
+		}
+		if f, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64); err != nil || f != math.Trunc(f) {
+			return fmt.Errorf("line %d: key %s: want an integer, got %s", n.Line, path, n.Value)
 		}
 	}
 	return nil

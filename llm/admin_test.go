@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"go.uber.org/zap"
@@ -337,6 +338,57 @@ func TestAPIKeySentAndNeverLogged(t *testing.T) {
 		line := fmt.Sprintf("%s %v", e.Message, e.ContextMap())
 		if strings.Contains(line, key) {
 			t.Errorf("log entry %q contains the API key", line)
+		}
+	}
+}
+
+// TestSetStartingQuiet: while the servers start (SetStarting), an endpoint
+// whose health check fails is taken out of rotation, and put back when it
+// passes, at debug level; otherwise with a warning and an info line.
+func TestSetStartingQuiet(t *testing.T) {
+	for _, tt := range []struct {
+		starting       bool
+		wantWarn, want int // warnings, and entries at info or above
+	}{
+		{starting: true, wantWarn: 0, want: 0},
+		{starting: false, wantWarn: 1, want: 2},
+	} {
+		var up atomic.Bool
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !up.Load() {
+				http.Error(w, "starting", http.StatusServiceUnavailable)
+				return
+			}
+			w.WriteHeader(http.StatusOK)
+		}))
+		core, logs := observer.New(zap.DebugLevel)
+		opts := testOptions(srv.URL)
+		opts.Logger = zap.New(core)
+		c := newTestClient(t, opts)
+		c.SetStarting(tt.starting)
+		if err := c.Health(context.Background()); err == nil {
+			t.Fatalf("starting %v: Health of a server answering 503 = nil", tt.starting)
+		}
+		up.Store(true)
+		if err := c.Health(context.Background()); err != nil {
+			t.Fatalf("starting %v: Health = %v", tt.starting, err)
+		}
+		srv.Close()
+		down, back := logs.FilterMessage("llm: endpoint taken out of rotation").All(), logs.FilterMessage("llm: endpoint back in rotation").All()
+		if len(down) != 1 || len(back) != 1 {
+			t.Fatalf("starting %v: %d out-of-rotation and %d back-in-rotation entries, want one each", tt.starting, len(down), len(back))
+		}
+		warn, loud := 0, 0
+		for _, e := range logs.All() {
+			if e.Level >= zap.WarnLevel {
+				warn++
+			}
+			if e.Level >= zap.InfoLevel {
+				loud++
+			}
+		}
+		if warn != tt.wantWarn || loud != tt.want {
+			t.Errorf("starting %v: %d warnings and %d entries at info or above, want %d and %d", tt.starting, warn, loud, tt.wantWarn, tt.want)
 		}
 	}
 }

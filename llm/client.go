@@ -121,8 +121,11 @@ type Client struct {
 	route  route
 	stats  counters
 	closed atomic.Bool
-	stop   context.CancelFunc
-	wg     sync.WaitGroup
+	// starting quiets the rotation messages while a server the caller
+	// started comes up (SetStarting).
+	starting atomic.Bool
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
 }
 
 // endpoint is one inference server and its balancing state.
@@ -415,12 +418,23 @@ func (c *Client) pick(avoid *endpoint) *endpoint {
 	return eps[0] // unreachable: pass 2 accepts every endpoint
 }
 
+// SetStarting tells the client that its servers are starting (on: a
+// server the caller started and now waits for) or started (off). While
+// they start, an endpoint taken out of rotation or put back is logged at
+// debug, not as a warning whose hint is to start the server: the caller
+// reports a server that never comes up itself.
+func (c *Client) SetStarting(on bool) { c.starting.Store(on) }
+
 // markDown takes ep out of rotation until until (unix nanoseconds), logging
-// the transition.
+// the transition (at debug while the servers start: SetStarting).
 func (c *Client) markDown(ep *endpoint, until int64, why string, cause error) {
 	prev := ep.downUntil.Swap(until)
 	if prev <= time.Now().UnixNano() {
-		c.log.Warn("llm: endpoint taken out of rotation",
+		level := zap.WarnLevel
+		if c.starting.Load() {
+			level = zap.DebugLevel
+		}
+		c.log.Log(level, "llm: endpoint taken out of rotation",
 			zap.String("endpoint", ep.name), zap.String("why", why),
 			zap.Time("until", time.Unix(0, until)), zap.Error(cause))
 	}
@@ -430,6 +444,10 @@ func (c *Client) markDown(ep *endpoint, until int64, why string, cause error) {
 func (c *Client) markUp(ep *endpoint) {
 	ep.consecErrs.Store(0)
 	if prev := ep.downUntil.Swap(0); prev > time.Now().UnixNano() {
-		c.log.Info("llm: endpoint back in rotation", zap.String("endpoint", ep.name))
+		level := zap.InfoLevel
+		if c.starting.Load() {
+			level = zap.DebugLevel
+		}
+		c.log.Log(level, "llm: endpoint back in rotation", zap.String("endpoint", ep.name))
 	}
 }

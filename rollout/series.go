@@ -52,7 +52,13 @@ type SeriesSummary struct {
 	Series  int `json:"series"`
 	Played  int `json:"played"`
 	Resumed int `json:"resumed"` // games found recorded and not played again
+	// Retried counts the recorded games played again: each failed game
+	// and the games of its series after it (played from the state before
+	// it, which the game played again changes). Played includes them.
+	Retried int `json:"retried"`
 	Failed  int `json:"failed"`
+	// FirstErr is the first failed game's error; nil when none failed.
+	FirstErr error `json:"-"`
 }
 
 // RunSeries plays every series to its end: many series at once (up to
@@ -62,7 +68,8 @@ type SeriesSummary struct {
 // run killed at any point and started again ends in the same records as an
 // uninterrupted one (games are seeded by series and index, not by timing).
 // A game whose play fails is recorded as failed and carries the state
-// before it. GroupSize is ignored: a series game is one rollout.
+// before it; a later run plays it again, with the games after it (see
+// SeriesSummary.Retried). GroupSize is ignored: a series game is one rollout.
 func RunSeries(ctx context.Context, opts RunnerOptions, dir string, series []Series) (SeriesSummary, error) {
 	var sum SeriesSummary
 	sg, ok := opts.Game.(SeriesGame)
@@ -118,7 +125,11 @@ func RunSeries(ctx context.Context, opts RunnerOptions, dir string, series []Ser
 			defer mu.Unlock()
 			sum.Played += st.Played
 			sum.Resumed += st.Resumed
+			sum.Retried += st.Retried
 			sum.Failed += st.Failed
+			if sum.FirstErr == nil {
+				sum.FirstErr = st.FirstErr
+			}
 			if err != nil && firstErr == nil {
 				firstErr = err
 			}
@@ -131,7 +142,8 @@ func RunSeries(ctx context.Context, opts RunnerOptions, dir string, series []Ser
 	return sum, ctx.Err()
 }
 
-// runOneSeries plays the games of s not yet recorded, in order.
+// runOneSeries plays the games of s not yet recorded, in order, from its
+// first failed game if one is recorded.
 func runOneSeries(ctx context.Context, g SeriesGame, opts RunnerOptions, bridge *Bridge, dir string, s Series) (SeriesSummary, error) {
 	var sum SeriesSummary
 	recs, err := ReadSeries(dir, s.ID)
@@ -140,6 +152,22 @@ func runOneSeries(ctx context.Context, g SeriesGame, opts RunnerOptions, bridge 
 	}
 	if len(recs) > len(s.Games) {
 		return sum, fmt.Errorf("rollout.RunSeries: series %s has %d games recorded in %s, more than its %d", s.ID, len(recs), dir, len(s.Games))
+	}
+	for i, r := range recs {
+		if r.Rollout.Failed {
+			// Removed last first: a kill leaves no gap, and the next run
+			// starts again here.
+			for j := len(recs) - 1; j >= i; j-- {
+				if err := os.Remove(gamePath(dir, s.ID, j)); err != nil {
+					return sum, fmt.Errorf("rollout.RunSeries: series %s: replaying failed game %d: %w", s.ID, i, err)
+				}
+			}
+			if err := fsutil.SyncDir(filepath.Join(dir, s.ID)); err != nil {
+				return sum, fmt.Errorf("rollout.RunSeries: %w", err)
+			}
+			sum.Retried, recs = len(recs)-i, recs[:i]
+			break
+		}
 	}
 	sum.Resumed = len(recs)
 	state := []byte(s.Init)
@@ -156,6 +184,9 @@ func runOneSeries(ctx context.Context, g SeriesGame, opts RunnerOptions, bridge 
 		}
 		if rec.Failed {
 			sum.Failed++
+			if sum.FirstErr == nil {
+				sum.FirstErr = fmt.Errorf("series %s game %d: %s", s.ID, i, rec.Error)
+			}
 			next = state
 		}
 		b, err := json.Marshal(GameRecord{Series: s.ID, Index: i, State: next, Rollout: *rec})

@@ -192,6 +192,24 @@ func TestSeriesErrors(t *testing.T) {
 	if !recs[2].Rollout.Failed || string(recs[2].State) != string(recs[1].State) {
 		t.Errorf("failed game 2: failed %v, state %s, want the state of game 1 %s", recs[2].Rollout.Failed, recs[2].State, recs[1].State)
 	}
+	if sum.FirstErr == nil || !strings.Contains(sum.FirstErr.Error(), "series-0 game 2") {
+		t.Errorf("FirstErr = %v, want the failed game named", sum.FirstErr)
+	}
+	// A rerun plays the failed game again, and the games after it (played
+	// from the state before it); the games before it are resumed.
+	sum, err = rollout.RunSeries(context.Background(), rollout.RunnerOptions{Game: toy, Policy: pol, Model: "m"}, dir2, seriesFixture()[:1])
+	if err != nil || sum != (rollout.SeriesSummary{Series: 1, Played: 8, Resumed: 2, Retried: 8}) {
+		t.Fatalf("RunSeries again = %+v, %v; want 8 played (retried), 2 resumed, none failed", sum, err)
+	}
+	recs, _ = rollout.ReadSeries(dir2, "series-0")
+	for i, r := range recs {
+		if r.Rollout.Failed {
+			t.Errorf("game %d is still failed after the rerun: %s", i, r.Rollout.Error)
+		}
+	}
+	if len(recs) != 10 || string(recs[2].State) == string(recs[1].State) {
+		t.Errorf("after the rerun: %d games, game 2's state %s (game 1's %s), want 10 and game 2 played", len(recs), recs[2].State, recs[1].State)
+	}
 	if errors.Is(err, context.Canceled) {
 		t.Fatal(err)
 	}

@@ -34,6 +34,9 @@ type Server interface {
 	AdapterLoader
 	// Health checks that every endpoint answers.
 	Health(ctx context.Context) error
+	// SetStarting quiets the warnings of endpoints found down while the
+	// server parley started comes up (on) and ends that (off).
+	SetStarting(on bool)
 	// Preflight checks that every endpoint serves model and returns what
 	// each is (its version, its models).
 	Preflight(ctx context.Context, model string) ([]llm.ServerInfo, error)
@@ -316,10 +319,14 @@ func startServer(ctx context.Context, opts RunOptions, log *zap.Logger) (*proc.S
 	return srv, nil
 }
 
-// waitHealthy waits up to ServerStartTimeout for the server parley started.
+// waitHealthy waits up to ServerStartTimeout for the server parley started
+// (or restarted), without the client's warnings that it is down: a server
+// that never comes up is this error.
 func waitHealthy(ctx context.Context, srv *proc.Supervisor, opts RunOptions) error {
 	hctx, cancel := context.WithTimeout(ctx, opts.ServerStartTimeout)
 	defer cancel()
+	opts.Server.SetStarting(true)
+	defer opts.Server.SetStarting(false)
 	if err := srv.WaitHealthy(hctx, opts.Server.Health, 500*time.Millisecond); err != nil {
 		return fmt.Errorf("train.Run: inference server (train.server_command) never became healthy: %w; see %s",
 			err, filepath.Join(opts.Loop.Dir.Root(), "server.log"))

@@ -56,7 +56,8 @@ func TestRunRestartsDeadEngine(t *testing.T) {
 	ln.Close()
 	t.Setenv("PARLEY_TEST_SIM_ADDR", addr)
 	dir := dataset.RunDir(filepath.Join(t.TempDir(), "run"))
-	client, err := llm.New(llm.Options{Endpoints: []string{"http://" + addr}, Retry: retry.Policy{BackoffBase: time.Millisecond, MaxRetries: 2}})
+	core, logs := observer.New(zap.InfoLevel)
+	client, err := llm.New(llm.Options{Endpoints: []string{"http://" + addr}, Retry: retry.Policy{BackoffBase: time.Millisecond, MaxRetries: 2}, Logger: zap.New(core)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,6 @@ func TestRunRestartsDeadEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	prompts := dataset.SelectSplit(all, dataset.SplitTrain)
-	core, logs := observer.New(zap.InfoLevel)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ft := &fakeTrainer{dir: dir, consumed: map[int]int{}, versions: map[int]int{}}
@@ -106,6 +106,13 @@ func TestRunRestartsDeadEngine(t *testing.T) {
 	}
 	if n := logs.FilterMessage("the inference engine died; restarting it").Len(); n < 1 {
 		t.Errorf("the engine was restarted %d times, want at least once (it dies after 150 completions)", n)
+	}
+	// Waiting for the server it started (and restarted), the run does not
+	// warn that the endpoint is down (issue 28 item 7).
+	for _, e := range logs.FilterMessage("llm: endpoint taken out of rotation").All() {
+		if e.ContextMap()["why"] == "health check failed" {
+			t.Errorf("warned while the server it started came up: %s %v", e.Message, e.ContextMap())
+		}
 	}
 	var rec struct {
 		Servers []llm.ServerInfo `json:"servers"`

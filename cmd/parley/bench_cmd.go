@@ -83,7 +83,11 @@ func newBenchCmd(a *cli) *cobra.Command {
 		Args:      cobra.ExactArgs(1),
 		Long:      benchLong,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, log, err := a.setup(cmd, path, usesPolicy)
+			u := usesPolicy
+			if len(o.Responses) > 0 {
+				u = 0 // scoring given responses asks no server
+			}
+			cfg, log, err := a.setup(cmd, path, u)
 			if err != nil {
 				return err
 			}

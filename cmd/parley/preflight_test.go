@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/eval/bench"
 	"github.com/parleyhq/parley/sim"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -173,6 +174,24 @@ func TestCurriculumGenerateWarnsOnlyItsKeys(t *testing.T) {
 	_ = cmd.Execute() // nothing listens on port 9: only the warning matters
 	for _, e := range logs.FilterMessageSnippet("at their defaults").All() {
 		t.Errorf("curriculum generate warned %q %v, want no warning (it sets the generator and uses nothing else)", e.Message, e.ContextMap())
+	}
+}
+
+// TestBenchResponsesWarnsNothing: parley bench --responses scores offline
+// without a config and does not warn that the policy keys are at their
+// defaults: it asks no server.
+func TestBenchResponsesWarnsNothing(t *testing.T) {
+	dir := t.TempDir()
+	fixture := filepath.Join(dir, "aime.jsonl")
+	if err := bench.WriteResponses(fixture, []bench.Response{{ID: "s1", Response: "\\boxed{42}"}, {ID: "s2", Response: "\\boxed{99}"}, {ID: "s3", Response: "\\boxed{1}"}}); err != nil {
+		t.Fatal(err)
+	}
+	a, logs := observedApp(zap.WarnLevel)
+	if _, err := run(t, newBenchCmd(a), "aime24", "--data", aimeFixture, "--responses", fixture, "--out", filepath.Join(dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range logs.FilterMessageSnippet("at their defaults").All() {
+		t.Errorf("bench --responses warned %q %v, want no warning (it asks no server)", e.Message, e.ContextMap())
 	}
 }
 

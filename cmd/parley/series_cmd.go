@@ -20,7 +20,9 @@ func newSeriesCmd(a *cli) *cobra.Command {
 type and trust condition of game.multiparty.conditions, each of
 game.multiparty.series_length games, paired across conditions). Every game
 is recorded under DIR/series/<series>/ as it ends; run the same command
-again to resume an interrupted run. At the end all rollouts go to
+again to resume an interrupted run; it also plays again the games recorded
+as failed (and the rest of their series, which followed from the state
+before them). Failed games make the command fail. At the end all rollouts go to
 DIR/rollouts/step-000000.parquet and the config to DIR/config.yaml, so
 'parley report DIR' draws the game's figures and tables.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -33,11 +35,14 @@ DIR/rollouts/step-000000.parquet and the config to DIR/config.yaml, so
 				return err
 			}
 			sum, err := app.Series(cmd.Context(), cfg, a.env(cmd, log), out, n)
-			if err != nil {
-				return err
+			if sum.Series > 0 {
+				retried := ""
+				if sum.Retried > 0 {
+					retried = fmt.Sprintf(" (%d played again: failed, or after a failed game)", sum.Retried)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: %d series, %d games played%s, %d resumed, %d failed\n", out, sum.Series, sum.Played, retried, sum.Resumed, sum.Failed)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d series, %d games played, %d resumed, %d failed\n", out, sum.Series, sum.Played, sum.Resumed, sum.Failed)
-			return nil
+			return err
 		},
 	}
 	configFlags(cmd, &path)

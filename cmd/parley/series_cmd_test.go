@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -103,6 +104,47 @@ func TestSeriesCmd(t *testing.T) {
 	for _, f := range []string{"fig2-2hb2g.png", "fig2-1hb3g.png", "fig8-2hb2g.png", "fig8-1hb3g.png"} {
 		if st, err := os.Stat(filepath.Join(out, "report", f)); err != nil || st.Size() < 10_000 {
 			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+// TestSeriesCmdFailed: with the server down every game fails and the
+// command fails, naming the count; run again with the server up, it plays
+// the failed games again (none resumed) and succeeds.
+func TestSeriesCmdFailed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String()
+	ln.Close()
+	srv, err := sim.New(sim.Options{Games: mustSimGames(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	defer srv.Close()
+	root, _ := filepath.Abs("../..")
+	out := t.TempDir()
+	for _, tt := range []struct {
+		url, want, wantErr string
+	}{
+		{down, "24 series, 24 games played, 0 resumed, 24 failed", "series: 24 of 24 games played failed"},
+		{ts.URL, "24 series, 24 games played (24 played again: failed, or after a failed game), 0 resumed, 0 failed", ""},
+		{ts.URL, "24 series, 0 games played, 24 resumed, 0 failed", ""},
+	} {
+		var buf bytes.Buffer
+		cmd := newSeriesCmd(quietApp())
+		cmd.SetOut(&buf)
+		cmd.SetArgs([]string{"--config", filepath.Join(root, "configs", "multiparty.yaml"), "--out", out, "--series", "1",
+			"--policy.endpoints=" + tt.url, "--game.multiparty.series_length=1", "--curriculum.path=builtin:multiparty"})
+		err := cmd.Execute()
+		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+			t.Errorf("series against %s = %v, want an error containing %q", tt.url, err, tt.wantErr)
+		}
+		if !strings.Contains(buf.String(), tt.want) {
+			t.Errorf("series against %s printed %q, want %q", tt.url, buf.String(), tt.want)
 		}
 	}
 }

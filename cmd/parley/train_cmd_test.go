@@ -11,6 +11,7 @@ import (
 	"github.com/parleyhq/parley/app"
 	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/dataset"
+	"go.uber.org/zap"
 )
 
 // TestTrainResumeRules starts from run directories a crash, an edit or a
@@ -77,6 +78,23 @@ func TestTrainResumeRules(t *testing.T) {
 				t.Errorf("an operational override was refused: %v", err)
 			}
 		})
+	}
+	// Another --config file that agrees with the frozen keys is accepted,
+	// and the run says so, naming both files and the keys it changes.
+	writeRun(t, dataset.ConfigFile, dataset.StateFile)
+	same := writeYAML(t, cfgBody(3, 4))
+	a, logs := observedApp(zap.InfoLevel)
+	cmd := newTrainCmd(a)
+	cmd.SetArgs([]string{"--config", same, "--resume", "--train.steps=5"})
+	if err := cmd.ExecuteContext(context.Background()); err == nil || !strings.Contains(err.Error(), "policy.endpoints") {
+		t.Fatalf("train --config (agreeing) --resume = %v, want it to reach the dead endpoint", err)
+	}
+	said := logs.FilterMessageSnippet("resuming with the run's frozen config").All()
+	if len(said) != 1 {
+		t.Fatalf("%d lines say the frozen config rules, want 1", len(said))
+	}
+	if m := said[0].ContextMap(); m["frozen"] != run.ConfigPath() || m["config"] != same || fmt.Sprint(m["changed"]) != "[train.steps]" {
+		t.Errorf("the resume line names %v, want frozen %s, config %s, changed [train.steps]", m, run.ConfigPath(), same)
 	}
 }
 

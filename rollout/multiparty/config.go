@@ -96,7 +96,9 @@ func (c *Config) Validate() error {
 }
 
 // Plan returns the trust settings of each condition a series plan lays
-// out: Conditions parsed, or the one of Trust.
+// out: Conditions parsed, or the one of Trust. It checks what each entry
+// sets (its method and condition); the rest is Trust's, which Validate
+// checks under key trust, once.
 func (c *Config) Plan() ([]trust.Settings, error) {
 	if len(c.Conditions) == 0 {
 		return []trust.Settings{c.Trust}, nil
@@ -111,11 +113,14 @@ func (c *Config) Plan() ([]trust.Settings, error) {
 		} else {
 			s.Condition = entry
 		}
+		if ok && !slices.Contains(trust.Methods, s.Method) {
+			return nil, fmt.Errorf("%q: method %q is not one of %s", entry, s.Method, strings.Join(trust.Methods, ", "))
+		}
+		if !slices.Contains(trust.Conditions, s.Condition) {
+			return nil, fmt.Errorf("%q: condition %q is not one of %s", entry, s.Condition, strings.Join(trust.Conditions, ", "))
+		}
 		if !s.Updates() {
 			s.Method = trust.MethodBRS // nothing is assessed: one label per control
-		}
-		if err := s.Validate(); err != nil {
-			return nil, fmt.Errorf("%q: %w", entry, err)
 		}
 		if seen[s] {
 			return nil, fmt.Errorf("%q is listed twice", entry)

@@ -41,6 +41,18 @@ func TestConfigSection(t *testing.T) {
 			t.Errorf("%s: Parse = %v, want an error naming %s", tt.yaml, err, tt.want)
 		}
 	}
+	// A bad trust setting is reported once, under key trust, not again
+	// for each condition (whose settings are the trust's but for what the
+	// entry sets).
+	for _, tt := range []struct{ yaml, want string }{
+		{"conditions: [none, brs/s_p]\n    trust: {lambda: 1.5}", "key game.multiparty.trust.lambda: must be in [0, 1), got 1.5"},
+		{"conditions: [s_p, none]\n    trust: {method: vibes}", "key game.multiparty.trust.method"},
+	} {
+		_, err := config.Parse([]byte("game:\n  env: multiparty\n  multiparty:\n    " + tt.yaml + "\njudge:\n  kind: game\n"))
+		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "conditions") {
+			t.Errorf("%s: Parse = %v, want only an error naming %s", tt.yaml, err, tt.want)
+		}
+	}
 	if _, err := config.Parse([]byte("game:\n  env: multiparty\ncurriculum:\n  mix: {2hb2g: 1, 1hb3g: 1}\njudge:\n  kind: game\n")); err != nil {
 		t.Errorf("curriculum.mix over the scenario types = %v", err)
 	}

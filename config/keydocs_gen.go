@@ -160,7 +160,7 @@ var fieldDocs = map[string]string{
 	"github.com/parleyhq/parley/config.WeightSync.Transfer":                           "Transfer is disk (every endpoint reloads the step's safetensors from the run directory, which it must see at the same path) or nccl (the trainer broadcasts the weights to every endpoint's workers; GPU only, vLLM served with --weight-transfer-config '{\"backend\":\"nccl\"}').",
 	"github.com/parleyhq/parley/internal/toygame.Config.Rival":                        "Rival adds a second seat, \"rival\", who answers after the player every turn: a two-seat game a tournament can play (hooks.go).",
 	"github.com/parleyhq/parley/internal/toygame.Config.Turns":                        "Turns is the number of turns per game (per seat with Rival).",
-	"github.com/parleyhq/parley/rollout/deliberation.Config.AgreementMarker":          "AgreementMarker is the text a turn carries to accept the standing proposal.",
+	"github.com/parleyhq/parley/rollout/deliberation.Config.AgreementMarker":          "AgreementMarker is the text a turn carries to accept the standing proposal, matched as a token (see Marker): \"[AGREE]\" anywhere, a bare word such as \"agree\" only as a whole word.",
 	"github.com/parleyhq/parley/rollout/deliberation.Config.MaxRounds":                "MaxRounds bounds the negotiation; a round is one turn of each agent.",
 	"github.com/parleyhq/parley/rollout/endowment.Cohort.Drop":                        "DropHolders are left out as holders, DropRequesters as requesters, Drop in both roles.",
 	"github.com/parleyhq/parley/rollout/endowment.Cohort.DropHolders":                 "DropHolders are left out as holders, DropRequesters as requesters, Drop in both roles.",

@@ -22,8 +22,11 @@ const (
 // Line is one series of a chart.
 type Line struct {
 	Label string
-	X, Y  []float64 // same length; NaN points are left out
-	Style string    // StyleSolid (default), StyleDashed or StyleDashDotted
+	// X and Y have the same length; a point whose Y is NaN or infinite
+	// (undefined: the rounds to agreement of a step without agreement)
+	// breaks the line there, leaving a gap, instead of being joined over.
+	X, Y  []float64
+	Style string // StyleSolid (default), StyleDashed or StyleDashDotted
 	Color color.Color
 	// Plain leaves out the markers a sparse series gets on its points (a
 	// reference line).
@@ -127,41 +130,76 @@ func finite(x, y []float64) plotter.XYs {
 	return xys
 }
 
-// addLine adds l (and a marker on each point of a sparse series); it
-// returns whether it drew anything and its legend entry (none without a
-// label).
+// segments splits the points of x and y into the runs between undefined
+// points (NaN x or y, infinite y), in order; empty runs are left out.
+func segments(x, y []float64) []plotter.XYs {
+	var out []plotter.XYs
+	var cur plotter.XYs
+	for i := range x {
+		if i < len(y) && !math.IsNaN(x[i]) && !math.IsNaN(y[i]) && !math.IsInf(y[i], 0) {
+			cur = append(cur, plotter.XY{X: x[i], Y: y[i]})
+			continue
+		}
+		if len(cur) > 0 {
+			out = append(out, cur)
+			cur = nil
+		}
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// addLine adds l, one polyline per run of defined points (an undefined
+// point leaves a gap), and a marker on each point of a sparse series and
+// on a point standing alone between gaps; it returns whether it drew
+// anything and its legend entry (none without a label).
 func addLine(p *plot.Plot, l Line) (drawn int, item []legendItem, err error) {
-	xys := finite(l.X, l.Y)
-	if len(xys) == 0 {
+	runs := segments(l.X, l.Y)
+	n := 0
+	for _, r := range runs {
+		n += len(r)
+	}
+	if n == 0 {
 		return 0, nil, nil
 	}
-	line, err := plotter.NewLine(xys)
-	if err != nil {
-		return 0, nil, err
+	col := l.Color
+	if col == nil {
+		col = Palette(0)
 	}
-	line.LineStyle.Width = vg.Points(1.6)
-	line.LineStyle.Color = l.Color
-	if line.LineStyle.Color == nil {
-		line.LineStyle.Color = Palette(0)
-	}
-	switch l.Style {
-	case StyleDashed:
-		line.LineStyle.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
-	case StyleDashDotted:
-		line.LineStyle.Dashes = []vg.Length{vg.Points(8), vg.Points(3), vg.Points(1.5), vg.Points(3)}
-	}
-	p.Add(line)
-	if len(xys) <= sparsePoints && !l.Plain { // mark sparse points (evaluation steps; a single point draws no line)
-		sc, err := plotter.NewScatter(xys)
+	var first *plotter.Line
+	for _, xys := range runs {
+		line, err := plotter.NewLine(xys)
 		if err != nil {
 			return 0, nil, err
 		}
-		sc.GlyphStyle.Color = line.LineStyle.Color
-		sc.GlyphStyle.Radius = vg.Points(2.5)
-		p.Add(sc)
+		line.LineStyle.Width = vg.Points(1.6)
+		line.LineStyle.Color = col
+		switch l.Style {
+		case StyleDashed:
+			line.LineStyle.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
+		case StyleDashDotted:
+			line.LineStyle.Dashes = []vg.Length{vg.Points(8), vg.Points(3), vg.Points(1.5), vg.Points(3)}
+		}
+		p.Add(line)
+		if first == nil {
+			first = line
+		}
+		// Mark sparse points (evaluation steps) and lone points, which
+		// draw no line.
+		if (n <= sparsePoints || len(xys) == 1) && !l.Plain {
+			sc, err := plotter.NewScatter(xys)
+			if err != nil {
+				return 0, nil, err
+			}
+			sc.GlyphStyle.Color = col
+			sc.GlyphStyle.Radius = vg.Points(2.5)
+			p.Add(sc)
+		}
 	}
 	if l.Label != "" {
-		item = []legendItem{{label: l.Label, thumbs: []plot.Thumbnailer{line}}}
+		item = []legendItem{{label: l.Label, thumbs: []plot.Thumbnailer{first}}}
 	}
 	return 1, item, nil
 }

@@ -3,6 +3,7 @@ package figure
 import (
 	"errors"
 	"fmt"
+	"image/color"
 	"image/png"
 	"math"
 	"os"
@@ -293,5 +294,69 @@ func TestHeatmapColorScale(t *testing.T) {
 	}
 	if bar.Y.Min != 0 || bar.Y.Max != 100 {
 		t.Errorf("colour scale spans %g to %g, want 0 to 100 (Min to Max times Scale)", bar.Y.Min, bar.Y.Max)
+	}
+}
+
+// TestChartLineGap: an undefined point (NaN) breaks a chart's line, a gap
+// there, instead of a line joined over it (seed 000's rounds to agreement
+// of steps without agreement).
+func TestChartLineGap(t *testing.T) {
+	var xs, ys []float64
+	for i := 0; i <= 40; i++ {
+		y := 0.5
+		if i >= 15 && i <= 25 {
+			y = math.NaN()
+		}
+		xs, ys = append(xs, float64(i)), append(ys, y)
+	}
+	red := color.RGBA{R: 0xff, A: 0xff}
+	c := Chart{WidthPx: 400, HeightPx: 300, Lines: []Line{
+		{X: xs, Y: ys, Color: red},
+		{X: []float64{0, 40}, Y: []float64{0, 1}, Color: color.RGBA{B: 0xff, A: 0xff}, Plain: true},
+	}}
+	path := filepath.Join(t.TempDir(), "gap.png")
+	if err := c.WritePNG(path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The row with the most red pixels is the red line's; its widest run
+	// of other pixels between red ones is the gap.
+	b := img.Bounds()
+	isRed := func(x, y int) bool {
+		r, g, bl, _ := img.At(x, y).RGBA()
+		return r>>8 > 200 && g>>8 < 80 && bl>>8 < 80
+	}
+	bestRow, most := 0, 0
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		n := 0
+		for x := b.Min.X; x < b.Max.X; x++ {
+			if isRed(x, y) {
+				n++
+			}
+		}
+		if n > most {
+			bestRow, most = y, n
+		}
+	}
+	gap, last := 0, -1
+	for x := b.Min.X; x < b.Max.X; x++ {
+		if isRed(x, bestRow) {
+			if last >= 0 && x-last-1 > gap {
+				gap = x - last - 1
+			}
+			last = x
+		}
+	}
+	// Steps 15–25 of 0–40 are a quarter of the plot's width: ~80 px.
+	if most < 100 || gap < 40 {
+		t.Errorf("the line's row has %d red pixels and its widest break is %d px: want a gap of ~80 px over the undefined points", most, gap)
 	}
 }

@@ -153,11 +153,16 @@ type Summary struct {
 	Agreed        int     `json:"agreed"`
 	AgreementRate float64 `json:"agreement_rate"`
 	MeanRounds    float64 `json:"mean_rounds"`
-	RoundsToAgree float64 `json:"rounds_to_agreement"`
-	PromptTokens  int64   `json:"prompt_tokens"`
-	SampledTokens int64   `json:"sampled_tokens"`
-	Requests      int64   `json:"requests"`
-	PrefixBreaks  int64   `json:"prefix_breaks"`
+	// RoundsToAgree is the mean rounds of the rollouts that reached
+	// agreement; nil (absent from the JSON) when none did: without an
+	// agreement there are no rounds to agreement.
+	RoundsToAgree *float64 `json:"rounds_to_agreement,omitempty"`
+	// agreedRounds sums the rounds of the rollouts that agreed.
+	agreedRounds  float64
+	PromptTokens  int64 `json:"prompt_tokens"`
+	SampledTokens int64 `json:"sampled_tokens"`
+	Requests      int64 `json:"requests"`
+	PrefixBreaks  int64 `json:"prefix_breaks"`
 	// Sequences and TrainerTokens total the training sequences of the
 	// rollouts and their tokens: what the trainer processes.
 	Sequences     int64 `json:"sequences"`
@@ -232,7 +237,7 @@ func (s *Summary) Add(r *dataset.Rollout) {
 	}
 	if r.Agreed {
 		s.Agreed++
-		s.RoundsToAgree += float64(r.Rounds) // a sum until finish
+		s.agreedRounds += float64(r.Rounds)
 	}
 	s.MeanRounds += float64(r.Rounds)
 	s.PromptTokens += int64(r.PromptTokens)
@@ -266,7 +271,8 @@ func (s *Summary) finish(elapsed time.Duration) {
 		s.TrainerTokensPerSampled = float64(s.TrainerTokens) / float64(s.SampledTokens)
 	}
 	if s.Agreed > 0 {
-		s.RoundsToAgree /= float64(s.Agreed)
+		r := s.agreedRounds / float64(s.Agreed)
+		s.RoundsToAgree = &r
 	}
 	s.Elapsed = elapsed
 	if elapsed > 0 {

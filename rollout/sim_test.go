@@ -21,6 +21,7 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/internal/retry"
+	"github.com/parleyhq/parley/internal/summary"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/rollout"
 	"github.com/parleyhq/parley/rollout/deliberation"
@@ -287,7 +288,7 @@ func TestSimRolloutTrajectories(t *testing.T) {
 		}
 	}
 	masked, unmasked, _ := checkTrajectories(t, rec, rs, rollout.HistoryTokens, sim.TokenIMEnd)
-	t.Logf("checked %d masked and %d unmasked runs; agreement %.2f, rounds %.2f", masked, unmasked, sum.AgreementRate, sum.RoundsToAgree)
+	t.Logf("checked %d masked and %d unmasked runs; agreement %.2f, rounds to agreement %s", masked, unmasked, sum.AgreementRate, summary.Format(sum.RoundsToAgree))
 
 	dir := t.TempDir()
 	path := filepath.Join(dir, "rollouts.parquet")

@@ -488,6 +488,15 @@ class Deliberation:
         self.turn_tokens = turn_tokens
         self.final_tokens = final_tokens
         self.marker = marker
+        # The marker as a token, as parley's deliberation.Marker matches it:
+        # case-insensitively, with no word character adjoining an edge that
+        # is one ("agree" not in "disagree"; "[AGREE]" wherever it stands).
+        pat = re.escape(marker)
+        if marker[:1].isalnum() or marker[:1] == "_":
+            pat = r"(?:^|[^\w])" + pat
+        if marker[-1:].isalnum() or marker[-1:] == "_":
+            pat += r"(?:$|[^\w])"
+        self.marker_re = re.compile(pat, re.IGNORECASE)
 
     def system(self, p: dict, me: str, other: str, persona: str) -> str:
         m = self.marker
@@ -546,7 +555,7 @@ class Deliberation:
             rounds = rnd
             for me in ("A", "B"):
                 reply = await agents.turn(me, self.view(sys_prompts[me], me, turns), KIND_DIALOGUE, self.turn_tokens)
-                agree = self.marker in reply["text"]
+                agree = self.marker_re.search(reply["text"]) is not None
                 turns.append(
                     {"agent": me, "text": reply["text"], "tokens": reply["tokens"], "finish_reason": reply["finish_reason"], "agree": agree}
                 )

@@ -251,7 +251,7 @@ func (l *Loop) stepMetrics(step int, s sampled, j judged) metrics.Line {
 		metrics.KeyStep: step, metrics.KeyPolicyVersion: s.pv,
 		metrics.KeyScoreMin: adv.ScoreMin, metrics.KeyScoreMean: adv.ScoreMean, metrics.KeyScoreMax: adv.ScoreMax,
 		metrics.KeyRewardMean: adv.RewardMean, metrics.KeyRewardStd: adv.RewardStd,
-		metrics.KeyAgreementRate: sum.AgreementRate, metrics.KeyRoundsToAgreement: sum.RoundsToAgree, metrics.KeyMeanRounds: sum.MeanRounds,
+		metrics.KeyAgreementRate: sum.AgreementRate, metrics.KeyMeanRounds: sum.MeanRounds,
 		metrics.KeyRollouts: sum.Rollouts, metrics.KeyRolloutsFailed: sum.Failed,
 		metrics.KeyJudgeFailed: res.Judge.Failed, metrics.KeyJudgeCached: res.Judge.Cached,
 		metrics.KeyGroups: adv.Groups, metrics.KeyGroupsDroppedZeroVariance: adv.DroppedZeroVariance,
@@ -264,6 +264,9 @@ func (l *Loop) stepMetrics(step int, s sampled, j judged) metrics.Line {
 		metrics.KeyStalenessMax: res.Batch.StalenessMax, metrics.KeyStalenessMean: ratio(res.Batch.StalenessSum, res.Batch.TrainedTokens),
 		metrics.KeyOffPolicyFraction: ratio(res.Batch.OffPolicyTokens, res.Batch.TrainedTokens),
 		metrics.KeySampleSeconds:     s.seconds, metrics.KeyJudgeSeconds: j.seconds,
+	}
+	if sum.RoundsToAgree != nil { // without an agreement there are no rounds to agreement
+		m[metrics.KeyRoundsToAgreement] = *sum.RoundsToAgree
 	}
 	addRoleMetrics(m, adv.Roles)
 	if spec, ok := rollout.Lookup(l.opts.Rollout.Game.Name()); ok && spec.Metrics != nil {

@@ -337,18 +337,25 @@ func runQuickstart(t *testing.T, bin, root, dir, name, python, model string, ser
 // a real CPU training run) under its fixed seed and checks that it learns
 // on all three of seed 000 figure 2's panels: the mean reward and the
 // agreement rate of the last 5 steps clearly exceed the first 5's, and the
-// agents agree in fewer rounds. parley
+// agents that agree do so early. parley
 // starts vLLM itself through train.server_command, as in a user's run
 // (only the interpreter, the model folder and the port are this test's).
 func TestQuickstartLearns(t *testing.T) {
 	python, model, bin := e2eEnv(t)
 	root, _ := filepath.Abs("../..")
-	b := runQuickstart(t, bin, root, t.TempDir(), "quickstart", python, model)
+	checkQuickstartLearns(t, runQuickstart(t, bin, root, t.TempDir(), "quickstart", python, model))
+}
+
+// checkQuickstartLearns checks the quickstart's metrics.jsonl b (see
+// TestQuickstartLearns).
+func checkQuickstartLearns(t testing.TB, b []byte) {
+	t.Helper()
 	type step struct {
+		Step              int      `json:"step"`
 		Kind              string   `json:"kind"`
 		RewardMean        float64  `json:"reward_mean"`
 		AgreementRate     float64  `json:"agreement_rate"`
-		RoundsToAgreement float64  `json:"rounds_to_agreement"`
+		RoundsToAgreement *float64 `json:"rounds_to_agreement"`
 		MeanRounds        *float64 `json:"mean_rounds"`
 	}
 	var steps []step
@@ -374,27 +381,40 @@ func TestQuickstartLearns(t *testing.T) {
 	first, last := steps[:5], steps[len(steps)-5:]
 	reward := func(s step) float64 { return s.RewardMean }
 	agreement := func(s step) float64 { return s.AgreementRate }
-	rounds := func(s step) float64 { return *s.MeanRounds }
 	for _, s := range steps {
-		t.Logf("reward %.3f, agreement %.2f, rounds %.2f (to agreement %.2f)", s.RewardMean, s.AgreementRate, *s.MeanRounds, s.RoundsToAgreement)
+		rounds := "none"
+		if r := s.RoundsToAgreement; r != nil {
+			rounds = fmt.Sprintf("%.2f", *r)
+		}
+		t.Logf("step %d: reward %.3f, agreement %.2f, rounds %.2f, to agreement %s", s.Step, s.RewardMean, s.AgreementRate, *s.MeanRounds, rounds)
+		// A step has rounds to agreement exactly when some rollout agreed
+		// (metrics.jsonl leaves the key out otherwise), within the limit.
+		if r := s.RoundsToAgreement; (r != nil) != (s.AgreementRate > 0) || r != nil && (*r < 1 || *r > 3) {
+			t.Errorf("step %d: agreement rate %.2f with rounds to agreement %s: want rounds in [1, 3] exactly when the rate is above 0", s.Step, s.AgreementRate, rounds)
+		}
 	}
 	// Figure 2's three panels move: the reward (half the final's share of
 	// "agree", half agreement) rises, the agreement rate rises, and the
-	// agents agree in fewer rounds (3 is the limit, and what a dialogue
-	// without agreement plays).
+	// agents that agree do so early. Rounds to agreement, not the mean
+	// rounds, which fall on their own as agreement rises (a dialogue
+	// without agreement plays all 3): agreements by chance end anywhere
+	// in rounds 1–3 (about 2.2 on average: the two consecutive marked
+	// turns are any of turns 1–6's five pairs), learned ones in round 1.
 	if mean(reward, last) < mean(reward, first)+0.2 {
 		t.Errorf("mean reward of the last 5 steps %.3f does not exceed the first 5's %.3f by 0.2", mean(reward, last), mean(reward, first))
 	}
 	if mean(agreement, last) < mean(agreement, first)+0.3 {
 		t.Errorf("mean agreement rate of the last 5 steps %.3f does not exceed the first 5's %.3f by 0.3", mean(agreement, last), mean(agreement, first))
 	}
-	if mean(rounds, last) > mean(rounds, first)-0.5 {
-		t.Errorf("mean rounds of the last 5 steps %.2f are not 0.5 below the first 5's %.2f", mean(rounds, last), mean(rounds, first))
-	}
+	sum := 0.0
 	for _, s := range last {
-		if s.AgreementRate > 0 && s.RoundsToAgreement >= 3 {
-			t.Errorf("rounds to agreement %.2f at the end: agreement is reached only at the round limit", s.RoundsToAgreement)
+		if s.RoundsToAgreement == nil {
+			t.Fatalf("step %d, one of the last 5: no rollout agreed", s.Step)
 		}
+		sum += *s.RoundsToAgreement
+	}
+	if r := sum / float64(len(last)); r > 1.5 {
+		t.Errorf("mean rounds to agreement of the last 5 steps %.2f, want at most 1.5: the agents do not learn to agree early", r)
 	}
 }
 

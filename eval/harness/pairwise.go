@@ -413,11 +413,7 @@ type sideRun struct {
 // with the Scorer, when there is one.
 func (o *PairwiseOptions) sideStats(ctx context.Context, side Side, decoding string, run int, sr sideRun) SideStats {
 	st := SideStats{Side: side.Name, Decoding: decoding, Run: run, Rollouts: sr.sum.Rollouts, Failed: sr.sum.Failed,
-		AgreementRate: sr.sum.AgreementRate, MeanRounds: sr.sum.MeanRounds}
-	if sr.sum.Agreed > 0 {
-		r := sr.sum.RoundsToAgree
-		st.RoundsToAgreement = &r
-	}
+		AgreementRate: sr.sum.AgreementRate, MeanRounds: sr.sum.MeanRounds, RoundsToAgreement: sr.sum.RoundsToAgree}
 	if o.Scorer == nil {
 		return st
 	}

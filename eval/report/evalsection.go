@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -84,7 +85,7 @@ func (g *generator) evalIntro() string {
 func (g *generator) evalTable(m *Metrics) {
 	val := func(row map[metrics.Key]float64, key metrics.Key) string {
 		v, ok := row[key]
-		if !ok {
+		if !ok || math.IsNaN(v) { // NaN: undefined, rounds to agreement without agreement
 			return "–"
 		}
 		return f2(v)

@@ -95,15 +95,17 @@ func decodeMetrics(r io.Reader, path string) (*Metrics, error) {
 	return m, nil
 }
 
-// dropUndefinedRounds removes the rounds to agreement of a row whose
-// agreement rate is 0, on the training set and on each side of an
-// evaluation: without an agreement there are no rounds to agreement (the
-// loop writes 0), and a chart must show a gap, not a dialogue that agreed
-// at once.
+// dropUndefinedRounds marks the rounds to agreement of a row whose
+// agreement rate is 0 undefined (NaN), on the training set and on each
+// side of an evaluation: without an agreement there are no rounds to
+// agreement (the loop leaves the key out; runs before it wrote 0), and a
+// chart must show a gap there, neither a dialogue that agreed at once nor
+// a line joined over the step. Series and Has skip the NaN; SeriesGaps
+// keeps it.
 func dropUndefinedRounds(row map[metrics.Key]float64) {
 	for _, prefix := range []metrics.Key{"", metrics.EvalPrefix, metrics.EvalPrefix + metrics.KeyBasePrefix} {
 		if rate, ok := row[prefix+metrics.KeyAgreementRate]; ok && rate == 0 {
-			delete(row, prefix+metrics.KeyRoundsToAgreement)
+			row[prefix+metrics.KeyRoundsToAgreement] = math.NaN()
 		}
 	}
 }
@@ -122,10 +124,11 @@ func flatten(prefix string, obj map[string]any, out map[metrics.Key]float64) {
 	}
 }
 
-// Has reports whether any step has a value for key.
+// Has reports whether any step has a value for key (an undefined one,
+// NaN, is none).
 func (m *Metrics) Has(key metrics.Key) bool {
 	for _, r := range m.Rows {
-		if _, ok := r[key]; ok {
+		if v, ok := r[key]; ok && !math.IsNaN(v) {
 			return true
 		}
 	}
@@ -141,6 +144,21 @@ func (m *Metrics) Series(key metrics.Key) (steps, values []float64) {
 		}
 	}
 	return steps, values
+}
+
+// SeriesGaps is Series with the steps whose value for key is undefined
+// (NaN: the rounds to agreement of a step without agreement) kept, as NaN,
+// so that a chart leaves a gap there; ok is false when no value is
+// defined.
+func (m *Metrics) SeriesGaps(key metrics.Key) (steps, values []float64, ok bool) {
+	for i, r := range m.Rows {
+		if v, has := r[key]; has {
+			steps = append(steps, float64(m.Steps[i]))
+			values = append(values, v)
+			ok = ok || !math.IsNaN(v)
+		}
+	}
+	return steps, values, ok
 }
 
 // Keys returns every key that has a value at some step, sorted.

@@ -10,6 +10,7 @@ import (
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/figure"
 	"github.com/parleyhq/parley/metrics"
+	"github.com/parleyhq/parley/stats"
 )
 
 // chartLine is one metric key drawn as a line of a panel.
@@ -156,13 +157,23 @@ func flatZero(m *Metrics, c panel) (zero bool, n int, exact bool) {
 }
 
 // series is a key's values as c draws them: as recorded, or as running
-// averages over w steps.
+// averages over w steps; a step whose value is undefined (NaN) stays NaN,
+// a gap in the chart, not a value averaged from its neighbours.
 func (c panel) series(m *Metrics, key metrics.Key, w int) (x, y []float64, ok bool) {
-	if c.raw {
-		x, y = m.Series(key)
-		return x, y, len(x) > 0
+	x, raw, ok := m.SeriesGaps(key)
+	if !ok || c.raw {
+		return x, raw, ok
 	}
-	return smoothed(m, key, w)
+	y, err := stats.RunningAverageBy(x, raw, float64(w))
+	if err != nil { // steps are sorted by construction
+		return nil, nil, false
+	}
+	for i, v := range raw {
+		if math.IsNaN(v) {
+			y[i] = math.NaN()
+		}
+	}
+	return x, y, true
 }
 
 // chartTitle is the panel's title, saying how its values are averaged.

@@ -172,3 +172,45 @@ func TestRoundsUndefinedWithoutAgreement(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundsPanelGap: panel (c), rounds to agreement, leaves a gap at the
+// steps without agreement (the key absent, as the loop writes it now, or
+// 0, as it wrote before), not a line joined over them, and its running
+// average does not fill them from their neighbours.
+func TestRoundsPanelGap(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "metrics.jsonl")
+	lines := `{"step": 1, "agreement_rate": 0.5, "rounds_to_agreement": 2}
+{"step": 2, "agreement_rate": 0}
+{"step": 3, "agreement_rate": 0, "rounds_to_agreement": 0}
+{"step": 4, "agreement_rate": 1, "rounds_to_agreement": 1}
+{"step": 5, "agreement_rate": 1, "rounds_to_agreement": 1}
+`
+	if err := os.WriteFile(p, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := ReadMetrics(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c panel
+	for _, pn := range trainingPanels("x", [2]float64{0, 1}) {
+		if pn.file == "rounds_to_agreement.png" {
+			c = pn
+		}
+	}
+	x, y, ok := c.series(m, metrics.KeyRoundsToAgreement, 3)
+	want := []float64{2, math.NaN(), math.NaN(), 1, 1}
+	same := ok && len(x) == len(want) && len(y) == len(want)
+	for i := 0; same && i < len(want); i++ {
+		same = x[i] == float64(i+1) && (y[i] == want[i] || math.IsNaN(y[i]) && math.IsNaN(want[i]))
+	}
+	if !same {
+		t.Errorf("panel (c) draws steps %v at %v, want steps 1–5 at %v (a gap at 2 and 3)", x, y, want)
+	}
+	if !m.Has(metrics.KeyRoundsToAgreement) {
+		t.Error("Has(rounds_to_agreement) is false, want true")
+	}
+	if xs, _ := m.Series(metrics.KeyRoundsToAgreement); len(xs) != 3 {
+		t.Errorf("Series(rounds_to_agreement) has steps %v, want the 3 defined ones", xs)
+	}
+}

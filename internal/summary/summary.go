@@ -76,7 +76,8 @@ func (t *Table) Fields() []zap.Field {
 
 // Format renders one value for the text table: durations to a tenth of a
 // second, floats to four significant digits, integers with thousands
-// separators, lists comma-separated.
+// separators, lists comma-separated, a nil *float64 (a mean over nothing)
+// as "–".
 func Format(v any) string {
 	switch x := v.(type) {
 	case time.Duration:
@@ -85,6 +86,11 @@ func Format(v any) string {
 		return strconv.FormatFloat(x, 'g', 4, 64)
 	case float32:
 		return strconv.FormatFloat(float64(x), 'g', 4, 32)
+	case *float64: // nil: undefined (rounds to agreement without an agreement)
+		if x == nil {
+			return "–"
+		}
+		return Format(*x)
 	case int:
 		return thousands(int64(x))
 	case int64:

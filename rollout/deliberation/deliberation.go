@@ -1,17 +1,20 @@
 // Package deliberation is the negotiation game of seed 000 ("Learning to
 // Negotiate"): agents A and B, each with its own persona and the Collective
 // Agency objective, alternate turns on a dilemma; a turn carrying the
-// agreement marker accepts the standing proposal, and the dialogue ends when
-// both agents have marked agreement in consecutive turns, or after
-// max_rounds. The policy then writes one final completion, the solution,
-// which the judge scores; every role (A, B, final) earns that score.
+// agreement marker (see Marker) accepts the standing proposal, and the
+// dialogue ends when both agents have marked agreement in consecutive
+// turns, or after max_rounds. The policy then writes one final completion,
+// the solution, which the judge scores; every role (A, B, final) earns that
+// score.
 package deliberation
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
+	"unicode"
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/llm"
@@ -27,7 +30,8 @@ type Config struct {
 	// MaxRounds bounds the negotiation; a round is one turn of each agent.
 	MaxRounds int `yaml:"max_rounds"`
 	// AgreementMarker is the text a turn carries to accept the standing
-	// proposal.
+	// proposal, matched as a token (see Marker): "[AGREE]" anywhere, a
+	// bare word such as "agree" only as a whole word.
 	AgreementMarker string `yaml:"agreement_marker"`
 }
 
@@ -84,7 +88,10 @@ type Options struct {
 
 // Game is the multi-agent negotiation game of seed 000 (see the package
 // doc).
-type Game struct{ opts Options }
+type Game struct {
+	opts   Options
+	marker *Marker
+}
 
 var _ rollout.Game = (*Game)(nil)
 
@@ -96,8 +103,39 @@ func New(opts Options) *Game {
 	if opts.MaxRounds <= 0 {
 		opts.MaxRounds = 5
 	}
-	return &Game{opts: opts}
+	return &Game{opts: opts, marker: NewMarker(opts.Marker)}
 }
+
+// Marker matches an agreement marker in a turn as a token, not as a
+// substring: case-insensitively, and where the marker begins or ends with a
+// word character (a letter, a digit or '_'), only if no word character
+// adjoins it there. So the default "[AGREE]" counts wherever it stands
+// ("Deal.[AGREE]", "[agree]"), its brackets delimiting it, and a bare word
+// counts only as a whole word: "agree" matches "I agree." and "Agree!" but
+// not "disagree", "Iagree", "agreed" or "agreement". A marker says nothing
+// of negation: "I do not agree" carries the word.
+type Marker struct{ re *regexp.Regexp }
+
+// NewMarker returns the matcher of marker (see Marker).
+func NewMarker(marker string) *Marker {
+	const notWord = `[^\p{L}\p{N}_]`
+	rs := []rune(marker)
+	pat := regexp.QuoteMeta(marker)
+	if len(rs) > 0 && isWordRune(rs[0]) {
+		pat = `(?:^|` + notWord + `)` + pat
+	}
+	if len(rs) > 0 && isWordRune(rs[len(rs)-1]) {
+		pat += `(?:$|` + notWord + `)`
+	}
+	return &Marker{re: regexp.MustCompile(`(?i)` + pat)}
+}
+
+// In reports whether text carries the marker.
+func (m *Marker) In(text string) bool { return m.re.MatchString(text) }
+
+// isWordRune reports whether r is a word character: a letter, a digit or
+// '_' (as reward's keyword rules split words).
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' }
 
 // Name implements rollout.Game.
 func (g *Game) Name() string { return Name }
@@ -171,7 +209,7 @@ loop:
 			if err != nil {
 				return err
 			}
-			agree := strings.Contains(reply.Text, g.opts.Marker)
+			agree := g.marker.In(reply.Text)
 			rec.Turns = append(rec.Turns, dataset.Turn{Agent: self, Text: reply.Text, Tokens: int32(reply.Tokens), FinishReason: reply.FinishReason, Agree: agree, WeightVersion: reply.WeightVersion})
 			raw = append(raw, rollout.TrimEndTokens(reply.Raw))
 			if agree && prevAgree {

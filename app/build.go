@@ -324,6 +324,30 @@ func leagueRoles(cfg config.Config, ro rollout.RunnerOptions) map[string]train.L
 	return out
 }
 
+// dynamicSampling reports whether the loop samples dynamically
+// (train.dynamic_sampling): asked for, and where it applies. When asked for
+// but not applicable it logs why it is off.
+func dynamicSampling(cfg config.Config, league map[string]train.LeagueRole, series *train.SeriesOptions, log *zap.Logger) bool {
+	if !cfg.Train.DynamicSampling {
+		return false
+	}
+	var why string
+	switch {
+	case cfg.GRPO.Advantage == grpo.ModeRoleBaseline:
+		why = "grpo.advantage role_baseline gives groups of equal rewards an advantage"
+	case cfg.GRPO.KeepZeroVariance:
+		why = "grpo.keep_zero_variance trains groups of equal rewards"
+	case series != nil:
+		why = "series training plays each series' next game, no rows to draw"
+	case len(league) > 0:
+		why = "league roles are drawn per step before sampling"
+	default:
+		return true
+	}
+	log.Info("train.dynamic_sampling is off for this run: "+why, zap.String("key", "train.dynamic_sampling"))
+	return false
+}
+
 // advantageOptions maps the config's grpo section.
 func advantageOptions(g config.GRPO) grpo.AdvantageOptions {
 	return grpo.AdvantageOptions{Mode: g.Advantage, Epsilon: g.Epsilon, KeepZeroVariance: g.KeepZeroVariance, BaselineMomentum: g.BaselineMomentum}

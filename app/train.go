@@ -184,6 +184,8 @@ func runTrain(ctx context.Context, env Env, cfg config.Config, runDir dataset.Ru
 		Eval: evals, OnStart: rep.onStart, Progress: bars.Start, OnStep: rep.onStep,
 		League: leagueRoles(cfg, ro), CrossPlay: crossPlayOptions(cfg, runDir, log),
 	}
+	opts.Loop.DynamicSampling = dynamicSampling(cfg, opts.Loop.League, opts.Loop.Series, log)
+	opts.Loop.OversampleMax = cfg.Train.OversampleMax
 	if cfg.Trainer.FullFinetune {
 		if opts.Loop.Weights, opts.Loop.BaseWeights, err = weightSync(cfg, policy, runDir, log); err != nil {
 			return err

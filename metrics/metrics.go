@@ -82,6 +82,15 @@ const (
 	// those dropped because every reward in them was equal.
 	KeyGroups                    Key = "groups"
 	KeyGroupsDroppedZeroVariance Key = "groups_dropped_zero_variance"
+	// Dynamic sampling (train.dynamic_sampling): KeyGroupsSampled counts
+	// the groups the step played, KeyGroupsInformative those whose
+	// advantages were not all zero, KeyGroupsTrained those its batch
+	// trains (at most rollout.prompts_per_step), and KeyOversampleRatio
+	// is the groups sampled per group the batch asks for.
+	KeyGroupsSampled     Key = "groups_sampled"
+	KeyGroupsInformative Key = "groups_informative"
+	KeyGroupsTrained     Key = "groups_trained"
+	KeyOversampleRatio   Key = "oversample_ratio"
 	// Token counts of the step's sampling (rollout.Summary).
 	KeyPromptTokens                 Key = "prompt_tokens"
 	KeySampledTokens                Key = "sampled_tokens"

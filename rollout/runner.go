@@ -290,11 +290,37 @@ func (r *Runner) Run(ctx context.Context, prompts []dataset.Prompt, sink func(*d
 			return Summary{}, fmt.Errorf("rollout.Run: %w", err)
 		}
 	}
-	groups := make([]groupJob, len(prompts))
-	for i, p := range prompts {
-		groups[i] = groupJob{p: p}
+	next := func(_ context.Context, i int) (groupJob, bool, error) {
+		if i >= len(prompts) {
+			return groupJob{}, false, nil
+		}
+		return groupJob{p: prompts[i]}, true, nil
 	}
-	return r.run(ctx, groups, func(p played) error { return sink(p.rec) })
+	return r.run(ctx, next, len(prompts), func(p played) error { return sink(p.rec) })
+}
+
+// GroupSource yields the groups of a run one after another: the prompt row
+// of group i (GroupID(step, i)), or false when there are no more. It is
+// called from one goroutine, for i = 0, 1, 2, … in order, and may block,
+// for example until the groups before it are judged and say whether more
+// are wanted; it must return when ctx is done. An error stops the run.
+type GroupSource func(ctx context.Context, i int) (dataset.Prompt, bool, error)
+
+// RunSource plays GroupSize rollouts of every group src yields, as Run
+// does for a fixed list of prompt rows: the rows are validated as they
+// come, and the groups are numbered in the order src yields them.
+func (r *Runner) RunSource(ctx context.Context, src GroupSource, sink func(*dataset.Rollout) error) (Summary, error) {
+	next := func(ctx context.Context, i int) (groupJob, bool, error) {
+		p, ok, err := src(ctx, i)
+		if err != nil || !ok {
+			return groupJob{}, false, err
+		}
+		if err := r.opts.Game.Validate(p); err != nil {
+			return groupJob{}, false, err
+		}
+		return groupJob{p: p}, true, nil
+	}
+	return r.run(ctx, next, -1, func(p played) error { return sink(p.rec) })
 }
 
 // StateJob is one group of a step of series training: GroupSize
@@ -331,7 +357,13 @@ func (r *Runner) RunFromStates(ctx context.Context, jobs []StateJob, sink func(r
 		}
 		groups[i] = groupJob{p: jobs[i].Prompt, st: &jobs[i]}
 	}
-	return r.run(ctx, groups, func(p played) error { return sink(p.rec, p.next) })
+	next := func(_ context.Context, i int) (groupJob, bool, error) {
+		if i >= len(groups) {
+			return groupJob{}, false, nil
+		}
+		return groups[i], true, nil
+	}
+	return r.run(ctx, next, len(groups), func(p played) error { return sink(p.rec, p.next) })
 }
 
 // groupJob is one group: a prompt row, and for series training the
@@ -341,9 +373,12 @@ type groupJob struct {
 	st *StateJob
 }
 
-// run plays GroupSize rollouts of every group with the worker pool and
-// passes them to sink (see Run).
-func (r *Runner) run(ctx context.Context, groups []groupJob, sink func(played) error) (Summary, error) {
+// run plays GroupSize rollouts of every group next yields (GroupSource's
+// contract) with the worker pool and passes them to sink (see Run). groups
+// is the number of groups next yields, or -1 when not known beforehand:
+// the rollouts a cancelled run did not finish are counted as interrupted,
+// those of every group when it is known, else those begun.
+func (r *Runner) run(ctx context.Context, next func(context.Context, int) (groupJob, bool, error), groups int, sink func(played) error) (Summary, error) {
 	if err := r.Check(ctx); err != nil {
 		return Summary{}, err
 	}
@@ -357,10 +392,8 @@ func (r *Runner) run(ctx context.Context, groups []groupJob, sink func(played) e
 	defer cancel()
 	jobs := make(chan job)
 	results := make(chan played, r.opts.Concurrency)
-	total := len(groups) * r.opts.GroupSize
-	workers := min(r.opts.Concurrency, total)
 	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
+	for w := 0; w < r.opts.Concurrency; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -372,12 +405,28 @@ func (r *Runner) run(ctx context.Context, groups []groupJob, sink func(played) e
 			}
 		}()
 	}
+	// total counts the rollouts handed to the workers; the feeder's last
+	// write happens before jobs is closed, so before results is.
+	var total int
+	var feedErr error
 	go func() {
 		defer close(jobs)
-		for g, gj := range groups {
+		for g := 0; ; g++ {
+			gj, ok, err := next(ctx, g)
+			if err != nil {
+				if ctx.Err() == nil {
+					feedErr = err
+					cancel()
+				}
+				return
+			}
+			if !ok {
+				return
+			}
 			for i := 0; i < r.opts.GroupSize; i++ {
 				select {
 				case jobs <- job{gj, g, i}:
+					total++
 				case <-ctx.Done():
 					return
 				}
@@ -404,6 +453,9 @@ func (r *Runner) run(ctx context.Context, groups []groupJob, sink func(played) e
 			sum.ClosedTurns += int64(p.closed)
 		}
 	}
+	if groups >= 0 {
+		total = groups * r.opts.GroupSize
+	}
 	if ctx.Err() != nil {
 		sum.Interrupted = total - sum.Rollouts
 	}
@@ -414,6 +466,9 @@ func (r *Runner) run(ctx context.Context, groups []groupJob, sink func(played) e
 	}
 	if sinkErr != nil {
 		return sum, sinkErr
+	}
+	if feedErr != nil {
+		return sum, fmt.Errorf("rollout.Run: %w", feedErr)
 	}
 	return sum, nil
 }

@@ -82,8 +82,18 @@ type LoopOptions struct {
 
 	Judge            reward.Judge
 	JudgeConcurrency int
-	Advantage        grpo.AdvantageOptions
-	Mask             string
+	// DynamicSampling judges each group as it completes and plays further
+	// prompt rows until PromptsPerStep groups have an advantage that is not
+	// zero, at most OversampleMax times as many groups a step (default
+	// DefaultOversampleMax); the batch trains the first PromptsPerStep of
+	// them, and every group played stays in the step's rollouts. It needs
+	// prompt rows drawn per step (no Series, no League) and an advantage
+	// that drops zero-variance groups.
+	DynamicSampling bool
+	OversampleMax   float64
+
+	Advantage grpo.AdvantageOptions
+	Mask      string
 
 	Adapters      AdapterLoader
 	AdapterPrefix string
@@ -238,6 +248,9 @@ func (o *LoopOptions) check() error {
 	}
 	if o.MaxStaleness < 0 || o.MaxOffPolicySteps < 0 {
 		return fmt.Errorf("max staleness %d, max off-policy steps %d: must not be negative", o.MaxStaleness, o.MaxOffPolicySteps)
+	}
+	if o.DynamicSampling && (o.Series != nil || len(o.League) > 0) {
+		return errors.New("dynamic sampling draws prompt rows per step: not with series or league roles")
 	}
 	if so := o.Series; so != nil {
 		if _, ok := o.Rollout.Game.(rollout.SeriesGame); !ok || so.Plan == nil || so.Slots <= 0 {

@@ -116,6 +116,12 @@ const (
 	KeyEndpointLoadMax    Key = "policy/endpoint_load_max"
 	KeyEndpointLoadMean   Key = "policy/endpoint_load_mean"
 	KeySessionMoves       Key = "policy/session_moves"
+	// The requests in flight on an endpoint, averaged over the step's
+	// sampling time and over endpoints, and the share of that time every
+	// slot of an endpoint (policy.max_concurrent_per_endpoint, its
+	// in-flight target) was held (rollout.Summary, from the client).
+	KeyEndpointInFlightMean  Key = "policy/inflight_mean"
+	KeyEndpointAtTargetShare Key = "policy/at_target_share"
 	// The league's churn and size (roles.<role>.policy: league): adapter
 	// loads and unloads of the step, members over every league role.
 	KeyLeagueLoads   Key = "league/loads"

@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/parleyhq/parley/llm"
 	"go.uber.org/zap"
@@ -23,6 +24,7 @@ type routingSnap struct {
 	metrics []llm.EndpointMetrics // nil when the scrape failed
 	stats   llm.Stats
 	moves   int64
+	at      time.Time
 }
 
 // snapRouting reads the policy's routing counters; ok is false when the
@@ -38,7 +40,7 @@ func (r *Runner) snapRouting(ctx context.Context) (routingSnap, bool) {
 		r.opts.Logger.Debug("rollout: scraping the policy endpoints' /metrics", zap.Error(err))
 	}
 	s.metrics = m
-	s.stats, s.moves = rt.Stats(), rt.Sessions().Moves
+	s.stats, s.moves, s.at = rt.Stats(), rt.Sessions().Moves, time.Now()
 	return s, true
 }
 
@@ -81,22 +83,30 @@ func (r *Runner) addRouting(sum *Summary, a, b routingSnap) {
 		sum.EndpointLoadMax, sum.EndpointLoadMean = slices.Max(loads), total/float64(len(loads))
 	}
 	sum.SessionMoves = b.moves - a.moves
+	if dt := b.at.Sub(a.at).Seconds(); dt > 0 && len(b.stats.Endpoints) > 0 {
+		var in, full float64
+		for _, e := range b.stats.Endpoints {
+			ea := endpointStats(a.stats, e.Endpoint)
+			in += e.InFlightSeconds - ea.InFlightSeconds
+			full += e.AtTargetSeconds - ea.AtTargetSeconds
+		}
+		n := float64(len(b.stats.Endpoints))
+		sum.EndpointInFlightMean, sum.EndpointAtTargetShare = in/dt/n, full/dt/n
+	}
 }
 
-func completionsTo(s llm.Stats, endpoint string) int64 {
+// endpointStats is endpoint's entry in s, zero when it has none.
+func endpointStats(s llm.Stats, endpoint string) llm.EndpointStats {
 	for _, e := range s.Endpoints {
 		if e.Endpoint == endpoint {
-			return e.Completions
+			return e
 		}
 	}
-	return 0
+	return llm.EndpointStats{}
 }
+
+func completionsTo(s llm.Stats, endpoint string) int64 { return endpointStats(s, endpoint).Completions }
 
 func sessionHeadersTo(s llm.Stats, endpoint string) int64 {
-	for _, e := range s.Endpoints {
-		if e.Endpoint == endpoint {
-			return e.SessionHeaders
-		}
-	}
-	return 0
+	return endpointStats(s, endpoint).SessionHeaders
 }

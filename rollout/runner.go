@@ -186,12 +186,19 @@ type Summary struct {
 	// EndpointLoadMax and EndpointLoadMean are the most and the mean
 	// completions an endpoint was sent during the run; SessionMoves the
 	// sessions moved off their endpoint (see llm.Session).
-	EndpointLoadMax  float64       `json:"endpoint_load_max"`
-	EndpointLoadMean float64       `json:"endpoint_load_mean"`
-	SessionMoves     int64         `json:"session_moves"`
-	Elapsed          time.Duration `json:"elapsed_ns"`
-	PerSecond        float64       `json:"rollouts_per_second"`
-	FailedIDs        []string      `json:"failed_ids,omitempty"`
+	EndpointLoadMax  float64 `json:"endpoint_load_max"`
+	EndpointLoadMean float64 `json:"endpoint_load_mean"`
+	SessionMoves     int64   `json:"session_moves"`
+	// EndpointInFlightMean is the mean over endpoints of the requests in
+	// flight on each, averaged over the run's time; EndpointAtTargetShare
+	// the mean over endpoints of the share of the run's time during which
+	// every one of the endpoint's slots (policy.max_concurrent_per_endpoint,
+	// its in-flight target) was held. Read from the client's counters.
+	EndpointInFlightMean  float64       `json:"endpoint_inflight_mean"`
+	EndpointAtTargetShare float64       `json:"endpoint_at_target_share"`
+	Elapsed               time.Duration `json:"elapsed_ns"`
+	PerSecond             float64       `json:"rollouts_per_second"`
+	FailedIDs             []string      `json:"failed_ids,omitempty"`
 	// Errors counts the failed rollouts by cause (the innermost error's
 	// message), so one line per kind of failure can be reported.
 	Errors map[string]int `json:"errors,omitempty"`

@@ -95,6 +95,9 @@ func TestLoopDynamicSampling(t *testing.T) {
 					if got != want {
 						t.Errorf("step %d: groups_sampled, groups_trained, oversample_ratio = %s, want %s", step, got, want)
 					}
+					if v, _ := m["policy/inflight_mean"].(float64); !(v > 0) {
+						t.Errorf("step %d: policy/inflight_mean %v, want the requests in flight measured", step, m["policy/inflight_mean"])
+					}
 					rs, err := dataset.ReadAllRollouts(dir.RolloutsPath(step))
 					if err != nil {
 						t.Fatal(err)

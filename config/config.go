@@ -299,6 +299,12 @@ type GRPO struct {
 	Mask string `yaml:"mask"`
 }
 
+// The ways a run samples (train.sampling).
+const (
+	SamplingStream = "stream"
+	SamplingStep   = "step"
+)
+
 // Train drives the training loop and the trainer handshake.
 type Train struct {
 	// Steps is the number of training steps.
@@ -311,6 +317,14 @@ type Train struct {
 	// than that many steps older than the one their batch trains (step N
 	// trains step N-1's); 0 drops none.
 	MaxOffPolicySteps int `yaml:"max_off_policy_steps"`
+	// Sampling is how a run with max_staleness ≥ 1 samples: stream (the
+	// default) plays groups continuously, each judged as it completes,
+	// and each step's batch takes the first groups done whose policy is
+	// at most max_staleness steps older than the one it trains, so the
+	// inference server never waits for a step's stragglers; step samples
+	// step by step, as max_staleness 0 always does, which reproduces a
+	// run's batches exactly. Series and league roles sample step by step.
+	Sampling string `yaml:"sampling"`
 	// DynamicSampling (DAPO's dynamic sampling) judges each group as it
 	// completes and keeps drawing prompt rows until the step's batch holds
 	// rollout.prompts_per_step groups whose advantages are not all zero,
@@ -554,7 +568,7 @@ func Default() Config {
 			EvalFraction: 0.1,
 		},
 		GRPO: GRPO{Advantage: "group", Epsilon: 1e-6, BaselineMomentum: 0.9, Mask: "dialogue"},
-		Train: Train{Steps: 100, DynamicSampling: true, OversampleMax: 3, Handshake: "file", HTTPAddr: "127.0.0.1:0", TokenEnv: "PARLEY_HANDSHAKE_TOKEN", TrainerTimeout: 2 * time.Hour, AdapterPrefix: "parley", MaxFailedFraction: 0.5, ServerStartTimeout: 20 * time.Minute,
+		Train: Train{Steps: 100, Sampling: SamplingStream, DynamicSampling: true, OversampleMax: 3, Handshake: "file", HTTPAddr: "127.0.0.1:0", TokenEnv: "PARLEY_HANDSHAKE_TOKEN", TrainerTimeout: 2 * time.Hour, AdapterPrefix: "parley", MaxFailedFraction: 0.5, ServerStartTimeout: 20 * time.Minute,
 			WeightSync: WeightSync{Transfer: TransferDisk, PauseMode: "wait", ReloadTimeout: 30 * time.Minute, ProbeTolerance: 0.05}},
 		Trainer: Trainer{
 			LR: 1e-5, EpsilonLow: 0.2, EpsilonHigh: 0.28, Aggregation: "token_mean",

@@ -91,6 +91,13 @@ const (
 	KeyGroupsInformative Key = "groups_informative"
 	KeyGroupsTrained     Key = "groups_trained"
 	KeyOversampleRatio   Key = "oversample_ratio"
+	// Streaming sampling (train.sampling: stream): the groups cancelled
+	// in flight and dropped once judged since the step before, their
+	// policy older than a batch may train, and the newest policy among
+	// the step's groups (KeyPolicyVersion is the oldest).
+	KeyGroupsCancelledStale Key = "groups_cancelled_stale"
+	KeyGroupsDroppedStale   Key = "groups_dropped_stale"
+	KeyPolicyVersionMax     Key = "policy_version_max"
 	// Token counts of the step's sampling (rollout.Summary).
 	KeyPromptTokens                 Key = "prompt_tokens"
 	KeySampledTokens                Key = "sampled_tokens"

@@ -74,7 +74,7 @@ func newDynamicSampler(l *Loop, step int, onJudged func()) *dynamicSampler {
 }
 
 // next is the sampler's rollout.GroupSource.
-func (d *dynamicSampler) next(ctx context.Context, i int) (dataset.Prompt, bool, error) {
+func (d *dynamicSampler) next(ctx context.Context, i int) (rollout.Group, bool, error) {
 	stop := context.AfterFunc(ctx, func() {
 		d.mu.Lock()
 		d.cond.Broadcast()
@@ -91,11 +91,11 @@ func (d *dynamicSampler) next(ctx context.Context, i int) (dataset.Prompt, bool,
 				d.cond.Wait()
 			}
 			if err := ctx.Err(); err != nil {
-				return dataset.Prompt{}, false, err
+				return rollout.Group{}, false, err
 			}
 			n := d.roundSize()
 			if n == 0 {
-				return dataset.Prompt{}, false, nil
+				return rollout.Group{}, false, nil
 			}
 			d.pending = rollout.SelectPrompts(d.l.opts.Prompts, d.l.opts.Mix, n, rollout.DeriveSeed(d.l.opts.Seed, "oversample", int64(d.rounds)), d.step)
 		}
@@ -104,7 +104,7 @@ func (d *dynamicSampler) next(ctx context.Context, i int) (dataset.Prompt, bool,
 	p := d.pending[0]
 	d.pending = d.pending[1:]
 	d.launched++
-	return p, true, nil
+	return rollout.Group{Prompt: p}, true, nil
 }
 
 // roundSize is the number of groups the next round plays: none once B
@@ -151,20 +151,10 @@ func (d *dynamicSampler) judgeGroup(ctx context.Context, idx int) {
 	d.mu.Lock()
 	rs := d.groups[idx]
 	d.mu.Unlock()
-	st, err := JudgeRollouts(ctx, d.l.opts.Judge, rs, d.l.opts.JudgeConcurrency, d.onJudged)
-	informative := false
-	if err == nil {
-		_, adv, aerr := grpo.ComputeAdvantages(rs, d.l.opts.Advantage, nil)
-		informative = aerr == nil && adv.KeptGroups > 0
-	}
+	st, informative := d.l.judgeGroup(ctx, rs, d.onJudged)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.stats.Judged += st.Judged
-	d.stats.Cached += st.Cached
-	d.stats.Failed += st.Failed
-	d.stats.Skipped += st.Skipped
-	d.stats.PromptTokens += st.PromptTokens
-	d.stats.CompletionTokens += st.CompletionTokens
+	addScoreStats(&d.stats, st)
 	d.judged++
 	if informative {
 		d.informative++
@@ -205,6 +195,28 @@ func (d *dynamicSampler) result() ([]dataset.Rollout, reward.ScoreStats, map[str
 	return rs, d.stats, untrained, m
 }
 
+// judgeGroup judges one group's rollouts afresh (JudgeRollouts) and
+// reports whether the group is informative: some advantage, as grpo
+// computes it, is not zero.
+func (l *Loop) judgeGroup(ctx context.Context, rs []dataset.Rollout, onJudged func()) (reward.ScoreStats, bool) {
+	st, err := JudgeRollouts(ctx, l.opts.Judge, rs, l.opts.JudgeConcurrency, onJudged)
+	if err != nil {
+		return st, false
+	}
+	_, adv, err := grpo.ComputeAdvantages(rs, l.opts.Advantage, nil)
+	return st, err == nil && adv.KeptGroups > 0
+}
+
+// addScoreStats adds the counts of st to dst.
+func addScoreStats(dst *reward.ScoreStats, st reward.ScoreStats) {
+	dst.Judged += st.Judged
+	dst.Cached += st.Cached
+	dst.Failed += st.Failed
+	dst.Skipped += st.Skipped
+	dst.PromptTokens += st.PromptTokens
+	dst.CompletionTokens += st.CompletionTokens
+}
+
 // groupIndex is the index i of a group id made by rollout.GroupID.
 func groupIndex(groupID string) int {
 	var step, i int
@@ -220,8 +232,8 @@ func groupIndex(groupID string) int {
 func (l *Loop) sampleDynamic(ctx context.Context, runner *rollout.Runner, step int) ([]dataset.Rollout, rollout.Summary, *preJudged, error) {
 	tick, end := l.progress(fmt.Sprintf("step %d rollouts", step), l.opts.PromptsPerStep*l.opts.Rollout.GroupSize)
 	d := newDynamicSampler(l, step, nil)
-	sum, err := runner.RunSource(ctx, d.next, func(r *dataset.Rollout) error {
-		d.sink(ctx, r)
+	sum, err := runner.RunSource(ctx, d.next, func(p rollout.Played) error {
+		d.sink(ctx, p.Rollout)
 		tick()
 		return nil
 	})

@@ -29,6 +29,10 @@ type ScoreOptions struct {
 	JudgeConcurrency int
 	// OnJudged, if set, is called after each rollout is judged (progress).
 	OnJudged func()
+	// MixedVersions lets the rollouts carry any policy version (a
+	// streaming batch's groups); each row then records its rollout's, and
+	// PolicyVersion is the batch's oldest.
+	MixedVersions bool
 	// Untrained names groups (GroupID) kept out of the batch although
 	// they have advantages: dynamic sampling's groups beyond the batch's.
 	Untrained map[string]bool
@@ -98,7 +102,7 @@ func JudgeRollouts(ctx context.Context, j reward.Judge, rs []dataset.Rollout, co
 func BuildJudged(rs []dataset.Rollout, baseline *grpo.RoleBaseline, opts ScoreOptions) (ScoreResult, error) {
 	var res ScoreResult
 	for i := range rs {
-		if rs[i].PolicyVersion != int32(opts.PolicyVersion) {
+		if !opts.MixedVersions && rs[i].PolicyVersion != int32(opts.PolicyVersion) {
 			return res, fmt.Errorf("train.ScoreStep: rollout %s was sampled by policy %d, not %d", rs[i].RolloutID, rs[i].PolicyVersion, opts.PolicyVersion)
 		}
 	}
@@ -117,7 +121,7 @@ func BuildJudged(rs []dataset.Rollout, baseline *grpo.RoleBaseline, opts ScoreOp
 			}
 		}
 	}
-	rows, bs, err := grpo.BuildBatch(kept, grpo.BatchOptions{RunID: opts.RunID, Step: opts.Step, PolicyVersion: opts.PolicyVersion, Mask: opts.Mask})
+	rows, bs, err := grpo.BuildBatch(kept, grpo.BatchOptions{RunID: opts.RunID, Step: opts.Step, PolicyVersion: opts.PolicyVersion, MixedVersions: opts.MixedVersions, Mask: opts.Mask})
 	if err != nil {
 		return res, fmt.Errorf("train.ScoreStep: %w", err)
 	}

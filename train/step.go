@@ -115,6 +115,9 @@ type sampled struct {
 // each series (series training) or GroupSize rollouts of each of the
 // step's prompt rows.
 func (l *Loop) sample(ctx context.Context, step int) (sampled, error) {
+	if l.stream != nil {
+		return l.stream.take(ctx, step)
+	}
 	s := sampled{pv: l.state.PolicyVersion}
 	groups := l.opts.PromptsPerStep
 	if l.opts.Series != nil {
@@ -221,7 +224,7 @@ func (l *Loop) judge(ctx context.Context, step int, s sampled) (judged, error) {
 		err error
 	)
 	if s.pre != nil {
-		opts.Untrained = s.pre.untrained
+		opts.Untrained, opts.MixedVersions = s.pre.untrained, l.stream != nil
 		res, err = BuildJudged(s.rs, j.baseline, opts)
 		res.Judge, res.Scale = s.pre.stats, reward.ScaleOf(l.opts.Judge)
 	} else {

@@ -348,7 +348,12 @@ func (s *stream) take(ctx context.Context, step int) (sampled, error) {
 	})
 	defer stop()
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	locked := true
+	defer func() {
+		if locked {
+			s.mu.Unlock()
+		}
+	}()
 	s.next = step
 	b := s.l.opts.PromptsPerStep
 	limit := b
@@ -388,8 +393,12 @@ func (s *stream) take(ctx context.Context, step int) (sampled, error) {
 	}
 	s.next = step + 1
 	s.cond.Broadcast()
+	cancelled, dropped := s.cancelled, s.dropped
+	s.cancelled, s.dropped = 0, 0
+	s.mu.Unlock()
+	locked = false
 	crashpoint.Hit("stream-taken") // groups taken from the stream, nothing of the step written
-	return s.sampled(ctx, step, taken, informative), nil
+	return s.sampled(ctx, step, taken, informative, cancelled, dropped), nil
 }
 
 // dropStale cancels the groups in flight and drops the judged ones whose
@@ -418,8 +427,9 @@ func (s *stream) dropStale(step int) {
 // sampled is step's sampling made of the groups taken: their rollouts
 // stamped with step in group order, their summary since the last take
 // (routing counters included), their judging and the step's stream
-// metrics. Called with mu held.
-func (s *stream) sampled(ctx context.Context, step int, taken []*streamGroup, informative int) sampled {
+// metrics, cancelled and dropped counting the stale groups since the last
+// take. Called by take alone, without mu: the groups taken are its own.
+func (s *stream) sampled(ctx context.Context, step int, taken []*streamGroup, informative, cancelled, dropped int) sampled {
 	out := sampled{pv: math.MaxInt, pre: &preJudged{untrained: map[string]bool{}}}
 	var sum rollout.Summary
 	trained, newest := 0, 0
@@ -444,7 +454,8 @@ func (s *stream) sampled(ctx context.Context, step int, taken []*streamGroup, in
 		}
 	}
 	if len(taken) == 0 {
-		out.pv, newest = s.version, s.version
+		out.pv = s.servedVersion()
+		newest = out.pv
 	}
 	sort.Slice(out.rs, func(i, j int) bool { return out.rs[i].RolloutID < out.rs[j].RolloutID })
 	now := time.Now()
@@ -459,10 +470,9 @@ func (s *stream) sampled(ctx context.Context, step int, taken []*streamGroup, in
 	out.pre.metrics = metrics.Line{
 		metrics.KeyGroupsSampled: len(taken), metrics.KeyGroupsInformative: informative, metrics.KeyGroupsTrained: trained,
 		metrics.KeyOversampleRatio:      float64(len(taken)) / float64(b),
-		metrics.KeyGroupsCancelledStale: s.cancelled, metrics.KeyGroupsDroppedStale: s.dropped,
+		metrics.KeyGroupsCancelledStale: cancelled, metrics.KeyGroupsDroppedStale: dropped,
 		metrics.KeyPolicyVersionMax: newest,
 	}
-	s.cancelled, s.dropped = 0, 0
 	if s.l.opts.DynamicSampling && informative < b {
 		s.l.log.Warn("dynamic sampling: the step reached train.oversample_max with fewer informative groups than rollout.prompts_per_step; training those it has",
 			zap.Int("step", step), zap.Int("groups_sampled", len(taken)), zap.Int("groups_informative", informative), zap.Int("groups_wanted", b),

@@ -339,6 +339,71 @@ func leagueRoles(cfg config.Config, ro rollout.RunnerOptions) map[string]train.L
 	return out
 }
 
+// dynamicSampling reports whether the loop samples dynamically
+// (train.dynamic_sampling): asked for, and where it applies. When asked for
+// but not applicable it logs why it is off.
+func dynamicSampling(cfg config.Config, league map[string]train.LeagueRole, series *train.SeriesOptions, log *zap.Logger) bool {
+	if !cfg.Train.DynamicSampling {
+		return false
+	}
+	var why string
+	switch {
+	case cfg.GRPO.Advantage == grpo.ModeRoleBaseline:
+		why = "grpo.advantage role_baseline gives groups of equal rewards an advantage"
+	case cfg.GRPO.KeepZeroVariance:
+		why = "grpo.keep_zero_variance trains groups of equal rewards"
+	case series != nil:
+		why = "series training plays each series' next game, no rows to draw"
+	case len(league) > 0:
+		why = "league roles are drawn per step before sampling"
+	default:
+		return true
+	}
+	log.Info("train.dynamic_sampling is off for this run: "+why, zap.String("key", "train.dynamic_sampling"))
+	return false
+}
+
+// streaming reports whether the loop streams its groups
+// (train.sampling: stream with max_staleness ≥ 1) and logs why not when
+// the config asks for it but the run cannot.
+func streaming(cfg config.Config, league map[string]train.LeagueRole, series *train.SeriesOptions, log *zap.Logger) bool {
+	if cfg.Train.Sampling != config.SamplingStream || cfg.Train.MaxStaleness < 1 {
+		return false
+	}
+	var why string
+	switch {
+	case series != nil:
+		why = "series training plays each series' games in order"
+	case len(league) > 0:
+		why = "league roles are drawn per step"
+	case cfg.Trainer.FullFinetune && cfg.Train.WeightSync.PauseMode == "abort":
+		why = "train.weight_sync.pause_mode abort would fail the dialogues in flight at every update (use wait or keep)"
+	default:
+		return true
+	}
+	log.Info("train.sampling: this run samples step by step: "+why, zap.String("key", "train.sampling"))
+	return false
+}
+
+// streamConcurrency is rollout.concurrency for a streaming run: at most
+// what the policy's endpoints hold (their count times
+// policy.max_concurrent_per_endpoint, when they are listed), with a
+// warning when it is clamped.
+func streamConcurrency(cfg config.Config, log *zap.Logger) int {
+	n := cfg.Rollout.Concurrency
+	for _, e := range cfg.Policy.Endpoints {
+		if strings.HasPrefix(e, "dns+") {
+			return n // the endpoints are discovered: their count is not known here
+		}
+	}
+	if hold := len(cfg.Policy.Endpoints) * cfg.Policy.MaxConcurrentPerEndpoint; hold > 0 && n > hold {
+		log.Warn("rollout.concurrency is more than the policy's endpoints hold (len(policy.endpoints) × policy.max_concurrent_per_endpoint): clamped",
+			zap.String("key", "rollout.concurrency"), zap.Int("configured", n), zap.Int("clamped_to", hold))
+		return hold
+	}
+	return n
+}
+
 // advantageOptions maps the config's grpo section.
 func advantageOptions(g config.GRPO) grpo.AdvantageOptions {
 	return grpo.AdvantageOptions{Mode: g.Advantage, Epsilon: g.Epsilon, KeepZeroVariance: g.KeepZeroVariance, BaselineMomentum: g.BaselineMomentum}

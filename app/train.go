@@ -193,6 +193,11 @@ func runTrain(ctx context.Context, env Env, cfg config.Config, runDir dataset.Ru
 		Eval: evals, OnStart: rep.onStart, Progress: bars.Start, OnStep: rep.onStep,
 		League: leagueRoles(cfg, ro), CrossPlay: crossPlayOptions(cfg, runDir, log),
 	}
+	opts.Loop.DynamicSampling = dynamicSampling(cfg, opts.Loop.League, opts.Loop.Series, log)
+	if opts.Loop.Stream = streaming(cfg, opts.Loop.League, opts.Loop.Series, log); opts.Loop.Stream {
+		opts.Loop.Rollout.Concurrency = streamConcurrency(cfg, log)
+	}
+	opts.Loop.OversampleMax = cfg.Train.OversampleMax
 	if cfg.Trainer.FullFinetune {
 		if opts.Loop.Weights, opts.Loop.BaseWeights, err = weightSync(cfg, policy, runDir, log); err != nil {
 			return err

@@ -299,6 +299,12 @@ type GRPO struct {
 	Mask string `yaml:"mask"`
 }
 
+// The ways a run samples (train.sampling).
+const (
+	SamplingStream = "stream"
+	SamplingStep   = "step"
+)
+
 // Train drives the training loop and the trainer handshake.
 type Train struct {
 	// Steps is the number of training steps.
@@ -311,6 +317,27 @@ type Train struct {
 	// than that many steps older than the one their batch trains (step N
 	// trains step N-1's); 0 drops none.
 	MaxOffPolicySteps int `yaml:"max_off_policy_steps"`
+	// Sampling is how a run with max_staleness ≥ 1 samples: stream (the
+	// default) plays groups continuously, each judged as it completes,
+	// and each step's batch takes the first groups done whose policy is
+	// at most max_staleness steps older than the one it trains, so the
+	// inference server never waits for a step's stragglers; step samples
+	// step by step, as max_staleness 0 always does, which reproduces a
+	// run's batches exactly. Series and league roles sample step by step.
+	Sampling string `yaml:"sampling"`
+	// DynamicSampling (DAPO's dynamic sampling) judges each group as it
+	// completes and keeps drawing prompt rows until the step's batch holds
+	// rollout.prompts_per_step groups whose advantages are not all zero,
+	// so that no step trains on nothing; the groups of equal rewards stay
+	// in the rollouts, untrained. It applies where such groups train
+	// nothing (grpo.advantage group or group_mean without
+	// keep_zero_variance) and rows are drawn per step (no series, no league
+	// roles); elsewhere it is off, and the log says why.
+	DynamicSampling bool `yaml:"dynamic_sampling"`
+	// OversampleMax caps dynamic sampling: at most this many groups a step
+	// per group the batch asks for (at least 1). A step that reaches it
+	// trains the informative groups it has, with a warning.
+	OversampleMax float64 `yaml:"oversample_max"`
 	// Handshake is file or http.
 	Handshake string `yaml:"handshake"`
 	// HTTPAddr is the handshake server's listen address (loopback by default).
@@ -541,7 +568,7 @@ func Default() Config {
 			EvalFraction: 0.1,
 		},
 		GRPO: GRPO{Advantage: "group", Epsilon: 1e-6, BaselineMomentum: 0.9, Mask: "dialogue"},
-		Train: Train{Steps: 100, Handshake: "file", HTTPAddr: "127.0.0.1:0", TokenEnv: "PARLEY_HANDSHAKE_TOKEN", TrainerTimeout: 2 * time.Hour, AdapterPrefix: "parley", MaxFailedFraction: 0.5, ServerStartTimeout: 20 * time.Minute,
+		Train: Train{Steps: 100, Sampling: SamplingStream, DynamicSampling: true, OversampleMax: 3, Handshake: "file", HTTPAddr: "127.0.0.1:0", TokenEnv: "PARLEY_HANDSHAKE_TOKEN", TrainerTimeout: 2 * time.Hour, AdapterPrefix: "parley", MaxFailedFraction: 0.5, ServerStartTimeout: 20 * time.Minute,
 			WeightSync: WeightSync{Transfer: TransferDisk, PauseMode: "wait", ReloadTimeout: 30 * time.Minute, ProbeTolerance: 0.05}},
 		Trainer: Trainer{
 			LR: 1e-5, EpsilonLow: 0.2, EpsilonHigh: 0.28, Aggregation: "token_mean",

@@ -484,6 +484,10 @@ func (c Config) validateTrain(k *checker) {
 	if t.MaxOffPolicySteps < 0 {
 		k.bad("train.max_off_policy_steps", "must not be negative, got %d", t.MaxOffPolicySteps)
 	}
+	oneOf(k, "train.sampling", t.Sampling, []string{SamplingStream, SamplingStep})
+	if !(t.OversampleMax >= 1) || math.IsInf(t.OversampleMax, 0) {
+		k.bad("train.oversample_max", "must be a number of at least 1 (groups sampled per group trained), got %v", t.OversampleMax)
+	}
 	oneOf(k, "train.handshake", t.Handshake, HandshakeKinds)
 	if _, _, err := net.SplitHostPort(t.HTTPAddr); err != nil {
 		k.bad("train.http_addr", "%q is not host:port", t.HTTPAddr)

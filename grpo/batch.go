@@ -56,8 +56,11 @@ type BatchOptions struct {
 	// Step is the step this batch trains.
 	Step int
 	// PolicyVersion is the policy that sampled the batch; every rollout
-	// must carry the same version.
+	// must carry the same version, unless MixedVersions.
 	PolicyVersion int
+	// MixedVersions lets the rollouts carry any policy version (a
+	// streaming batch): each row records its rollout's.
+	MixedVersions bool
 	// Mask is a MaskMode name; empty means MaskDialogue.
 	Mask string
 }
@@ -146,7 +149,11 @@ func BuildBatch(rollouts []dataset.Rollout, opts BatchOptions) ([]dataset.BatchR
 			st.SkippedUnscored++
 			continue
 		}
-		if int(r.PolicyVersion) != opts.PolicyVersion {
+		pv := opts.PolicyVersion
+		if opts.MixedVersions {
+			pv = int(r.PolicyVersion)
+		}
+		if pv != int(r.PolicyVersion) {
 			return nil, st, fmt.Errorf("grpo.BuildBatch: rollout %q was sampled by policy version %d, batch is for %d",
 				r.RolloutID, r.PolicyVersion, opts.PolicyVersion)
 		}
@@ -177,7 +184,7 @@ func BuildBatch(rollouts []dataset.Rollout, opts BatchOptions) ([]dataset.BatchR
 				RolloutID:         r.RolloutID,
 				PromptID:          r.PromptID,
 				Step:              int32(opts.Step),
-				PolicyVersion:     int32(opts.PolicyVersion),
+				PolicyVersion:     int32(pv),
 				Env:               r.Env,
 				Role:              s.Role,
 				Kind:              s.Kind,
@@ -188,7 +195,7 @@ func BuildBatch(rollouts []dataset.Rollout, opts BatchOptions) ([]dataset.BatchR
 				Reward:            ro.Reward,
 				Advantage:         adv,
 				Temperature:       r.Temperature,
-				TokenVersions:     tokenVersions(s, opts.PolicyVersion),
+				TokenVersions:     tokenVersions(s, pv),
 			}
 			var trained int64
 			for t, m := range s.LossMask {

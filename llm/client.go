@@ -134,6 +134,7 @@ type endpoint struct {
 	base        string // base URL without a trailing slash
 	slots       chan struct{}
 	outstanding atomic.Int64 // picked and not yet finished, waiting included
+	occ         occupancy    // requests holding a slot, integrated over time
 	downUntil   atomic.Int64 // unix nanoseconds; out of rotation before then
 	consecErrs  atomic.Int32 // consecutive transport errors
 	attempts    atomic.Int64

@@ -226,7 +226,12 @@ func (c *Client) attempt(ctx context.Context, ep *endpoint, cl *call) (time.Dura
 		case <-ctx.Done():
 			return -1, false, ctx.Err()
 		}
-		defer func() { <-ep.slots }()
+		target := cap(ep.slots)
+		ep.occ.change(1, target, time.Now().UnixNano())
+		defer func() {
+			ep.occ.change(-1, target, time.Now().UnixNano())
+			<-ep.slots
+		}()
 	}
 	timeout := c.opts.RequestTimeout
 	if cl.timeout > 0 {

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -39,6 +40,43 @@ type EndpointStats struct {
 	SessionHeaders  int64 // completion attempts that carried the session header
 	TransportErrors int64
 	Down            bool // out of rotation now
+	// InFlightSeconds is the integral over time of the requests holding
+	// one of its slots (sent and not yet answered), in request-seconds:
+	// its growth over an interval divided by the interval is the mean
+	// number in flight. AtTargetSeconds is the time during which every
+	// slot (Options.MaxConcurrentPerEndpoint, the in-flight target) was
+	// held.
+	InFlightSeconds float64
+	AtTargetSeconds float64
+}
+
+// occupancy integrates an endpoint's requests in flight over time.
+type occupancy struct {
+	mu     sync.Mutex
+	n      int   // requests in flight now
+	seen   bool  // last is set
+	last   int64 // unix nanoseconds of the last change or read
+	reqNS  float64
+	fullNS int64
+}
+
+// change moves the count in flight by delta at now (unix nanoseconds),
+// after adding the time since the last change at the old count; target is
+// the count that fills every slot. A delta of 0 only brings the integrals
+// up to now.
+func (o *occupancy) change(delta, target int, now int64) (reqSeconds, fullSeconds float64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.seen && now > o.last {
+		dt := now - o.last
+		o.reqNS += float64(o.n) * float64(dt)
+		if o.n >= target {
+			o.fullNS += dt
+		}
+	}
+	o.seen, o.last = true, now
+	o.n += delta
+	return o.reqNS / 1e9, float64(o.fullNS) / 1e9
 }
 
 // Stats returns a snapshot of the counters.
@@ -61,7 +99,10 @@ func (c *Client) Stats() Stats {
 	}
 	now := time.Now().UnixNano()
 	for i, ep := range eps {
+		inFlight, atTarget := ep.occ.change(0, c.opts.MaxConcurrentPerEndpoint, now)
 		s.Endpoints[i] = EndpointStats{
+			InFlightSeconds: inFlight,
+			AtTargetSeconds: atTarget,
 			Endpoint:        ep.name,
 			Outstanding:     ep.outstanding.Load(),
 			Attempts:        ep.attempts.Load(),

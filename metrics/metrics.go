@@ -82,6 +82,22 @@ const (
 	// those dropped because every reward in them was equal.
 	KeyGroups                    Key = "groups"
 	KeyGroupsDroppedZeroVariance Key = "groups_dropped_zero_variance"
+	// Dynamic sampling (train.dynamic_sampling): KeyGroupsSampled counts
+	// the groups the step played, KeyGroupsInformative those whose
+	// advantages were not all zero, KeyGroupsTrained those its batch
+	// trains (at most rollout.prompts_per_step), and KeyOversampleRatio
+	// is the groups sampled per group the batch asks for.
+	KeyGroupsSampled     Key = "groups_sampled"
+	KeyGroupsInformative Key = "groups_informative"
+	KeyGroupsTrained     Key = "groups_trained"
+	KeyOversampleRatio   Key = "oversample_ratio"
+	// Streaming sampling (train.sampling: stream): the groups cancelled
+	// in flight and dropped once judged since the step before, their
+	// policy older than a batch may train, and the newest policy among
+	// the step's groups (KeyPolicyVersion is the oldest).
+	KeyGroupsCancelledStale Key = "groups_cancelled_stale"
+	KeyGroupsDroppedStale   Key = "groups_dropped_stale"
+	KeyPolicyVersionMax     Key = "policy_version_max"
 	// Token counts of the step's sampling (rollout.Summary).
 	KeyPromptTokens                 Key = "prompt_tokens"
 	KeySampledTokens                Key = "sampled_tokens"
@@ -107,6 +123,12 @@ const (
 	KeyEndpointLoadMax    Key = "policy/endpoint_load_max"
 	KeyEndpointLoadMean   Key = "policy/endpoint_load_mean"
 	KeySessionMoves       Key = "policy/session_moves"
+	// The requests in flight on an endpoint, averaged over the step's
+	// sampling time and over endpoints, and the share of that time every
+	// slot of an endpoint (policy.max_concurrent_per_endpoint, its
+	// in-flight target) was held (rollout.Summary, from the client).
+	KeyEndpointInFlightMean  Key = "policy/inflight_mean"
+	KeyEndpointAtTargetShare Key = "policy/at_target_share"
 	// The league's churn and size (roles.<role>.policy: league): adapter
 	// loads and unloads of the step, members over every league role.
 	KeyLeagueLoads   Key = "league/loads"

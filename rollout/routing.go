@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/parleyhq/parley/llm"
 	"go.uber.org/zap"
@@ -18,38 +19,39 @@ type Routing interface {
 	Sessions() llm.SessionStats
 }
 
-// routingSnap is a Routing's counters at one moment.
-type routingSnap struct {
+// RoutingSnap is a Routing's counters at one moment (SnapRouting).
+type RoutingSnap struct {
 	metrics []llm.EndpointMetrics // nil when the scrape failed
 	stats   llm.Stats
 	moves   int64
+	at      time.Time
 }
 
-// snapRouting reads the policy's routing counters; ok is false when the
-// policy does not route (not a Routing).
-func (r *Runner) snapRouting(ctx context.Context) (routingSnap, bool) {
-	rt, ok := r.opts.Policy.(Routing)
+// SnapRouting reads policy's routing counters; ok is false when the
+// policy does not route (not a Routing). Summary.AddRouting compares two.
+func SnapRouting(ctx context.Context, policy Policy, log *zap.Logger) (RoutingSnap, bool) {
+	rt, ok := policy.(Routing)
 	if !ok {
-		return routingSnap{}, false
+		return RoutingSnap{}, false
 	}
-	var s routingSnap
+	var s RoutingSnap
 	m, err := rt.Metrics(ctx)
 	if err != nil {
-		r.opts.Logger.Debug("rollout: scraping the policy endpoints' /metrics", zap.Error(err))
+		log.Debug("rollout: scraping the policy endpoints' /metrics", zap.Error(err))
 	}
 	s.metrics = m
-	s.stats, s.moves = rt.Stats(), rt.Sessions().Moves
+	s.stats, s.moves, s.at = rt.Stats(), rt.Sessions().Moves, time.Now()
 	return s, true
 }
 
-// addRouting sets sum's routing fields from the counters before and after
+// AddRouting sets sum's routing fields from the counters before and after
 // a run: the prefix cache's hit rate over the endpoints that report it,
 // the most and mean completions an endpoint was sent, and sessions moved.
 // It warns, naming policy.session_header, when an endpoint reports
 // completions that arrived without the session header the client sent
 // (a router in front that strips it; serve-sim reports this, vLLM does
 // not).
-func (r *Runner) addRouting(sum *Summary, a, b routingSnap) {
+func (sum *Summary) AddRouting(a, b RoutingSnap, log *zap.Logger) {
 	var q, h float64
 	for i := range b.metrics {
 		if i >= len(a.metrics) || b.metrics[i].Err != nil || a.metrics[i].Err != nil || a.metrics[i].Endpoint != b.metrics[i].Endpoint {
@@ -59,7 +61,7 @@ func (r *Runner) addRouting(sum *Summary, a, b routingSnap) {
 		h += b.metrics[i].PrefixCacheHits - a.metrics[i].PrefixCacheHits
 		if lost := b.metrics[i].NoSessionHeader - a.metrics[i].NoSessionHeader; lost > 0 {
 			if sent := sessionHeadersTo(b.stats, b.metrics[i].Endpoint) - sessionHeadersTo(a.stats, b.metrics[i].Endpoint); sent > 0 {
-				r.opts.Logger.Warn("rollout: completions reached the endpoint without the session header parley sent: a router or proxy in front strips it, so it cannot keep a dialogue on one replica (policy.session_header; let the router forward the header)",
+				log.Warn("rollout: completions reached the endpoint without the session header parley sent: a router or proxy in front strips it, so it cannot keep a dialogue on one replica (policy.session_header; let the router forward the header)",
 					zap.String("endpoint", b.metrics[i].Endpoint), zap.Float64("without_header", lost), zap.Int64("sent_with_header", sent))
 			}
 		}
@@ -81,22 +83,30 @@ func (r *Runner) addRouting(sum *Summary, a, b routingSnap) {
 		sum.EndpointLoadMax, sum.EndpointLoadMean = slices.Max(loads), total/float64(len(loads))
 	}
 	sum.SessionMoves = b.moves - a.moves
+	if dt := b.at.Sub(a.at).Seconds(); dt > 0 && len(b.stats.Endpoints) > 0 {
+		var in, full float64
+		for _, e := range b.stats.Endpoints {
+			ea := endpointStats(a.stats, e.Endpoint)
+			in += e.InFlightSeconds - ea.InFlightSeconds
+			full += e.AtTargetSeconds - ea.AtTargetSeconds
+		}
+		n := float64(len(b.stats.Endpoints))
+		sum.EndpointInFlightMean, sum.EndpointAtTargetShare = in/dt/n, full/dt/n
+	}
 }
 
-func completionsTo(s llm.Stats, endpoint string) int64 {
+// endpointStats is endpoint's entry in s, zero when it has none.
+func endpointStats(s llm.Stats, endpoint string) llm.EndpointStats {
 	for _, e := range s.Endpoints {
 		if e.Endpoint == endpoint {
-			return e.Completions
+			return e
 		}
 	}
-	return 0
+	return llm.EndpointStats{}
 }
+
+func completionsTo(s llm.Stats, endpoint string) int64 { return endpointStats(s, endpoint).Completions }
 
 func sessionHeadersTo(s llm.Stats, endpoint string) int64 {
-	for _, e := range s.Endpoints {
-		if e.Endpoint == endpoint {
-			return e.SessionHeaders
-		}
-	}
-	return 0
+	return endpointStats(s, endpoint).SessionHeaders
 }

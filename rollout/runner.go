@@ -191,12 +191,19 @@ type Summary struct {
 	// EndpointLoadMax and EndpointLoadMean are the most and the mean
 	// completions an endpoint was sent during the run; SessionMoves the
 	// sessions moved off their endpoint (see llm.Session).
-	EndpointLoadMax  float64       `json:"endpoint_load_max"`
-	EndpointLoadMean float64       `json:"endpoint_load_mean"`
-	SessionMoves     int64         `json:"session_moves"`
-	Elapsed          time.Duration `json:"elapsed_ns"`
-	PerSecond        float64       `json:"rollouts_per_second"`
-	FailedIDs        []string      `json:"failed_ids,omitempty"`
+	EndpointLoadMax  float64 `json:"endpoint_load_max"`
+	EndpointLoadMean float64 `json:"endpoint_load_mean"`
+	SessionMoves     int64   `json:"session_moves"`
+	// EndpointInFlightMean is the mean over endpoints of the requests in
+	// flight on each, averaged over the run's time; EndpointAtTargetShare
+	// the mean over endpoints of the share of the run's time during which
+	// every one of the endpoint's slots (policy.max_concurrent_per_endpoint,
+	// its in-flight target) was held. Read from the client's counters.
+	EndpointInFlightMean  float64       `json:"endpoint_inflight_mean"`
+	EndpointAtTargetShare float64       `json:"endpoint_at_target_share"`
+	Elapsed               time.Duration `json:"elapsed_ns"`
+	PerSecond             float64       `json:"rollouts_per_second"`
+	FailedIDs             []string      `json:"failed_ids,omitempty"`
 	// Errors counts the failed rollouts by cause (the innermost error's
 	// message), so one line per kind of failure can be reported.
 	Errors map[string]int `json:"errors,omitempty"`
@@ -259,8 +266,8 @@ type played struct {
 	promptTokensSent, closed int
 }
 
-// finish turns sums into means.
-func (s *Summary) finish(elapsed time.Duration) {
+// Finish turns the sums of Count into means, the run having taken elapsed.
+func (s *Summary) Finish(elapsed time.Duration) {
 	ok := s.Rollouts - s.Failed
 	if ok > 0 {
 		s.AgreementRate = float64(s.Agreed) / float64(ok)
@@ -296,11 +303,83 @@ func (r *Runner) Run(ctx context.Context, prompts []dataset.Prompt, sink func(*d
 			return Summary{}, fmt.Errorf("rollout.Run: %w", err)
 		}
 	}
-	groups := make([]groupJob, len(prompts))
-	for i, p := range prompts {
-		groups[i] = groupJob{p: p}
+	next := func(_ context.Context, i int) (groupJob, bool, error) {
+		if i >= len(prompts) {
+			return groupJob{}, false, nil
+		}
+		return groupJob{p: prompts[i]}, true, nil
 	}
-	return r.run(ctx, groups, func(p played) error { return sink(p.rec) })
+	return r.run(ctx, next, len(prompts), func(p played) error { return sink(p.rec) })
+}
+
+// Group is one group a GroupSource yields: a prompt row and, where they
+// differ from the runner's, its id, step and trained policy.
+type Group struct {
+	Prompt dataset.Prompt
+	// ID names the group; "" names it GroupID(Step, i).
+	ID string
+	// Step, when positive, stamps the group's rollouts in place of the
+	// runner's RunnerOptions.Step.
+	Step int
+	// Model, when set, is the trained policy's model or adapter the
+	// group plays with throughout, and PolicyVersion its version, in place
+	// of the runner's Model and PolicyVersion: a group started before a
+	// new adapter is served finishes on the one it started with.
+	Model         string
+	PolicyVersion int
+	// Ctx, if set, is the group's own context, derived from the run's:
+	// cancelling it abandons the group's rollouts alone (their requests
+	// are aborted), which are then never passed to the sink.
+	Ctx context.Context
+}
+
+// GroupSource yields the groups of a run one after another: group i, or
+// false when there are no more. It is called from one goroutine, for
+// i = 0, 1, 2, … in order, whenever the worker pool can take a rollout,
+// and may block, for example until the groups before it are judged and
+// say whether more are wanted; it must return when ctx is done. An error
+// stops the run.
+type GroupSource func(ctx context.Context, i int) (Group, bool, error)
+
+// Played is a finished rollout as RunSource's sink receives it: the
+// record, and what the record does not keep.
+type Played struct {
+	Rollout *dataset.Rollout
+	// Err is the failure with its chain (nil when it did not fail).
+	Err error
+	// PromptTokensSent and ClosedTurns are the recorder's counts
+	// (Summary's fields of the same names).
+	PromptTokensSent, ClosedTurns int
+}
+
+// Count adds a played rollout to the summary, as a run does; Finish then
+// turns its sums into means.
+func (s *Summary) Count(p Played) {
+	s.Add(p.Rollout)
+	s.countError(p.Err)
+	if !p.Rollout.Failed {
+		s.PromptTokensSent += int64(p.PromptTokensSent)
+		s.ClosedTurns += int64(p.ClosedTurns)
+	}
+}
+
+// RunSource plays GroupSize rollouts of every group src yields, as Run
+// does for a fixed list of prompt rows: the rows are validated as they
+// come, and the groups are numbered in the order src yields them.
+func (r *Runner) RunSource(ctx context.Context, src GroupSource, sink func(Played) error) (Summary, error) {
+	next := func(ctx context.Context, i int) (groupJob, bool, error) {
+		g, ok, err := src(ctx, i)
+		if err != nil || !ok {
+			return groupJob{}, false, err
+		}
+		if err := r.opts.Game.Validate(g.Prompt); err != nil {
+			return groupJob{}, false, err
+		}
+		return groupJob{p: g.Prompt, id: g.ID, step: g.Step, model: g.Model, pv: g.PolicyVersion, ctx: g.Ctx}, true, nil
+	}
+	return r.run(ctx, next, -1, func(p played) error {
+		return sink(Played{Rollout: p.rec, Err: p.err, PromptTokensSent: p.promptTokensSent, ClosedTurns: p.closed})
+	})
 }
 
 // StateJob is one group of a step of series training: GroupSize
@@ -337,24 +416,38 @@ func (r *Runner) RunFromStates(ctx context.Context, jobs []StateJob, sink func(r
 		}
 		groups[i] = groupJob{p: jobs[i].Prompt, st: &jobs[i]}
 	}
-	return r.run(ctx, groups, func(p played) error { return sink(p.rec, p.next) })
+	next := func(_ context.Context, i int) (groupJob, bool, error) {
+		if i >= len(groups) {
+			return groupJob{}, false, nil
+		}
+		return groups[i], true, nil
+	}
+	return r.run(ctx, next, len(groups), func(p played) error { return sink(p.rec, p.next) })
 }
 
-// groupJob is one group: a prompt row, and for series training the
-// series game it continues.
+// groupJob is one group: a prompt row, for series training the series
+// game it continues, and what a Group sets in place of the runner's.
 type groupJob struct {
-	p  dataset.Prompt
-	st *StateJob
+	p     dataset.Prompt
+	st    *StateJob
+	id    string
+	step  int
+	model string
+	pv    int
+	ctx   context.Context
 }
 
-// run plays GroupSize rollouts of every group with the worker pool and
-// passes them to sink (see Run).
-func (r *Runner) run(ctx context.Context, groups []groupJob, sink func(played) error) (Summary, error) {
+// run plays GroupSize rollouts of every group next yields (GroupSource's
+// contract) with the worker pool and passes them to sink (see Run). groups
+// is the number of groups next yields, or -1 when not known beforehand:
+// the rollouts a cancelled run did not finish are counted as interrupted,
+// those of every group when it is known, else those begun.
+func (r *Runner) run(ctx context.Context, next func(context.Context, int) (groupJob, bool, error), groups int, sink func(played) error) (Summary, error) {
 	if err := r.Check(ctx); err != nil {
 		return Summary{}, err
 	}
 	start := time.Now()
-	before, routed := r.snapRouting(ctx)
+	before, routed := SnapRouting(ctx, r.opts.Policy, r.opts.Logger)
 	type job struct {
 		g            groupJob
 		group, index int
@@ -363,10 +456,8 @@ func (r *Runner) run(ctx context.Context, groups []groupJob, sink func(played) e
 	defer cancel()
 	jobs := make(chan job)
 	results := make(chan played, r.opts.Concurrency)
-	total := len(groups) * r.opts.GroupSize
-	workers := min(r.opts.Concurrency, total)
 	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
+	for w := 0; w < r.opts.Concurrency; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -378,12 +469,28 @@ func (r *Runner) run(ctx context.Context, groups []groupJob, sink func(played) e
 			}
 		}()
 	}
+	// total counts the rollouts handed to the workers; the feeder's last
+	// write happens before jobs is closed, so before results is.
+	var total int
+	var feedErr error
 	go func() {
 		defer close(jobs)
-		for g, gj := range groups {
+		for g := 0; ; g++ {
+			gj, ok, err := next(ctx, g)
+			if err != nil {
+				if ctx.Err() == nil {
+					feedErr = err
+					cancel()
+				}
+				return
+			}
+			if !ok {
+				return
+			}
 			for i := 0; i < r.opts.GroupSize; i++ {
 				select {
 				case jobs <- job{gj, g, i}:
+					total++
 				case <-ctx.Done():
 					return
 				}
@@ -403,23 +510,24 @@ func (r *Runner) run(ctx context.Context, groups []groupJob, sink func(played) e
 			cancel()
 			continue
 		}
-		sum.Add(p.rec)
-		sum.countError(p.err)
-		if !p.rec.Failed {
-			sum.PromptTokensSent += int64(p.promptTokensSent)
-			sum.ClosedTurns += int64(p.closed)
-		}
+		sum.Count(Played{Rollout: p.rec, Err: p.err, PromptTokensSent: p.promptTokensSent, ClosedTurns: p.closed})
+	}
+	if groups >= 0 {
+		total = groups * r.opts.GroupSize
 	}
 	if ctx.Err() != nil {
 		sum.Interrupted = total - sum.Rollouts
 	}
-	sum.finish(time.Since(start))
+	sum.Finish(time.Since(start))
 	if routed && ctx.Err() == nil {
-		after, _ := r.snapRouting(ctx)
-		r.addRouting(&sum, before, after)
+		after, _ := SnapRouting(ctx, r.opts.Policy, r.opts.Logger)
+		sum.AddRouting(before, after, r.opts.Logger)
 	}
 	if sinkErr != nil {
 		return sum, sinkErr
+	}
+	if feedErr != nil {
+		return sum, fmt.Errorf("rollout.Run: %w", feedErr)
 	}
 	return sum, nil
 }
@@ -471,7 +579,23 @@ func (r *Runner) active(play func() played) played {
 // when it has one); a nil record means it was interrupted by cancellation.
 func (r *Runner) playOne(ctx context.Context, g groupJob, group, index int) played {
 	p := g.p
-	groupID := GroupID(r.opts.Step, group)
+	step, model, pv, wv := r.opts.Step, r.opts.Model, r.opts.PolicyVersion, r.opts.weightVersion()
+	if g.step > 0 {
+		step = g.step
+	}
+	if g.model != "" {
+		model, pv = g.model, g.pv
+		if r.opts.WeightVersion == nil {
+			wv = func() int { return g.pv }
+		}
+	}
+	if g.ctx != nil {
+		ctx = g.ctx
+	}
+	groupID := GroupID(step, group)
+	if g.id != "" {
+		groupID = g.id
+	}
 	seed := DeriveSeed(r.opts.Seed, groupID, int64(index))
 	sampleSeed := seed
 	if g.st != nil {
@@ -480,8 +604,8 @@ func (r *Runner) playOne(ctx context.Context, g groupJob, group, index int) play
 	}
 	rec := &dataset.Rollout{
 		RunID:         r.opts.RunID,
-		Step:          int32(r.opts.Step),
-		PolicyVersion: int32(r.opts.PolicyVersion),
+		Step:          int32(step),
+		PolicyVersion: int32(pv),
 		Env:           r.opts.Game.Name(),
 		PromptID:      p.ID,
 		GroupID:       groupID,
@@ -498,10 +622,10 @@ func (r *Runner) playOne(ctx context.Context, g groupJob, group, index int) play
 		StartedUnixMS: time.Now().UnixMilli(),
 	}
 	agents := NewRecorder(RecorderOptions{
-		Policy: r.opts.Policy, Model: r.opts.Model, Players: r.groupPlayers(groupID), Sampling: r.opts.Sampling,
+		Policy: r.opts.Policy, Model: model, Players: r.groupPlayers(groupID), Sampling: r.opts.Sampling,
 		ChatTemplateKwargs: r.opts.ChatTemplateKwargs, Seed: sampleSeed,
 		History: r.opts.History, Bridge: r.bridge, Session: rec.RolloutID, Group: groupID,
-		WeightVersion: r.opts.weightVersion(),
+		WeightVersion: wv,
 	})
 	defer agents.EndSessions()
 	rec.Roles = RoleOutcomes(r.opts.Game.Roles(p), agents)

@@ -249,7 +249,8 @@ func TestCrashPoints(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go ft.run(ctx)
-	if err := newLoop(t, dataset.RunDir(dir), url, 5, staleness).Run(ctx); err != nil {
+	stream := os.Getenv("PARLEY_TEST_CRASH_STREAM") != ""
+	if err := newLoopClientURL(t, dataset.RunDir(dir), url, 5, staleness, func(o *train.LoopOptions) { o.Stream = stream }).Run(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -260,14 +261,29 @@ func TestCrashPoints(t *testing.T) {
 // 2, then resumes: every step is trained once and recorded once.
 func TestSIGKILLAtCrashPoints(t *testing.T) {
 	url := simURL(t)
-	for _, staleness := range []int{0, 1, 2} {
-		t.Run(fmt.Sprint("staleness", staleness), func(t *testing.T) {
+	for _, tc := range []struct {
+		staleness int
+		stream    bool
+	}{{0, false}, {1, false}, {2, false}, {1, true}, {2, true}} {
+		name := fmt.Sprint("staleness", tc.staleness)
+		points := []string{"after-done:2", "state-write:2", "after-metrics:1", "state-write:1", "after-done:2"}
+		if tc.stream {
+			name += "-stream"
+			// Also with groups taken from the stream and no batch written
+			// (lost, sampled anew), and with the rollouts written and no
+			// batch.
+			points = append(points, "stream-taken:2", "before-batch:1", "stream-taken:1")
+		}
+		staleness := tc.staleness
+		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
+			env := []string{"PARLEY_TEST_CRASH_DIR=" + dir, "PARLEY_TEST_CRASH_URL=" + url, fmt.Sprint("PARLEY_TEST_CRASH_STALENESS=", staleness)}
+			if tc.stream {
+				env = append(env, "PARLEY_TEST_CRASH_STREAM=1")
+			}
 			// Hits count within each process: each resumed run crashes at
 			// the named point of its own second or first step.
-			kills := killAtPoints(t, "TestCrashPoints", []string{"PARLEY_TEST_CRASH_DIR=" + dir, "PARLEY_TEST_CRASH_URL=" + url,
-				fmt.Sprint("PARLEY_TEST_CRASH_STALENESS=", staleness)},
-				"after-done:2", "state-write:2", "after-metrics:1", "state-write:1", "after-done:2")
+			kills := killAtPoints(t, "TestCrashPoints", env, points...)
 			if kills < 4 {
 				t.Fatalf("%d kills landed, want at least 4", kills)
 			}

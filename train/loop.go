@@ -61,6 +61,12 @@ type LoopOptions struct {
 	// 0 samples step N with the policy of step N-1, k > 0 samples step
 	// N+j (j <= k) while step N trains, with the newest policy trained.
 	MaxStaleness int
+	// Stream plays groups continuously instead of step by step (stream;
+	// MaxStaleness must be at least 1, and no Series or League): step N's
+	// batch takes the first groups judged whose policy is at most
+	// MaxStaleness (or MaxOffPolicySteps, when smaller) steps older than
+	// the one the batch trains.
+	Stream bool
 	// MaxOffPolicySteps, when positive, drops from step N's batch the
 	// rollouts whose policy version is below N-1-MaxOffPolicySteps (the
 	// batch trains step N-1's policy), counted in the step's
@@ -82,8 +88,18 @@ type LoopOptions struct {
 
 	Judge            reward.Judge
 	JudgeConcurrency int
-	Advantage        grpo.AdvantageOptions
-	Mask             string
+	// DynamicSampling judges each group as it completes and plays further
+	// prompt rows until PromptsPerStep groups have an advantage that is not
+	// zero, at most OversampleMax times as many groups a step (default
+	// DefaultOversampleMax); the batch trains the first PromptsPerStep of
+	// them, and every group played stays in the step's rollouts. It needs
+	// prompt rows drawn per step (no Series, no League) and an advantage
+	// that drops zero-variance groups.
+	DynamicSampling bool
+	OversampleMax   float64
+
+	Advantage grpo.AdvantageOptions
+	Mask      string
 
 	Adapters      AdapterLoader
 	AdapterPrefix string
@@ -163,6 +179,8 @@ type Loop struct {
 	// league is the league after the newest written batch (nil without
 	// league roles).
 	league *league.State
+	// stream plays the groups of a streaming run (nil: step by step).
+	stream *stream
 }
 
 // sidecar is what a step's sampling leaves beside its rollouts for the
@@ -238,6 +256,12 @@ func (o *LoopOptions) check() error {
 	}
 	if o.MaxStaleness < 0 || o.MaxOffPolicySteps < 0 {
 		return fmt.Errorf("max staleness %d, max off-policy steps %d: must not be negative", o.MaxStaleness, o.MaxOffPolicySteps)
+	}
+	if o.Stream && (o.MaxStaleness < 1 || o.Series != nil || len(o.League) > 0) {
+		return fmt.Errorf("streaming needs max staleness at least 1 (%d) and prompt rows drawn per group: not with series or league roles", o.MaxStaleness)
+	}
+	if o.DynamicSampling && (o.Series != nil || len(o.League) > 0) {
+		return errors.New("dynamic sampling draws prompt rows per step: not with series or league roles")
 	}
 	if so := o.Series; so != nil {
 		if _, ok := o.Rollout.Game.(rollout.SeriesGame); !ok || so.Plan == nil || so.Slots <= 0 {
@@ -333,6 +357,12 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 	}
 	if l.opts.OnStart != nil {
 		l.opts.OnStart(l.state.Step)
+	}
+	if l.opts.Stream {
+		if l.stream, err = l.startStream(ctx, l.state.Step+1); err != nil {
+			return err
+		}
+		defer func() { l.stream.stop(); l.stream = nil }()
 	}
 	// pending are the steps whose batch is written and whose DONE is not
 	// yet finished, oldest first: at most MaxStaleness of them while a
@@ -548,6 +578,9 @@ func (l *Loop) serve(ctx context.Context, step int, done handshake.Done) (string
 	if err != nil {
 		return "", nil, fmt.Errorf("train.Loop step %d: %w", step, err)
 	}
+	if l.stream != nil {
+		l.stream.serve("", step)
+	}
 	l.log.Info("weights updated", zap.Int("step", step), zap.Float64("seconds", m[string(metrics.KeyUpdateSeconds)]),
 		zap.Float64("checksums_compared", m[string(metrics.KeyUpdateChecksums)]))
 	return "", m, nil
@@ -593,6 +626,12 @@ func (l *Loop) serveAdapter(ctx context.Context, step int, name string, done han
 	}
 	if err := l.opts.Adapters.LoadLoRA(ctx, name, dir); err != nil {
 		return fmt.Errorf("train.Loop step %d: load adapter %s from %s: %w", step, name, dir, err)
+	}
+	if l.stream != nil {
+		// Groups in flight may play the adapter replaced: the stream
+		// unloads it once they are done.
+		l.stream.serve(name, step)
+		return nil
 	}
 	if prev := l.state.Adapter; prev != "" && prev != name && (l.league == nil || !l.league.Holds(prev)) {
 		if err := l.opts.Adapters.UnloadLoRA(ctx, prev); err != nil {

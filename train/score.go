@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
@@ -28,6 +29,13 @@ type ScoreOptions struct {
 	JudgeConcurrency int
 	// OnJudged, if set, is called after each rollout is judged (progress).
 	OnJudged func()
+	// MixedVersions lets the rollouts carry any policy version (a
+	// streaming batch's groups); each row then records its rollout's, and
+	// PolicyVersion is the batch's oldest.
+	MixedVersions bool
+	// Untrained names groups (GroupID) kept out of the batch although
+	// they have advantages: dynamic sampling's groups beyond the batch's.
+	Untrained map[string]bool
 }
 
 // ScoreResult is what ScoreStep produced: the batch rows and the counts of
@@ -48,10 +56,23 @@ type ScoreResult struct {
 // afresh, so a re-score with another judge replaces the old verdicts; the
 // judge's cache makes a repeat with the same judge free.
 func ScoreStep(ctx context.Context, j reward.Judge, rs []dataset.Rollout, baseline *grpo.RoleBaseline, opts ScoreOptions) (ScoreResult, error) {
-	res := ScoreResult{Scale: reward.ScaleOf(j)}
 	if opts.PolicyVersion < 0 {
-		return res, fmt.Errorf("train.ScoreStep: policy version %d", opts.PolicyVersion)
+		return ScoreResult{Scale: reward.ScaleOf(j)}, fmt.Errorf("train.ScoreStep: policy version %d", opts.PolicyVersion)
 	}
+	st, err := JudgeRollouts(ctx, j, rs, opts.JudgeConcurrency, opts.OnJudged)
+	if err != nil {
+		return ScoreResult{Scale: reward.ScaleOf(j), Judge: st}, fmt.Errorf("train.ScoreStep: %w", err)
+	}
+	res, err := BuildJudged(rs, baseline, opts)
+	res.Judge, res.Scale = st, reward.ScaleOf(j)
+	return res, err
+}
+
+// JudgeRollouts judges rs afresh, in place: earlier verdicts are cleared,
+// then each rollout that did not fail is judged (concurrency calls in
+// flight, onDone after each) and every scored role's reward set to its
+// score. It fails only when ctx is done.
+func JudgeRollouts(ctx context.Context, j reward.Judge, rs []dataset.Rollout, concurrency int, onDone func()) (reward.ScoreStats, error) {
 	for i := range rs {
 		rs[i].Judged, rs[i].Score, rs[i].JudgeError, rs[i].JudgeRationale = false, 0, "", ""
 		for k := range rs[i].Roles {
@@ -59,9 +80,9 @@ func ScoreStep(ctx context.Context, j reward.Judge, rs []dataset.Rollout, baseli
 			ro.Scored, ro.Score, ro.Reward, ro.Advantage = false, 0, 0, 0
 		}
 	}
-	res.Judge = reward.ScoreAllFunc(ctx, j, rs, opts.JudgeConcurrency, opts.OnJudged)
+	st := reward.ScoreAllFunc(ctx, j, rs, concurrency, onDone)
 	if err := ctx.Err(); err != nil {
-		return res, fmt.Errorf("train.ScoreStep: %w", err)
+		return st, err
 	}
 	for i := range rs {
 		for k := range rs[i].Roles {
@@ -70,7 +91,18 @@ func ScoreStep(ctx context.Context, j reward.Judge, rs []dataset.Rollout, baseli
 				ro.Reward = ro.Score
 			}
 		}
-		if rs[i].PolicyVersion != int32(opts.PolicyVersion) {
+	}
+	return st, nil
+}
+
+// BuildJudged computes the group advantages of judged rollouts
+// (JudgeRollouts) and builds the step's batch from the groups that keep
+// one, leaving out those opts.Untrained names (their advantages set to 0).
+// Its result has no judging counts.
+func BuildJudged(rs []dataset.Rollout, baseline *grpo.RoleBaseline, opts ScoreOptions) (ScoreResult, error) {
+	var res ScoreResult
+	for i := range rs {
+		if !opts.MixedVersions && rs[i].PolicyVersion != int32(opts.PolicyVersion) {
 			return res, fmt.Errorf("train.ScoreStep: rollout %s was sampled by policy %d, not %d", rs[i].RolloutID, rs[i].PolicyVersion, opts.PolicyVersion)
 		}
 	}
@@ -79,7 +111,17 @@ func ScoreStep(ctx context.Context, j reward.Judge, rs []dataset.Rollout, baseli
 		return res, fmt.Errorf("train.ScoreStep: %w", err)
 	}
 	res.Advantage = adv
-	rows, bs, err := grpo.BuildBatch(kept, grpo.BatchOptions{RunID: opts.RunID, Step: opts.Step, PolicyVersion: opts.PolicyVersion, Mask: opts.Mask})
+	if len(opts.Untrained) > 0 {
+		kept = slices.DeleteFunc(kept, func(r dataset.Rollout) bool { return opts.Untrained[r.GroupID] })
+		for i := range rs {
+			if opts.Untrained[rs[i].GroupID] {
+				for k := range rs[i].Roles {
+					rs[i].Roles[k].Advantage = 0
+				}
+			}
+		}
+	}
+	rows, bs, err := grpo.BuildBatch(kept, grpo.BatchOptions{RunID: opts.RunID, Step: opts.Step, PolicyVersion: opts.PolicyVersion, MixedVersions: opts.MixedVersions, Mask: opts.Mask})
 	if err != nil {
 		return res, fmt.Errorf("train.ScoreStep: %w", err)
 	}

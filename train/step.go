@@ -13,6 +13,7 @@ import (
 	"github.com/parleyhq/parley/handshake"
 	"github.com/parleyhq/parley/league"
 	"github.com/parleyhq/parley/metrics"
+	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
 	"go.uber.org/zap"
 )
@@ -105,12 +106,18 @@ type sampled struct {
 	// league is the league of the step (nil without one): its members
 	// drawn, rated once the step is judged.
 	league *league.State
+	// pre is set when the rollouts were judged as they were sampled
+	// (dynamic sampling).
+	pre *preJudged
 }
 
 // sample plays step's groups with the policy now served: the next game of
 // each series (series training) or GroupSize rollouts of each of the
 // step's prompt rows.
 func (l *Loop) sample(ctx context.Context, step int) (sampled, error) {
+	if l.stream != nil {
+		return l.stream.take(ctx, step)
+	}
 	s := sampled{pv: l.state.PolicyVersion}
 	groups := l.opts.PromptsPerStep
 	if l.opts.Series != nil {
@@ -130,6 +137,8 @@ func (l *Loop) sample(ctx context.Context, step int) (sampled, error) {
 		tick, end := l.progress(fmt.Sprintf("step %d rollouts", step), l.opts.Series.Slots*l.opts.Rollout.GroupSize)
 		s.rs, s.sum, s.cursors, err = l.sampleSeries(ctx, runner, step, tick)
 		end(err != nil || ctx.Err() != nil)
+	} else if l.opts.DynamicSampling {
+		s.rs, s.sum, s.pre, err = l.sampleDynamic(ctx, runner, step)
 	} else {
 		s.rs, s.sum, err = l.samplePrompts(ctx, runner, step)
 	}
@@ -201,17 +210,29 @@ type judged struct {
 }
 
 // judge scores step's rollouts, computes their advantages and builds the
-// batch (ScoreStep), then checks the step's failures (checkFailures).
+// batch (ScoreStep; rollouts judged while sampled only get the rest), then
+// checks the step's failures (checkFailures).
 func (l *Loop) judge(ctx context.Context, step int, s sampled) (judged, error) {
 	t0 := time.Now()
 	j := judged{baseline: l.baseline.Clone()}
-	tick, end := l.progress(fmt.Sprintf("step %d judging", step), len(s.rs))
-	res, err := ScoreStep(ctx, l.opts.Judge, s.rs, j.baseline, ScoreOptions{
+	opts := ScoreOptions{
 		RunID: l.opts.RunID, Step: step, PolicyVersion: s.pv,
 		Advantage: l.opts.Advantage, Mask: l.opts.Mask, JudgeConcurrency: l.opts.JudgeConcurrency,
-		OnJudged: tick,
-	})
-	end(err != nil)
+	}
+	var (
+		res ScoreResult
+		err error
+	)
+	if s.pre != nil {
+		opts.Untrained, opts.MixedVersions = s.pre.untrained, l.stream != nil
+		res, err = BuildJudged(s.rs, j.baseline, opts)
+		res.Judge, res.Scale = s.pre.stats, reward.ScaleOf(l.opts.Judge)
+	} else {
+		tick, end := l.progress(fmt.Sprintf("step %d judging", step), len(s.rs))
+		opts.OnJudged = tick
+		res, err = ScoreStep(ctx, l.opts.Judge, s.rs, j.baseline, opts)
+		end(err != nil)
+	}
 	if err != nil {
 		return j, fmt.Errorf("train.Loop step %d: %w", step, err)
 	}
@@ -260,6 +281,7 @@ func (l *Loop) stepMetrics(step int, s sampled, j judged) metrics.Line {
 		metrics.KeyPromptTokensSent: sum.PromptTokensSent, metrics.KeyClosedTurns: sum.ClosedTurns,
 		metrics.KeyPrefixCacheHitRate: sum.PrefixCacheHitRate, metrics.KeyEndpointLoadMax: sum.EndpointLoadMax,
 		metrics.KeyEndpointLoadMean: sum.EndpointLoadMean, metrics.KeySessionMoves: sum.SessionMoves,
+		metrics.KeyEndpointInFlightMean: sum.EndpointInFlightMean, metrics.KeyEndpointAtTargetShare: sum.EndpointAtTargetShare,
 		metrics.KeyBatchRows: res.Batch.Rows, metrics.KeyBatchTokens: res.Batch.Tokens, metrics.KeyTrainedTokens: res.Batch.TrainedTokens,
 		metrics.KeyStalenessMax: res.Batch.StalenessMax, metrics.KeyStalenessMean: ratio(res.Batch.StalenessSum, res.Batch.TrainedTokens),
 		metrics.KeyOffPolicyFraction: ratio(res.Batch.OffPolicyTokens, res.Batch.TrainedTokens),
@@ -269,6 +291,11 @@ func (l *Loop) stepMetrics(step int, s sampled, j judged) metrics.Line {
 		m[metrics.KeyRoundsToAgreement] = *sum.RoundsToAgree
 	}
 	addRoleMetrics(m, adv.Roles)
+	if s.pre != nil {
+		for k, v := range s.pre.metrics {
+			m[k] = v
+		}
+	}
 	if spec, ok := rollout.Lookup(l.opts.Rollout.Game.Name()); ok && spec.Metrics != nil {
 		for k, v := range spec.Metrics(s.rs) {
 			m[metrics.Key(k)] = v

@@ -305,7 +305,8 @@ func (g *generator) dynamics(m *Metrics) error {
 }
 
 // servingKeys are the step line's keys about the policy's endpoints.
-var servingKeys = []metrics.Key{metrics.KeyPrefixCacheHitRate, metrics.KeyEndpointLoadMax, metrics.KeyEndpointLoadMean, metrics.KeySessionMoves}
+var servingKeys = []metrics.Key{metrics.KeyPrefixCacheHitRate, metrics.KeyEndpointLoadMax, metrics.KeyEndpointLoadMean, metrics.KeySessionMoves,
+	metrics.KeyEndpointInFlightMean, metrics.KeyEndpointAtTargetShare}
 
 // servingSection tables the policy endpoints' prefix-cache hit rate and
 // load, when metrics.jsonl has them (runs before dialogue-affine routing
@@ -343,20 +344,22 @@ func (g *generator) metricLabel(key metrics.Key) string {
 }
 
 var metricLabels = map[metrics.Key]string{
-	metrics.KeyAgreementRate:      "agreement rate",
-	metrics.KeyRoundsToAgreement:  "rounds to agreement",
-	metrics.KeyRewardMean:         "reward mean",
-	metrics.KeyPrefixCacheHitRate: "prefix-cache hit rate (prompt tokens)",
-	metrics.KeyEndpointLoadMax:    "completions on the busiest endpoint",
-	metrics.KeyEndpointLoadMean:   "completions per endpoint (mean)",
-	metrics.KeySessionMoves:       "sessions moved off their endpoint",
-	metrics.KeyTrainerLoss:        "trainer loss",
-	metrics.KeyTrainerKL:          "approx. KL, updated vs. sampling policy",
-	metrics.KeyTrainerKLRef:       "KL to the reference model",
-	metrics.KeyTrainerEntropy:     "entropy of trained tokens",
-	metrics.KeyTrainerGradNorm:    "gradient norm (mean)",
-	metrics.KeyTrainerGradNormMax: "gradient norm (max)",
-	metrics.KeyTrainerClipFrac:    "clip fraction",
+	metrics.KeyAgreementRate:         "agreement rate",
+	metrics.KeyRoundsToAgreement:     "rounds to agreement",
+	metrics.KeyRewardMean:            "reward mean",
+	metrics.KeyPrefixCacheHitRate:    "prefix-cache hit rate (prompt tokens)",
+	metrics.KeyEndpointLoadMax:       "completions on the busiest endpoint",
+	metrics.KeyEndpointLoadMean:      "completions per endpoint (mean)",
+	metrics.KeySessionMoves:          "sessions moved off their endpoint",
+	metrics.KeyEndpointInFlightMean:  "requests in flight per endpoint (time mean)",
+	metrics.KeyEndpointAtTargetShare: "share of sampling time at the in-flight target",
+	metrics.KeyTrainerLoss:           "trainer loss",
+	metrics.KeyTrainerKL:             "approx. KL, updated vs. sampling policy",
+	metrics.KeyTrainerKLRef:          "KL to the reference model",
+	metrics.KeyTrainerEntropy:        "entropy of trained tokens",
+	metrics.KeyTrainerGradNorm:       "gradient norm (mean)",
+	metrics.KeyTrainerGradNormMax:    "gradient norm (max)",
+	metrics.KeyTrainerClipFrac:       "clip fraction",
 }
 
 // updateSection lists, per step, the full-weights update (trainer.full_finetune):

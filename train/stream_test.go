@@ -1,0 +1,106 @@
+package train_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/grpo"
+	"github.com/parleyhq/parley/sim"
+	"github.com/parleyhq/parley/train"
+)
+
+// TestLoopStream runs the streaming loop at staleness 1 and 2, with and
+// without dynamic sampling: every step is trained once, in order, from a
+// complete batch of prompts_per_step groups whose policies the bound
+// allows; each group plays throughout with the adapter of its own policy
+// version, which its rows record; and every group of the rollouts file is
+// whole.
+func TestLoopStream(t *testing.T) {
+	srv, _ := sim.New(sim.Options{})
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	const steps = 6
+	for _, tc := range []struct {
+		staleness int
+		dynamic   bool
+	}{{1, false}, {2, false}, {1, true}} {
+		t.Run(fmt.Sprintf("staleness%d-dynamic%v", tc.staleness, tc.dynamic), func(t *testing.T) {
+			dir := dataset.RunDir(t.TempDir())
+			ft := &fakeTrainer{dir: dir, consumed: map[int]int{}, versions: map[int]int{}}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go ft.run(ctx)
+			l := newLoopClientURL(t, dir, ts.URL, steps, tc.staleness, func(o *train.LoopOptions) {
+				o.Stream = true
+				if tc.dynamic {
+					o.Judge = groupJudge{func(id string) bool { return id[len(id)-1]%3 == 0 }}
+					o.Advantage = grpo.AdvantageOptions{Mode: grpo.ModeGroup}
+					o.DynamicSampling, o.OversampleMax = true, 3
+				}
+			})
+			if err := l.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			st := l.State()
+			ms := readMetrics(t, dir)
+			if len(ms) != steps {
+				t.Fatalf("%d metrics lines, want %d", len(ms), steps)
+			}
+			for i, m := range ms {
+				step := i + 1
+				if m["step"] != float64(step) || ft.consumed[step] != 1 {
+					t.Errorf("line %d: step %v consumed %d times", i, m["step"], ft.consumed[step])
+				}
+				if m["groups_trained"] != float64(4) {
+					t.Errorf("step %d: groups_trained %v, want 4", step, m["groups_trained"])
+				}
+				rows, err := dataset.ReadBatch(dir.BatchPath(step))
+				if err != nil {
+					t.Fatal(err)
+				}
+				groups := map[string]bool{}
+				for _, r := range rows {
+					groups[r.GroupID] = true
+					if pv := int(r.PolicyVersion); pv < step-1-tc.staleness || pv > step-1 {
+						t.Errorf("step %d: row of %s sampled by policy %d, outside [%d, %d]", step, r.GroupID, pv, step-1-tc.staleness, step-1)
+					}
+				}
+				if len(groups) != 4 {
+					t.Errorf("step %d: batch of %d groups, want 4", step, len(groups))
+				}
+				rs, err := dataset.ReadAllRollouts(dir.RolloutsPath(step))
+				if err != nil {
+					t.Fatal(err)
+				}
+				per := map[string]int{}
+				for _, r := range rs {
+					per[r.GroupID]++
+					want := sim.DefaultModel
+					if r.PolicyVersion > 0 {
+						want = fmt.Sprintf("p-%s-%06d", st.Nonce, r.PolicyVersion)
+					}
+					for _, ro := range r.Roles {
+						if ro.Trained && ro.Model != want {
+							t.Errorf("step %d: %s role %s played by %s, want its policy %d's %s", step, r.RolloutID, ro.Role, ro.Model, r.PolicyVersion, want)
+						}
+					}
+					if int(r.Step) != step {
+						t.Errorf("rollout %s of step %d's file records step %d", r.RolloutID, step, r.Step)
+					}
+				}
+				for g, n := range per {
+					if n != 4 || !strings.HasPrefix(g, "s") {
+						t.Errorf("step %d: group %s has %d rollouts, want 4", step, g, n)
+					}
+				}
+			}
+			if st.Step != steps {
+				t.Errorf("state step %d, want %d", st.Step, steps)
+			}
+		})
+	}
+}

@@ -27,7 +27,7 @@ func TestSummaryRoundsToAgreement(t *testing.T) {
 			for i := range tc.rs {
 				s.Add(&tc.rs[i])
 			}
-			s.finish(0)
+			s.Finish(0)
 			b, err := json.Marshal(s)
 			if err != nil {
 				t.Fatal(err)

@@ -67,6 +67,10 @@ type LoopOptions struct {
 	// MaxStaleness (or MaxOffPolicySteps, when smaller) steps older than
 	// the one the batch trains.
 	Stream bool
+	// ServingSampleEvery is how often the servers' requests running are
+	// read for the step lines (0: DefaultServingSampleEvery; negative:
+	// never).
+	ServingSampleEvery time.Duration
 	// MaxOffPolicySteps, when positive, drops from step N's batch the
 	// rollouts whose policy version is below N-1-MaxOffPolicySteps (the
 	// batch trains step N-1's policy), counted in the step's
@@ -181,6 +185,9 @@ type Loop struct {
 	league *league.State
 	// stream plays the groups of a streaming run (nil: step by step).
 	stream *stream
+	// serving reads the servers' requests running through the run (nil:
+	// the policy reports none).
+	serving *servingSampler
 }
 
 // sidecar is what a step's sampling leaves beside its rollouts for the
@@ -358,6 +365,8 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 	if l.opts.OnStart != nil {
 		l.opts.OnStart(l.state.Step)
 	}
+	l.serving = startServingSampler(ctx, l.opts.Rollout.Policy, l.opts.ServingSampleEvery)
+	defer l.serving.close()
 	if l.opts.Stream {
 		if l.stream, err = l.startStream(ctx, l.state.Step+1); err != nil {
 			return err

@@ -291,6 +291,7 @@ func (l *Loop) stepMetrics(step int, s sampled, j judged) metrics.Line {
 		m[metrics.KeyRoundsToAgreement] = *sum.RoundsToAgree
 	}
 	addRoleMetrics(m, adv.Roles)
+	l.serving.drain(m)
 	if s.pre != nil {
 		for k, v := range s.pre.metrics {
 			m[k] = v

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
@@ -36,6 +37,7 @@ func TestLoopStream(t *testing.T) {
 			go ft.run(ctx)
 			l := newLoopClientURL(t, dir, ts.URL, steps, tc.staleness, func(o *train.LoopOptions) {
 				o.Stream = true
+				o.ServingSampleEvery = 5 * time.Millisecond
 				if tc.dynamic {
 					o.Judge = groupJudge{func(id string) bool { return id[len(id)-1]%3 == 0 }}
 					o.Advantage = grpo.AdvantageOptions{Mode: grpo.ModeGroup}
@@ -54,6 +56,11 @@ func TestLoopStream(t *testing.T) {
 				step := i + 1
 				if m["step"] != float64(step) || ft.consumed[step] != 1 {
 					t.Errorf("line %d: step %v consumed %d times", i, m["step"], ft.consumed[step])
+				}
+				// The servers' requests running are read through the run: a
+				// step's line has readings unless the step took under 5 ms.
+				if n, ok := m["policy/server_running_samples"].(float64); ok && (n < 1 || m["policy/server_running_min"].(float64) > m["policy/server_running_mean"].(float64)) {
+					t.Errorf("step %d: %v readings of the requests running, min %v, mean %v", step, n, m["policy/server_running_min"], m["policy/server_running_mean"])
 				}
 				if m["groups_trained"] != float64(4) {
 					t.Errorf("step %d: groups_trained %v, want 4", step, m["groups_trained"])
@@ -97,6 +104,15 @@ func TestLoopStream(t *testing.T) {
 						t.Errorf("step %d: group %s has %d rollouts, want 4", step, g, n)
 					}
 				}
+			}
+			read := 0
+			for _, m := range ms {
+				if _, ok := m["policy/server_running_mean"]; ok {
+					read++
+				}
+			}
+			if read == 0 {
+				t.Errorf("no step line has policy/server_running_mean: the servers' requests running were never read")
 			}
 			if st.Step != steps {
 				t.Errorf("state step %d, want %d", st.Step, steps)

@@ -72,6 +72,12 @@ func (l *Loop) resumeBatch(step int) (bool, error) {
 		if _, err := os.Stat(l.opts.Dir.ReadyPath(step)); err == nil {
 			l.log.Warn("the step's written batch does not verify against its .ready; sampling it again",
 				zap.Int("step", step), zap.String("batch", l.opts.Dir.BatchPath(step)), zap.Error(verr))
+			// No trainer may take the old batch while the step is sampled
+			// again: parley_trainer refuses a batch its marker does not
+			// match, and exits for good.
+			if err := dataset.RemoveReady(l.opts.Dir.BatchPath(step)); err != nil {
+				return false, fmt.Errorf("train.Loop step %d: %w", step, err)
+			}
 		}
 		return false, nil
 	}

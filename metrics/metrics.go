@@ -107,6 +107,11 @@ const (
 	KeyEndpointLoadMax    Key = "policy/endpoint_load_max"
 	KeyEndpointLoadMean   Key = "policy/endpoint_load_mean"
 	KeySessionMoves       Key = "policy/session_moves"
+	// KeyEndpointsLost counts the policy endpoints out of rotation at the
+	// end of the step's sampling because an adapter load could not reach
+	// them (llm.Client.Lost): the run goes on without them until they
+	// answer again.
+	KeyEndpointsLost Key = "policy/endpoints_lost"
 	// The league's churn and size (roles.<role>.policy: league): adapter
 	// loads and unloads of the step, members over every league role.
 	KeyLeagueLoads   Key = "league/loads"

@@ -81,6 +81,7 @@ func (r *Runner) addRouting(sum *Summary, a, b routingSnap) {
 		sum.EndpointLoadMax, sum.EndpointLoadMean = slices.Max(loads), total/float64(len(loads))
 	}
 	sum.SessionMoves = b.moves - a.moves
+	sum.EndpointsLost = len(b.stats.Lost)
 }
 
 func completionsTo(s llm.Stats, endpoint string) int64 {

@@ -17,6 +17,7 @@ import (
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/handshake"
 	"github.com/parleyhq/parley/internal/crashpoint"
+	"github.com/parleyhq/parley/internal/retry"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/sim"
 	"github.com/parleyhq/parley/train"
@@ -395,4 +396,48 @@ func runChild(t *testing.T, child string, env []string, point string) (killed bo
 		t.Fatalf("run with crash point %q: %v\n%s", point, err, out)
 	}
 	return false
+}
+
+// TestLostEndpointRunGoesOn (issue 28, item 10): an endpoint of two that
+// stops for good while step 2 trains is lost when step 2's adapter is
+// loaded: the run trains every step on the other, and the step lines
+// after it count it in policy/endpoints_lost.
+func TestLostEndpointRunGoesOn(t *testing.T) {
+	var urls []string
+	var stopB func()
+	for i := range 2 {
+		srv, err := sim.New(sim.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := httptest.NewServer(srv.Handler())
+		stop := sync.OnceFunc(func() { ts.Close(); srv.Close() })
+		t.Cleanup(stop)
+		urls = append(urls, ts.URL)
+		if i == 1 {
+			stopB = stop
+		}
+	}
+	dir := dataset.RunDir(t.TempDir())
+	ft := &fakeTrainer{dir: dir, consumed: map[int]int{}, versions: map[int]int{}, gate: func(step int) {
+		if step == 2 {
+			stopB()
+		}
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go ft.run(ctx)
+	l := newLoopClient(t, dir, llm.Options{Endpoints: urls, Retry: retry.Policy{BackoffBase: time.Millisecond, BackoffMax: 4 * time.Millisecond}}, 4, 0)
+	if err := l.Run(ctx); err != nil {
+		t.Fatalf("Run with an endpoint gone for good = %v, want the run to go on with the other", err)
+	}
+	for i, m := range readMetrics(t, dir) {
+		want := 0.0
+		if i >= 2 { // steps 3 and 4 sample after step 2's adapter load lost it
+			want = 1
+		}
+		if m["policy/endpoints_lost"] != want {
+			t.Errorf("step %v: policy/endpoints_lost %v, want %v", m["step"], m["policy/endpoints_lost"], want)
+		}
+	}
 }

@@ -265,7 +265,7 @@ func (l *Loop) stepMetrics(step int, s sampled, j judged) metrics.Line {
 		metrics.KeySequencesPerRollout: sum.SequencesPerRollout, metrics.KeyTrainerTokensPerSampledToken: sum.TrainerTokensPerSampled,
 		metrics.KeyPromptTokensSent: sum.PromptTokensSent, metrics.KeyClosedTurns: sum.ClosedTurns,
 		metrics.KeyPrefixCacheHitRate: sum.PrefixCacheHitRate, metrics.KeyEndpointLoadMax: sum.EndpointLoadMax,
-		metrics.KeyEndpointLoadMean: sum.EndpointLoadMean, metrics.KeySessionMoves: sum.SessionMoves,
+		metrics.KeyEndpointLoadMean: sum.EndpointLoadMean, metrics.KeySessionMoves: sum.SessionMoves, metrics.KeyEndpointsLost: sum.EndpointsLost,
 		metrics.KeyBatchRows: res.Batch.Rows, metrics.KeyBatchTokens: res.Batch.Tokens, metrics.KeyTrainedTokens: res.Batch.TrainedTokens,
 		metrics.KeyStalenessMax: res.Batch.StalenessMax, metrics.KeyStalenessMean: ratio(res.Batch.StalenessSum, res.Batch.TrainedTokens),
 		metrics.KeyOffPolicyFraction: ratio(res.Batch.OffPolicyTokens, res.Batch.TrainedTokens),

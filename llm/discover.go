@@ -161,13 +161,15 @@ func (c *Client) Rediscover(ctx context.Context) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	back := c.takeBack(ctx)
-	cur := append(slices.Clone(c.endpoints()), back...)
-	have := map[string]bool{}
 	wanted := map[string]bool{}
 	for _, f := range found {
 		wanted[f.base] = true
 	}
+	// A lost endpoint that its name no longer resolves to is gone.
+	d.setLost(slices.DeleteFunc(slices.Clone(d.lost), func(l discovered) bool { return l.src >= 0 && !failed[l.src] && !wanted[l.base] }))
+	back := c.takeBack(ctx)
+	cur := append(slices.Clone(c.endpoints()), back...)
+	have := map[string]bool{}
 	var next []*endpoint
 	for _, ep := range cur {
 		src, discoveredEp := d.origin[ep]
@@ -218,6 +220,9 @@ func (c *Client) takeBack(ctx context.Context) []*endpoint {
 			continue
 		}
 		d.ever[ep] = struct{}{}
+		if l.src >= 0 {
+			d.origin[ep] = l.src
+		}
 		back = append(back, ep)
 		c.log.Warn("llm: lost endpoint back in rotation, with every adapter loaded", zap.String("endpoint", ep.name))
 	}
@@ -262,7 +267,11 @@ func (c *Client) loseUnreachable(ctx context.Context, op string, eps []*endpoint
 	for _, ep := range gone {
 		ep.retired.Store(true)
 		d.ever[ep] = struct{}{}
-		lost = append(lost, discovered{base: ep.base, name: ep.name, src: -1})
+		src, discoveredEp := d.origin[ep]
+		if !discoveredEp {
+			src = -1 // listed in policy.endpoints
+		}
+		lost = append(lost, discovered{base: ep.base, name: ep.name, src: src})
 	}
 	d.setLost(lost)
 	c.set.Store(&next)

@@ -124,3 +124,34 @@ func TestLostEndpointNotLost(t *testing.T) {
 		})
 	}
 }
+
+// TestLostDiscoveredEndpoint: a dns+ replica lost by an adapter load is
+// dropped from Lost once its name no longer resolves to it, rather than
+// asked to come back for ever.
+func TestLostDiscoveredEndpoint(t *testing.T) {
+	_, urlA, _ := simAt(t, "127.0.0.1:0")
+	_, port, _ := net.SplitHostPort(urlA[len("http://"):])
+	_, urlB, stopB := simAt(t, "127.0.0.2:"+port)
+	res := &fakeResolver{addrs: map[string][]string{}}
+	res.set("vllm.test", "127.0.0.1", "127.0.0.2")
+	opts := testOptions("dns+http://vllm.test:" + port)
+	opts.Resolver = res
+	c := newTestClient(t, opts)
+	ctx := context.Background()
+	stopB()
+	if err := c.LoadLoRA(ctx, "step-1", "/adapters/step-1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Lost(); !slices.Equal(got, []string{urlB}) {
+		t.Fatalf("Lost() = %v, want [%s]", got, urlB)
+	}
+	c.Rediscover(ctx) // still resolved, still down
+	if got := c.Lost(); !slices.Equal(got, []string{urlB}) || !slices.Equal(c.Endpoints(), []string{urlA}) {
+		t.Fatalf("still resolved and down: Lost() = %v, Endpoints() = %v", got, c.Endpoints())
+	}
+	res.set("vllm.test", "127.0.0.1")
+	c.Rediscover(ctx)
+	if got := c.Lost(); len(got) != 0 || !slices.Equal(c.Endpoints(), []string{urlA}) {
+		t.Errorf("after its name stopped resolving to it: Lost() = %v, Endpoints() = %v; want none lost, [%s]", got, c.Endpoints(), urlA)
+	}
+}

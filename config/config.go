@@ -89,7 +89,7 @@ type Policy struct {
 	SessionHeader string `yaml:"session_header"`
 	// SessionBound is ε of dialogue-affine routing: a session leaves its endpoint when it is down, holds more than ceil((1+ε)·mean) sessions, or is saturated past ceil((1+ε)·mean) outstanding requests (negative: no affinity, every request to the least-loaded endpoint).
 	SessionBound float64 `yaml:"session_bound"`
-	// ResolveInterval is how often dns+ endpoints are resolved again, adding and retiring replicas.
+	// ResolveInterval is how often dns+ endpoints are resolved again, adding and retiring replicas, and lost endpoints (an adapter load could not reach them) are asked to come back.
 	ResolveInterval time.Duration `yaml:"resolve_interval"`
 	// EnableThinking sets Qwen3's chat_template_kwargs.enable_thinking.
 	EnableThinking bool `yaml:"enable_thinking"`

@@ -71,7 +71,7 @@ var fieldDocs = map[string]string{
 	"github.com/parleyhq/parley/config.Policy.MaxRetries":                             "MaxRetries is how many times a failed request is retried.",
 	"github.com/parleyhq/parley/config.Policy.Model":                                  "Model is the served model name (vLLM's --served-model-name).",
 	"github.com/parleyhq/parley/config.Policy.RequestTimeout":                         "RequestTimeout bounds one attempt of one request.",
-	"github.com/parleyhq/parley/config.Policy.ResolveInterval":                        "ResolveInterval is how often dns+ endpoints are resolved again, adding and retiring replicas.",
+	"github.com/parleyhq/parley/config.Policy.ResolveInterval":                        "ResolveInterval is how often dns+ endpoints are resolved again, adding and retiring replicas, and lost endpoints (an adapter load could not reach them) are asked to come back.",
 	"github.com/parleyhq/parley/config.Policy.SessionBound":                           "SessionBound is ε of dialogue-affine routing: a session leaves its endpoint when it is down, holds more than ceil((1+ε)·mean) sessions, or is saturated past ceil((1+ε)·mean) outstanding requests (negative: no affinity, every request to the least-loaded endpoint).",
 	"github.com/parleyhq/parley/config.Policy.SessionHeader":                          "SessionHeader is the header that carries each completion's session id (rollout id/role) for a router in front of vLLM (vllm-router, llm-d); \"\" sends none.",
 	"github.com/parleyhq/parley/config.RoleModel.APIKeyEnv":                           "APIKeyEnv names the environment variable holding that server's key.",

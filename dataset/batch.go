@@ -10,6 +10,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/parleyhq/parley/internal/fsutil"
@@ -362,6 +363,21 @@ func VerifyBatch(path string, step int) (Ready, error) {
 		return Ready{}, fmt.Errorf("dataset.VerifyBatch: %s: %d rows, marker says %d", path, pf.NumRows(), ready.Rows)
 	}
 	return ready, nil
+}
+
+// RemoveReady removes the .ready marker of the batch file at path
+// (ReadyPathOf) and fsyncs its folder, so that no trainer takes the batch
+// before it is written again: a reader sees the marker whole or not at
+// all, and after a crash it stays removed. A missing marker is no error.
+func RemoveReady(path string) error {
+	p := ReadyPathOf(path)
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("dataset.RemoveReady: %w", err)
+	}
+	if err := fsutil.SyncDir(filepath.Dir(p)); err != nil {
+		return fmt.Errorf("dataset.RemoveReady: %s: %w", filepath.Dir(p), err)
+	}
+	return nil
 }
 
 // fileSHA256 returns the hex sha256 of a file.

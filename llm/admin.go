@@ -160,7 +160,10 @@ type unloadLoRARequest struct {
 // The server needs VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora:
 // a server without either, an adapter path the server cannot see and a rank
 // above --max-lora-rank each fail at once with a *CauseError naming the
-// fix (ErrLoRADisabled, ErrAdapterNotFound, ErrLoRARank).
+// fix (ErrLoRADisabled, ErrAdapterNotFound, ErrLoRARank). An endpoint it
+// cannot reach (after its retries) while others load the adapter is lost:
+// out of rotation, with a warning, until it answers again and has loaded
+// every adapter (Lost, Rediscover).
 func (c *Client) LoadLoRA(ctx context.Context, name, path string) error {
 	if name == "" || path == "" {
 		return errors.New("llm.LoadLoRA: name and path are both required")
@@ -170,7 +173,9 @@ func (c *Client) LoadLoRA(ctx context.Context, name, path string) error {
 		return fmt.Errorf("llm.LoadLoRA: %w", err)
 	}
 	return c.trackAdapters(name, path, func() error {
-		errs := c.onEvery(c.endpoints(), func(_ int, ep *endpoint) error { return c.loadOnBody(ctx, ep, name, path, body) })
+		eps := c.endpoints()
+		errs := c.onEvery(eps, func(_ int, ep *endpoint) error { return c.loadOnBody(ctx, ep, name, path, body) })
+		errs = c.loseUnreachable(ctx, "loading adapter "+name, eps, errs)
 		return summarize("llm.LoadLoRA", "failed to load "+name+" from "+path, errs)
 	})
 }
@@ -213,7 +218,8 @@ func (c *Client) UnloadLoRA(ctx context.Context, name string) error {
 		return fmt.Errorf("llm.UnloadLoRA: %w", err)
 	}
 	return c.trackAdapters(name, "", func() error {
-		errs := c.onEvery(c.endpoints(), func(_ int, ep *endpoint) error {
+		eps := c.endpoints()
+		errs := c.onEvery(eps, func(_ int, ep *endpoint) error {
 			err := c.do(ctx, &call{method: http.MethodPost, path: pathUnloadLoRA, body: body, pin: ep,
 				accept: isAdapterNotFound, classify: loraCause})
 			if err != nil {
@@ -222,6 +228,7 @@ func (c *Client) UnloadLoRA(ctx context.Context, name string) error {
 			c.log.Info("llm: LoRA adapter unloaded", zap.String("endpoint", ep.name), zap.String("name", name))
 			return nil
 		})
+		errs = c.loseUnreachable(ctx, "unloading adapter "+name, eps, errs)
 		return summarize("llm.UnloadLoRA", "failed to unload "+name, errs)
 	})
 }

@@ -82,7 +82,8 @@ type Options struct {
 	// replicas); New fails when it resolves to none.
 	Resolver Resolver
 	// ResolveInterval is how often dns+ names are resolved again, adding
-	// the replicas that appeared and retiring those gone (zero:
+	// the replicas that appeared and retiring those gone, and lost
+	// endpoints (Client.Lost) are asked to come back (zero:
 	// DefaultResolveInterval).
 	ResolveInterval time.Duration
 	// SessionBound is ε of the load bound past which a session leaves its
@@ -109,7 +110,7 @@ type Client struct {
 	// their dns+ names resolve to (see discover.go). It is replaced, never
 	// changed in place.
 	set         atomic.Pointer[[]*endpoint]
-	disc        *discovery // nil without dns+ endpoints
+	disc        *discovery // dns+ endpoints, lost endpoints, the adapters loaded
 	maxAttempts int
 
 	rr    atomic.Uint64
@@ -145,7 +146,7 @@ type endpoint struct {
 	answered       atomic.Bool  // it has answered at least once (any status)
 	refusing       atomic.Bool  // its last attempt was refused and it has never answered
 	homed          int          // sessions homed on it, guarded by Client.route.mu
-	retired        atomic.Bool  // its dns+ name no longer resolves to it: out for good
+	retired        atomic.Bool  // its dns+ name no longer resolves to it, or it is lost: out for good
 	// h1 is the client's own HTTP/1.1 exchange with it; nil: net/http.
 	h1 *h1.Client
 }
@@ -210,8 +211,8 @@ func New(opts Options) (*Client, error) {
 		seen[base] = true
 		eps = append(eps, c.newEndpoint(base, name))
 	}
+	c.disc = newDiscovery(opts, sources, eps)
 	if len(sources) > 0 {
-		c.disc = newDiscovery(opts, sources, eps)
 		found, _, err := c.disc.resolveAll(context.Background())
 		if err != nil {
 			return nil, fmt.Errorf("llm.New: %w", err)
@@ -246,9 +247,7 @@ func New(opts Options) (*Client, error) {
 			}
 		})
 	}
-	if c.disc != nil {
-		c.every(ctx, c.disc.interval, func() { c.Rediscover(ctx) })
-	}
+	c.every(ctx, c.disc.interval, func() { c.Rediscover(ctx) })
 	return c, nil
 }
 
@@ -346,11 +345,7 @@ func (c *Client) Close() {
 	if c.transport != nil {
 		c.transport.CloseIdleConnections()
 	}
-	eps := c.endpoints()
-	if c.disc != nil {
-		eps = c.disc.everEndpoints(eps)
-	}
-	for _, ep := range eps {
+	for _, ep := range c.disc.everEndpoints(c.endpoints()) {
 		if ep.h1 != nil {
 			ep.h1.Close()
 		}

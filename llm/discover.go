@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -66,9 +67,10 @@ func (s dnsSource) base(addr string) string {
 	return s.scheme + "://" + net.JoinHostPort(addr, s.port) + s.path
 }
 
-// discovery keeps a Client's dns+ endpoints: what each name resolved to
-// and the LoRA adapters every endpoint has loaded, so that a replica that
-// appears gets them before it gets traffic.
+// discovery keeps a Client's dns+ endpoints (what each name resolved to),
+// its lost endpoints and the LoRA adapters every endpoint has loaded, so
+// that a replica that appears, or a lost endpoint that returns, gets them
+// before it gets traffic.
 type discovery struct {
 	res      Resolver
 	interval time.Duration
@@ -78,7 +80,24 @@ type discovery struct {
 	mu       sync.Mutex
 	adapters map[string]string      // name → path, loaded on every endpoint
 	origin   map[*endpoint]int      // a discovered endpoint → its source
-	ever     map[*endpoint]struct{} // every endpoint discovered, for Close
+	ever     map[*endpoint]struct{} // every endpoint discovered or lost, for Close
+	// lost are the endpoints an adapter load or unload could not reach
+	// while others answered (loseUnreachable), out of the set until they
+	// answer again.
+	lost []discovered
+	// lostNames are lost's names, for Lost without mu (a load holds mu
+	// through its retries).
+	lostNames atomic.Pointer[[]string]
+}
+
+// setLost replaces the lost endpoints. The caller holds mu.
+func (d *discovery) setLost(lost []discovered) {
+	d.lost = lost
+	names := make([]string, len(lost))
+	for i, l := range lost {
+		names[i] = l.name
+	}
+	d.lostNames.Store(&names)
 }
 
 func newDiscovery(opts Options, sources []dnsSource, static []*endpoint) *discovery {
@@ -127,29 +146,30 @@ func (d *discovery) resolveAll(ctx context.Context) (found []discovered, failed 
 	return found, failed, errors.Join(errs...)
 }
 
-// Rediscover resolves the dns+ endpoints again now (the client does so
-// every ResolveInterval): an address that appeared is put in rotation once
-// it passes GET /health and has every LoRA adapter the client loaded; an
+// Rediscover resolves the dns+ endpoints again now, and asks the lost
+// endpoints to come back (the client does so every ResolveInterval): an
+// address that appeared, or a lost endpoint, is put in rotation once it
+// passes GET /health and has every LoRA adapter the client loaded; an
 // address that went away is retired (its requests in flight finish, its
 // sessions move). A name that resolves to nothing keeps its endpoints, with
 // a warning: a DNS outage does not empty the pool.
 func (c *Client) Rediscover(ctx context.Context) {
 	d := c.disc
-	if d == nil {
-		return
-	}
 	found, failed, err := d.resolveAll(ctx)
 	if err != nil {
 		c.log.Warn("llm: resolving endpoints; keeping the ones resolved before", zap.Error(err))
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	cur := c.endpoints()
-	have := map[string]bool{}
 	wanted := map[string]bool{}
 	for _, f := range found {
 		wanted[f.base] = true
 	}
+	// A lost endpoint that its name no longer resolves to is gone.
+	d.setLost(slices.DeleteFunc(slices.Clone(d.lost), func(l discovered) bool { return l.src >= 0 && !failed[l.src] && !wanted[l.base] }))
+	back := c.takeBack(ctx)
+	cur := append(slices.Clone(c.endpoints()), back...)
+	have := map[string]bool{}
 	var next []*endpoint
 	for _, ep := range cur {
 		src, discoveredEp := d.origin[ep]
@@ -182,6 +202,91 @@ func (c *Client) Rediscover(ctx context.Context) {
 	c.set.Store(&next)
 }
 
+// takeBack admits every lost endpoint that answers again and returns
+// them (new endpoints: the lost ones stay retired). The caller holds
+// disc.mu.
+func (c *Client) takeBack(ctx context.Context) []*endpoint {
+	d := c.disc
+	var back []*endpoint
+	var still []discovered
+	for _, l := range d.lost {
+		ep := c.newEndpoint(l.base, l.name)
+		if err := c.admit(ctx, ep); err != nil {
+			c.log.Debug("llm: lost endpoint not back yet", zap.String("endpoint", ep.name), zap.Error(err))
+			if ep.h1 != nil {
+				ep.h1.Close()
+			}
+			still = append(still, l)
+			continue
+		}
+		d.ever[ep] = struct{}{}
+		if l.src >= 0 {
+			d.origin[ep] = l.src
+		}
+		back = append(back, ep)
+		c.log.Warn("llm: lost endpoint back in rotation, with every adapter loaded", zap.String("endpoint", ep.name))
+	}
+	d.setLost(still)
+	return back
+}
+
+// loseUnreachable goes on without the endpoints of eps that errs (a call
+// on each) says could not be reached (no answer: refused, reset, timed
+// out), when at least one succeeded: it takes them out of the endpoint set
+// with a warning, lists them in Lost (the step metric
+// policy/endpoints_lost) and returns errs without their errors. Rediscover
+// takes each back once it answers and has loaded every adapter. An
+// endpoint that answered with an error is not lost. The caller holds
+// disc.mu.
+func (c *Client) loseUnreachable(ctx context.Context, op string, eps []*endpoint, errs []error) []error {
+	var gone []*endpoint
+	ok := 0
+	for i, err := range errs {
+		var apiErr *APIError
+		switch {
+		case err == nil:
+			ok++
+		case !errors.As(err, &apiErr):
+			gone = append(gone, eps[i])
+		}
+	}
+	if ok == 0 || len(gone) == 0 || ctx.Err() != nil {
+		return errs
+	}
+	d := c.disc
+	out := slices.Clone(errs)
+	for i, ep := range eps {
+		if slices.Contains(gone, ep) {
+			c.log.Warn("llm: endpoint lost: "+op+" could not reach it; going on with the endpoints that answer, and taking it back with every adapter once it answers again",
+				zap.String("endpoint", ep.name), zap.Error(errs[i]))
+			out[i] = nil
+		}
+	}
+	next := slices.DeleteFunc(slices.Clone(c.endpoints()), func(ep *endpoint) bool { return slices.Contains(gone, ep) })
+	lost := slices.Clone(d.lost)
+	for _, ep := range gone {
+		ep.retired.Store(true)
+		d.ever[ep] = struct{}{}
+		src, discoveredEp := d.origin[ep]
+		if !discoveredEp {
+			src = -1 // listed in policy.endpoints
+		}
+		lost = append(lost, discovered{base: ep.base, name: ep.name, src: src})
+	}
+	d.setLost(lost)
+	c.set.Store(&next)
+	return out
+}
+
+// Lost returns the endpoints lost now (loseUnreachable): out of rotation
+// until they answer again.
+func (c *Client) Lost() []string {
+	if p := c.disc.lostNames.Load(); p != nil {
+		return slices.Clone(*p)
+	}
+	return nil
+}
+
 // admit readies a discovered endpoint: it must answer GET /health and load
 // every adapter the client has loaded. The caller holds disc.mu.
 func (c *Client) admit(ctx context.Context, ep *endpoint) error {
@@ -204,9 +309,6 @@ func (c *Client) admit(ctx context.Context, ep *endpoint) error {
 // trackAdapters runs a LoRA change (fn) with the endpoint set held still,
 // recording the change when it succeeded.
 func (c *Client) trackAdapters(name, path string, fn func() error) error {
-	if c.disc == nil {
-		return fn()
-	}
 	c.disc.mu.Lock()
 	defer c.disc.mu.Unlock()
 	err := fn()

@@ -152,7 +152,7 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 	if cl.session {
 		if sess, affine = SessionFrom(ctx); affine {
 			cl.header = c.sessionHeader(sess.ID)
-			affine = c.opts.SessionBound >= 0 && (c.disc != nil || len(c.endpoints()) > 1)
+			affine = c.opts.SessionBound >= 0 && (len(c.disc.sources) > 0 || len(c.endpoints()) > 1)
 		}
 	}
 	for attempt := 1; ; attempt++ {

@@ -29,6 +29,9 @@ type Stats struct {
 	Timeouts        int64         // attempts that ran past RequestTimeout
 	ByStatus        map[int]int64 // attempts by HTTP status answered
 	Endpoints       []EndpointStats
+	// Lost are the endpoints out of rotation because an adapter load or
+	// unload could not reach them, until they answer again (Client.Lost).
+	Lost []string
 }
 
 // EndpointStats is one endpoint's share of a Stats snapshot.
@@ -91,6 +94,7 @@ func (c *Client) Stats() Stats {
 		Timeouts:        c.stats.timeouts.Load(),
 		ByStatus:        map[int]int64{},
 		Endpoints:       make([]EndpointStats, len(eps)),
+		Lost:            c.Lost(),
 	}
 	for code := range c.stats.status {
 		if n := c.stats.status[code].Load(); n != 0 {

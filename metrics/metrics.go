@@ -127,15 +127,20 @@ const (
 	// sampling time and over endpoints, and the share of that time every
 	// slot of an endpoint (policy.max_concurrent_per_endpoint, its
 	// in-flight target) was held (rollout.Summary, from the client).
-	KeyEndpointInFlightMean Key = "policy/inflight_mean"
+	KeyEndpointInFlightMean  Key = "policy/inflight_mean"
+	KeyEndpointAtTargetShare Key = "policy/at_target_share"
 	// The requests the policy's servers report running
 	// (vllm:num_requests_running, summed over endpoints), read every
 	// train.serving_sample_every since the step before: their mean, the
 	// least reading and how many readings.
-	KeyServerRunningMean     Key = "policy/server_running_mean"
-	KeyServerRunningMin      Key = "policy/server_running_min"
-	KeyServerRunningSamples  Key = "policy/server_running_samples"
-	KeyEndpointAtTargetShare Key = "policy/at_target_share"
+	KeyServerRunningMean    Key = "policy/server_running_mean"
+	KeyServerRunningMin     Key = "policy/server_running_min"
+	KeyServerRunningSamples Key = "policy/server_running_samples"
+	// KeyEndpointsLost counts the policy endpoints out of rotation at the
+	// end of the step's sampling because an adapter load could not reach
+	// them (llm.Client.Lost): the run goes on without them until they
+	// answer again.
+	KeyEndpointsLost Key = "policy/endpoints_lost"
 	// The league's churn and size (roles.<role>.policy: league): adapter
 	// loads and unloads of the step, members over every league role.
 	KeyLeagueLoads   Key = "league/loads"

@@ -93,6 +93,7 @@ func (sum *Summary) AddRouting(a, b RoutingSnap, log *zap.Logger) {
 		n := float64(len(b.stats.Endpoints))
 		sum.EndpointInFlightMean, sum.EndpointAtTargetShare = in/dt/n, full/dt/n
 	}
+	sum.EndpointsLost = len(b.stats.Lost)
 }
 
 // endpointStats is endpoint's entry in s, zero when it has none.

@@ -207,6 +207,9 @@ type Summary struct {
 	// Errors counts the failed rollouts by cause (the innermost error's
 	// message), so one line per kind of failure can be reported.
 	Errors map[string]int `json:"errors,omitempty"`
+	// EndpointsLost counts the endpoints lost at the end of the run
+	// (llm.Client.Lost): out of rotation until they answer again.
+	EndpointsLost int `json:"endpoints_lost"`
 	// FirstErr is the first failure, with its error chain (errors.Is works
 	// on it: llm.ErrEngineDead, llm.ErrNotRunning, …); nil when none failed.
 	FirstErr error `json:"-"`

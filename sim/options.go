@@ -135,6 +135,12 @@ type Options struct {
 	// parameters are the folder's tensors (no fusion, no padding).
 	Weights string
 
+	// Repacked names tensors of Weights whose /weight_checker checksum is
+	// that of no bytes (weights.EmptyDigest), as vLLM's CPU build reports
+	// the linear layers it repacks for its kernels: a client cannot check
+	// them. RLState still reports their real checksums.
+	Repacked []string
+
 	// Logger receives request errors; nil means no logging.
 	Logger *zap.Logger
 }

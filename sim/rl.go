@@ -10,6 +10,11 @@ import (
 	"github.com/parleyhq/parley/llm/weights"
 )
 
+// paramPrefix is what vLLM puts before a parameter's name in
+// /weight_checker's answer (data, pipeline, context and tensor parallel
+// ranks 0).
+const paramPrefix = "dp0:pp0:pcp0:tp0:"
+
 // rlState is the simulated engine's weights, version and pause state
 // (Options.Weights).
 type rlState struct {
@@ -30,7 +35,7 @@ func (st *rlState) load(dir string) error {
 	}
 	keys := make([]string, 0, len(f.Tensors))
 	for _, n := range f.Names() {
-		keys = append(keys, "dp0:pp0:pcp0:tp0:"+n)
+		keys = append(keys, paramPrefix+n)
 	}
 	sums, _, err := weights.Expected(f, keys)
 	if err != nil {
@@ -177,6 +182,11 @@ func (s *Server) rlRoutes(mux *http.ServeMux) {
 		st.mu.Lock()
 		sums := maps(st.sums)
 		st.mu.Unlock()
+		for _, n := range s.opts.Repacked {
+			if k := paramPrefix + n; sums[k] != "" {
+				sums[k] = weights.EmptyDigest
+			}
+		}
 		b, _ := json.Marshal(map[string]any{"checksums": sums})
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(b)

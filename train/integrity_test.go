@@ -17,6 +17,7 @@ import (
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/handshake"
 	"github.com/parleyhq/parley/internal/crashpoint"
+	"github.com/parleyhq/parley/internal/retry"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/sim"
 	"github.com/parleyhq/parley/train"
@@ -198,21 +199,7 @@ func TestDoneAdapterPath(t *testing.T) {
 func TestPendingBatchCorrupt(t *testing.T) {
 	url := simURL(t)
 	dir := dataset.RunDir(t.TempDir())
-	if _, err := trained(t, dir, url, 1, 0); err != nil {
-		t.Fatal(err)
-	}
-	// Step 2's batch is written, not trained, then its marker is damaged.
-	if err := os.RemoveAll(dir.CheckpointDir(1)); err != nil {
-		t.Fatal(err)
-	}
-	setStateStep(t, dir, 0)
-	var ready map[string]any
-	b, _ := os.ReadFile(dir.ReadyPath(1))
-	json.Unmarshal(b, &ready)
-	ready["sha256"] = strings.Repeat("0", 64)
-	b, _ = json.Marshal(ready)
-	os.WriteFile(dir.ReadyPath(1), b, 0o644)
-	os.WriteFile(dir.MetricsPath(), nil, 0o644)
+	pendingCorrupt(t, dir, url)
 	core, logs := observer.New(zap.WarnLevel)
 	ft, err := trained(t, dir, url, 1, 0, func(o *train.LoopOptions) { o.Logger = zap.New(core) })
 	if err != nil {
@@ -237,6 +224,52 @@ func TestPendingBatchCorrupt(t *testing.T) {
 	}
 }
 
+// pendingCorrupt leaves in dir a run whose step 1's batch is written,
+// not trained, and whose .ready no longer matches it.
+func pendingCorrupt(t *testing.T, dir dataset.RunDir, url string) {
+	t.Helper()
+	if _, err := trained(t, dir, url, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir.CheckpointDir(1)); err != nil {
+		t.Fatal(err)
+	}
+	setStateStep(t, dir, 0)
+	var ready map[string]any
+	b, _ := os.ReadFile(dir.ReadyPath(1))
+	json.Unmarshal(b, &ready)
+	ready["sha256"] = strings.Repeat("0", 64)
+	b, _ = json.Marshal(ready)
+	os.WriteFile(dir.ReadyPath(1), b, 0o644)
+	os.WriteFile(dir.MetricsPath(), nil, 0o644)
+}
+
+// TestSIGKILLWhileResampling (issue 28, item 9): a pending batch that no
+// longer verifies loses its .ready before it is sampled again. Killed
+// while the step is sampled again (its rollouts written, its batch not),
+// the run shows no trainer a marker of the step; the resumed run, under a
+// trainer that refuses a batch its marker does not match and stops (as
+// parley_trainer does), trains every step once.
+func TestSIGKILLWhileResampling(t *testing.T) {
+	url := simURL(t)
+	dir := dataset.RunDir(t.TempDir())
+	pendingCorrupt(t, dir, url)
+	env := []string{"PARLEY_TEST_CRASH_DIR=" + dir.Root(), "PARLEY_TEST_CRASH_URL=" + url, "PARLEY_TEST_CRASH_STALENESS=0"}
+	if !runChild(t, "TestCrashPoints", env, "before-batch:1") {
+		t.Fatal("the run was not killed while it sampled step 1 again")
+	}
+	if _, err := os.Stat(dir.ReadyPath(1)); !os.IsNotExist(err) {
+		t.Errorf("killed while step 1 was sampled again, its old marker %s is still there (%v): a trainer takes the old batch", dir.ReadyPath(1), err)
+	}
+	runChild(t, "TestCrashPoints", append(env, "PARLEY_TEST_CRASH_STRICT=1"), "")
+	b, _ := os.ReadFile(filepath.Join(dir.Root(), "consumed.log"))
+	for s := 1; s <= 5; s++ {
+		if n := strings.Count(string(b), fmt.Sprintf("step %d\n", s)); n != 1 {
+			t.Errorf("step %d trained %d times, want once", s, n)
+		}
+	}
+}
+
 // TestCrashPoints is the child process of TestSIGKILLAtCrashPoints.
 func TestCrashPoints(t *testing.T) {
 	dir, url := os.Getenv("PARLEY_TEST_CRASH_DIR"), os.Getenv("PARLEY_TEST_CRASH_URL")
@@ -245,7 +278,8 @@ func TestCrashPoints(t *testing.T) {
 	}
 	var staleness int
 	fmt.Sscan(os.Getenv("PARLEY_TEST_CRASH_STALENESS"), &staleness)
-	ft := &fakeTrainer{dir: dataset.RunDir(dir), consumed: map[int]int{}, versions: map[int]int{}, log: filepath.Join(dir, "consumed.log")}
+	ft := &fakeTrainer{dir: dataset.RunDir(dir), consumed: map[int]int{}, versions: map[int]int{}, log: filepath.Join(dir, "consumed.log"),
+		strict: os.Getenv("PARLEY_TEST_CRASH_STRICT") == "1"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go ft.run(ctx)
@@ -354,21 +388,72 @@ func TestTempFilesRemovedOnStart(t *testing.T) {
 func killAtPoints(t *testing.T, child string, env []string, points ...string) int {
 	t.Helper()
 	kills := 0
-	for _, point := range append(points, "") {
-		cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$")
-		cmd.Env = append(append(os.Environ(), env...), crashpoint.EnvVar+"="+point)
-		out, err := cmd.CombinedOutput()
-		if point == "" {
-			if err != nil {
-				t.Fatalf("the last run failed: %v\n%s", err, out)
-			}
-			break
-		}
-		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == -1 {
+	for _, point := range points {
+		if runChild(t, child, env, point) {
 			kills++
-		} else if err != nil {
-			t.Fatalf("run with %s: %v\n%s", point, err, out)
 		}
 	}
+	runChild(t, child, env, "")
 	return kills
+}
+
+// runChild runs the test child once with env and crashpoint.EnvVar set to
+// point (none: "") and reports whether the point killed it (SIGKILL); any
+// other failure fails the test.
+func runChild(t *testing.T, child string, env []string, point string) (killed bool) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$")
+	cmd.Env = append(append(os.Environ(), env...), crashpoint.EnvVar+"="+point)
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == -1 && point != "" {
+		return true
+	}
+	if err != nil {
+		t.Fatalf("run with crash point %q: %v\n%s", point, err, out)
+	}
+	return false
+}
+
+// TestLostEndpointRunGoesOn (issue 28, item 10): an endpoint of two that
+// stops for good while step 2 trains is lost when step 2's adapter is
+// loaded: the run trains every step on the other, and the step lines
+// after it count it in policy/endpoints_lost.
+func TestLostEndpointRunGoesOn(t *testing.T) {
+	var urls []string
+	var stopB func()
+	for i := range 2 {
+		srv, err := sim.New(sim.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := httptest.NewServer(srv.Handler())
+		stop := sync.OnceFunc(func() { ts.Close(); srv.Close() })
+		t.Cleanup(stop)
+		urls = append(urls, ts.URL)
+		if i == 1 {
+			stopB = stop
+		}
+	}
+	dir := dataset.RunDir(t.TempDir())
+	ft := &fakeTrainer{dir: dir, consumed: map[int]int{}, versions: map[int]int{}, gate: func(step int) {
+		if step == 2 {
+			stopB()
+		}
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go ft.run(ctx)
+	l := newLoopClient(t, dir, llm.Options{Endpoints: urls, Retry: retry.Policy{BackoffBase: time.Millisecond, BackoffMax: 4 * time.Millisecond}}, 4, 0)
+	if err := l.Run(ctx); err != nil {
+		t.Fatalf("Run with an endpoint gone for good = %v, want the run to go on with the other", err)
+	}
+	for i, m := range readMetrics(t, dir) {
+		want := 0.0
+		if i >= 2 { // steps 3 and 4 sample after step 2's adapter load lost it
+			want = 1
+		}
+		if m["policy/endpoints_lost"] != want {
+			t.Errorf("step %v: policy/endpoints_lost %v, want %v", m["step"], m["policy/endpoints_lost"], want)
+		}
+	}
 }

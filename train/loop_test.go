@@ -41,6 +41,10 @@ type fakeTrainer struct {
 	// full, if set, writes each step's full weights (fullWeights) instead
 	// of an adapter.
 	full func(dir string, step int)
+	// strict refuses a step whose .ready is there but whose batch does not
+	// verify (REFUSED) and stops, as parley_trainer does (it exits for
+	// good); otherwise such a batch is polled again.
+	strict bool
 }
 
 func (f *fakeTrainer) run(ctx context.Context) {
@@ -52,6 +56,12 @@ func (f *fakeTrainer) run(ctx context.Context) {
 		}
 		ready, err := dataset.VerifyBatch(f.dir.BatchPath(step), step)
 		if err != nil {
+			if _, serr := os.Stat(f.dir.ReadyPath(step)); serr == nil && f.strict {
+				b, _ := json.Marshal(handshake.Refused{Step: step, Reason: err.Error()})
+				_ = os.MkdirAll(f.dir.CheckpointDir(step), 0o755)
+				_ = os.WriteFile(filepath.Join(f.dir.CheckpointDir(step), handshake.RefusedFile), b, 0o644)
+				return
+			}
 			time.Sleep(2 * time.Millisecond)
 			continue
 		}

@@ -73,6 +73,12 @@ func (l *Loop) resumeBatch(step int) (bool, error) {
 		if _, err := os.Stat(l.opts.Dir.ReadyPath(step)); err == nil {
 			l.log.Warn("the step's written batch does not verify against its .ready; sampling it again",
 				zap.Int("step", step), zap.String("batch", l.opts.Dir.BatchPath(step)), zap.Error(verr))
+			// No trainer may take the old batch while the step is sampled
+			// again: parley_trainer refuses a batch its marker does not
+			// match, and exits for good.
+			if err := dataset.RemoveReady(l.opts.Dir.BatchPath(step)); err != nil {
+				return false, fmt.Errorf("train.Loop step %d: %w", step, err)
+			}
 		}
 		return false, nil
 	}
@@ -280,7 +286,7 @@ func (l *Loop) stepMetrics(step int, s sampled, j judged) metrics.Line {
 		metrics.KeySequencesPerRollout: sum.SequencesPerRollout, metrics.KeyTrainerTokensPerSampledToken: sum.TrainerTokensPerSampled,
 		metrics.KeyPromptTokensSent: sum.PromptTokensSent, metrics.KeyClosedTurns: sum.ClosedTurns,
 		metrics.KeyPrefixCacheHitRate: sum.PrefixCacheHitRate, metrics.KeyEndpointLoadMax: sum.EndpointLoadMax,
-		metrics.KeyEndpointLoadMean: sum.EndpointLoadMean, metrics.KeySessionMoves: sum.SessionMoves,
+		metrics.KeyEndpointLoadMean: sum.EndpointLoadMean, metrics.KeySessionMoves: sum.SessionMoves, metrics.KeyEndpointsLost: sum.EndpointsLost,
 		metrics.KeyEndpointInFlightMean: sum.EndpointInFlightMean, metrics.KeyEndpointAtTargetShare: sum.EndpointAtTargetShare,
 		metrics.KeyBatchRows: res.Batch.Rows, metrics.KeyBatchTokens: res.Batch.Tokens, metrics.KeyTrainedTokens: res.Batch.TrainedTokens,
 		metrics.KeyStalenessMax: res.Batch.StalenessMax, metrics.KeyStalenessMean: ratio(res.Batch.StalenessSum, res.Batch.TrainedTokens),

@@ -191,13 +191,17 @@ func TestDiskUpdateVLLM(t *testing.T) {
 		prompt[i] = int32(10 + (i*37)%2900)
 	}
 
-	// Step 0: the served weights are the base's; only the version is set.
+	// Step 0: the served weights are the base's. Only the version is set
+	// when the checksums cover every parameter (a GPU); the CPU build's
+	// cover only the norms and the embedding, which prove nothing of the
+	// linear layers, so the base is loaded (issue 28, item 8).
 	m, err := ws.Sync(ctx, 0, base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m["update_transferred"] != 0 || m["update_checksums_compared"] == 0 {
-		t.Errorf("step 0: %v, want no transfer and some checksums compared", m)
+	partial := m["update_checksums_not_comparable"] > 0
+	if want := map[bool]float64{false: 0, true: 1}[partial]; m["update_transferred"] != want || m["update_checksums_compared"] == 0 {
+		t.Errorf("step 0: %v, want %v transfers and some checksums compared", m, want)
 	}
 	t.Logf("step 0 (the base, verified): %v", m)
 	before := complete(t, srv, prompt, "") // cached under the base weights
@@ -281,9 +285,11 @@ func TestDiskUpdateVLLM(t *testing.T) {
 	if err := client.ReloadWeights(ctx, step1, 5*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	m, err = ws.Sync(ctx, 1, step1) // verify finds version 7, sets 1 again
-	if err != nil || m["update_transferred"] != 0 {
-		t.Errorf("Sync after a wrong version = %v, %v; want the version set again without a transfer", m, err)
+	// verify finds version 7: with every checksum it sets 1 again, with
+	// the CPU build's partial set it transfers step 1 again.
+	m, err = ws.Sync(ctx, 1, step1)
+	if want := map[bool]float64{false: 0, true: 1}[partial]; err != nil || m["update_transferred"] != want {
+		t.Errorf("Sync after a wrong version = %v, %v; want %v transfers and version 1", m, err, want)
 	}
 }
 

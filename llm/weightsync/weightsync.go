@@ -7,7 +7,11 @@
 //     reload whose shapes differ;
 //  2. if the endpoints already hold exactly these weights (their version is
 //     the step and their checksums are the folder's), only unpause them and
-//     reset their prefix caches: a resumed update is not done twice;
+//     reset their prefix caches: a resumed update is not done twice. The
+//     transfer is skipped for another version only when the checksums
+//     cover every parameter (a complete verification): a partial set (the
+//     CPU build's) cannot tell a step whose checksummed parameters are
+//     frozen from the weights before it;
 //  3. pause generation (POST /pause?mode=), transfer (a Transfer: from disk
 //     by /collective_rpc reload_weights, or NCCL from the trainer), set the
 //     weight version to the step (POST /update_weight_version), reset the
@@ -143,7 +147,7 @@ func (s *Syncer) Sync(ctx context.Context, step int, dir string) (map[string]flo
 		return nil, err
 	}
 	version := s.opts.Version(step)
-	held, err := s.verify(ctx, version, want, m)
+	held, complete, err := s.verify(ctx, version, want, m)
 	switch {
 	case err == nil:
 		// Already there (a resumed update, or the base model at start).
@@ -160,7 +164,9 @@ func (s *Syncer) Sync(ctx context.Context, step int, dir string) (map[string]flo
 		return nil, fmt.Errorf("weightsync step %d: %w", step, err)
 	}
 	crashpoint.Hit("update-paused") // paused, nothing transferred
-	if !held {
+	// Checksums that match prove the weights only when they cover every
+	// parameter; else only a transfer does (it is idempotent).
+	if !held || !complete {
 		tt := time.Now()
 		if err := s.opts.Transfer.Transfer(ctx, step, dir); err != nil {
 			return nil, fmt.Errorf("weightsync step %d: %s transfer from %s: %w (the endpoints stay paused; resume the run to retry)", step, s.opts.Transfer.Name(), dir, err)
@@ -173,7 +179,7 @@ func (s *Syncer) Sync(ctx context.Context, step int, dir string) (map[string]flo
 		return nil, fmt.Errorf("weightsync step %d: %w", step, err)
 	}
 	crashpoint.Hit("update-version-set") // new weights and version, cache not reset, paused
-	if _, err := s.verify(ctx, version, want, m); err != nil {
+	if _, _, err := s.verify(ctx, version, want, m); err != nil {
 		return nil, fmt.Errorf("weightsync step %d: after the update from %s (%s transfer): %w", step, dir, s.opts.Transfer.Name(), err)
 	}
 	return m, s.finish(ctx, m, dir, t0, pause)
@@ -221,14 +227,16 @@ func (s *Syncer) check(step int, dir string) (weights.Folder, error) {
 
 // verify compares every endpoint with version and the checksums of want's
 // files. held reports whether every endpoint's checksums match (whatever
-// its version); the error wraps ErrMismatch when an endpoint differs.
-func (s *Syncer) verify(ctx context.Context, version string, want weights.Folder, m map[string]float64) (held bool, err error) {
+// its version), complete whether they cover every parameter the endpoints
+// report (none empty, none that cannot be computed from want); the error
+// wraps ErrMismatch when an endpoint differs.
+func (s *Syncer) verify(ctx context.Context, version string, want weights.Folder, m map[string]float64) (held, complete bool, err error) {
 	tv := time.Now()
 	defer func() { m[string(metrics.KeyUpdateVerifySeconds)] += time.Since(tv).Seconds() }()
 	eps := s.opts.Server.Endpoints()
 	sums, err := s.opts.Server.WeightChecksums(ctx)
 	if err != nil {
-		return false, fmt.Errorf("weightsync: %w", err)
+		return false, false, fmt.Errorf("weightsync: %w", err)
 	}
 	var bad []string
 	compared, skipped := 0, 0
@@ -244,10 +252,10 @@ func (s *Syncer) verify(ctx context.Context, version string, want weights.Folder
 		slices.Sort(keys)
 		exp, skip, err := weights.Expected(want, keys)
 		if err != nil {
-			return false, fmt.Errorf("weightsync: %w", err)
+			return false, false, fmt.Errorf("weightsync: %w", err)
 		}
 		if len(exp) == 0 {
-			return false, fmt.Errorf("weightsync: none of the %d parameters %s's /weight_checker reports can be computed from %s (%s…): "+
+			return false, false, fmt.Errorf("weightsync: none of the %d parameters %s's /weight_checker reports can be computed from %s (%s…): "+
 				"the checksum check needs tensor parallel size 1 and checkpoint names the server uses", len(keys), eps[i], want.Dir, strings.Join(keys[:min(3, len(keys))], ", "))
 		}
 		var diff []string
@@ -263,10 +271,10 @@ func (s *Syncer) verify(ctx context.Context, version string, want weights.Folder
 	}
 	m[string(metrics.KeyUpdateChecksums)] = float64(compared)
 	m[string(metrics.KeyUpdateChecksumsSkip)] = float64(skipped)
-	held = len(bad) == 0
+	held, complete = len(bad) == 0, skipped == 0
 	vs, err := s.opts.Server.WeightVersions(ctx)
 	if err != nil {
-		return held, fmt.Errorf("weightsync: %w", err)
+		return held, false, fmt.Errorf("weightsync: %w", err)
 	}
 	for i, v := range vs {
 		if v != version {
@@ -274,9 +282,9 @@ func (s *Syncer) verify(ctx context.Context, version string, want weights.Folder
 		}
 	}
 	if len(bad) > 0 {
-		return held, fmt.Errorf("%w: %s", ErrMismatch, strings.Join(bad, "; "))
+		return held, complete, fmt.Errorf("%w: %s", ErrMismatch, strings.Join(bad, "; "))
 	}
-	return true, nil
+	return true, complete, nil
 }
 
 // ProbeFile is the trainer's probe beside a step's weights: token ids and

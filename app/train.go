@@ -114,10 +114,10 @@ func trainerArgs(cfg config.Config, runDir string) []string {
 		"--beta", f(t.KLBeta), "--tis-cap", f(t.TISCap), "--aggregation", t.Aggregation,
 		"--micro-batch-tokens", strconv.Itoa(t.MicroBatchTokens), "--max-grad-norm", f(t.MaxGradNorm),
 		"--weight-decay", f(t.WeightDecay), "--seed", strconv.FormatInt(cfg.Run.Seed, 10),
-		"--report-to", strings.Join(t.ReportTo, ","),
+		"--report-to", strings.Join(t.ReportTo, ","), "--keep-optimizer-states", strconv.Itoa(t.KeepStates),
 	}
 	if t.FullFinetune {
-		args = append(args, "--full-finetune")
+		args = append(args, "--full-finetune", "--keep-weights", strconv.Itoa(t.KeepWeights))
 		if w := cfg.Train.WeightSync; w.Transfer == config.TransferNCCL {
 			args = append(args, "--weight-transfer", "nccl", "--nccl-addr", w.NCCLAddr)
 		}

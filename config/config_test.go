@@ -80,6 +80,10 @@ func TestLoadErrors(t *testing.T) {
 		{"rule without keywords", "judge:\n  kind: rule\n  rule:\n    kind: keywords\n", []string{"key judge.rule.keywords"}},
 		{"negative tis cap", "trainer:\n  tis_cap: -1\n", []string{"key trainer.tis_cap", "-1"}},
 		{"negative eval_every", "train:\n  eval_every: -3\n", []string{"key train.eval_every", "-3"}},
+		{"negative keep_states", "trainer:\n  keep_states: -1\n", []string{"key trainer.keep_states", "-1"}},
+		{"keep_weights with LoRA", "trainer:\n  keep_weights: 3\n", []string{"key trainer.keep_weights", "is for trainer.full_finetune"}},
+		{"keep_weights too few", "train:\n  max_off_policy_steps: 1\ntrainer:\n  full_finetune: true\n  model: m\n  keep_weights: 2\n",
+			[]string{"key trainer.keep_weights", "at least train.max_off_policy_steps + 2 = 3", "got 2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeFile(t, tc.body)

@@ -680,6 +680,10 @@ def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     quiet_libraries()
     cfg = config_from_args(a)
+    if not (cfg.model / "config.json").is_file():
+        # before torch and the model load: a traceback after them names no key
+        what = "no such folder" if not cfg.model.exists() else "not a Hugging Face model folder (no config.json)"
+        return refuse(f"--model {cfg.model} (parley's trainer.model): {what}")
     try:
         check_report_to(cfg.report_to)  # before the model loads
     except ReportError as e:

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/eval/report"
 	"github.com/parleyhq/parley/eval/tournament"
 	"go.uber.org/zap"
@@ -38,6 +39,11 @@ func Report(fl ReportOptions, log *zap.Logger) (string, error) {
 	if fl.RunDir != "" && tournament.IsDir(fl.RunDir) {
 		return TournamentReport(fl.RunDir, out)
 	}
+	if fl.RunDir != "" {
+		if err := checkRunDir(dataset.RunDir(fl.RunDir)); err != nil {
+			return "", err
+		}
+	}
 	scale, err := runScale(fl.RunDir)
 	if err != nil {
 		return "", fmt.Errorf("report: %w", err)
@@ -48,6 +54,19 @@ func Report(fl ReportOptions, log *zap.Logger) (string, error) {
 		return "", err
 	}
 	return filepath.Join(out, report.ReportFile), nil
+}
+
+// checkRunDir refuses a directory that holds nothing a run writes first
+// (its config.yaml, metrics.jsonl or rollouts/): an empty or mistyped
+// directory, whose report would be empty.
+func checkRunDir(d dataset.RunDir) error {
+	for _, p := range []string{d.ConfigPath(), d.MetricsPath(), d.RolloutsDir()} {
+		if _, err := os.Stat(p); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("report: %s holds no %s, %s or %s/: not a run directory (give runs/<name>, a tournament directory, or --eval files alone)",
+		d.Root(), dataset.ConfigFile, dataset.MetricsFile, dataset.RolloutsDirName)
 }
 
 // ReportOptions are `parley report`'s inputs.

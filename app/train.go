@@ -123,10 +123,10 @@ func trainerArgs(cfg config.Config, runDir string) []string {
 		"--beta", f(t.KLBeta), "--tis-cap", f(t.TISCap), "--aggregation", t.Aggregation,
 		"--micro-batch-tokens", strconv.Itoa(t.MicroBatchTokens), "--max-grad-norm", f(t.MaxGradNorm),
 		"--weight-decay", f(t.WeightDecay), "--seed", strconv.FormatInt(cfg.Run.Seed, 10),
-		"--report-to", strings.Join(t.ReportTo, ","),
+		"--report-to", strings.Join(t.ReportTo, ","), "--keep-optimizer-states", strconv.Itoa(t.KeepStates),
 	}
 	if t.FullFinetune {
-		args = append(args, "--full-finetune")
+		args = append(args, "--full-finetune", "--keep-weights", strconv.Itoa(t.KeepWeights))
 		if w := cfg.Train.WeightSync; w.Transfer == config.TransferNCCL {
 			args = append(args, "--weight-transfer", "nccl", "--nccl-addr", w.NCCLAddr)
 		}
@@ -141,6 +141,11 @@ func runTrain(ctx context.Context, env Env, cfg config.Config, runDir dataset.Ru
 	prompts, err := trainPrompts(cfg)
 	if err != nil {
 		return err
+	}
+	if len(cfg.Train.TrainerCommand) > 0 {
+		if err := checkModelDir(cfg.Trainer.Model); err != nil {
+			return fmt.Errorf("train: config key trainer.model (the base model the trainer parley starts loads): %w", err)
+		}
 	}
 	if err := preflightJudge(ctx, cfg, log); err != nil {
 		return fmt.Errorf("train: %w", err)
@@ -210,6 +215,23 @@ func runTrain(ctx context.Context, env Env, cfg config.Config, runDir dataset.Ru
 	bars.Wait()
 	env.summarize(trainSummary(st.Step, rep.first, rep.last, time.Since(rep.start)).
 		Add("run", runDir.Root()).Add("adapter", st.Adapter))
+	return nil
+}
+
+// checkModelDir checks that dir is a Hugging Face model folder (it holds
+// config.json), before a trainer is started that would fail to load it
+// after its imports, with a traceback, and be restarted.
+func checkModelDir(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a folder (want a Hugging Face model folder)", dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+		return fmt.Errorf("%s is not a Hugging Face model folder: %w", dir, err)
+	}
 	return nil
 }
 

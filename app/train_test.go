@@ -47,6 +47,39 @@ func TestTrainerArgsReportTo(t *testing.T) {
 	}
 }
 
+// TestTrainerArgsKeep: trainer.keep_states and (full fine-tuning)
+// trainer.keep_weights reach the trainer's pruning flags.
+func TestTrainerArgsKeep(t *testing.T) {
+	for _, tc := range []struct {
+		body          string
+		states, wghts string // "": flag absent
+	}{
+		{"", "2", ""},
+		{"trainer: {keep_states: 5}\n", "5", ""},
+		{"trainer: {keep_states: 0}\n", "0", ""},
+		{"trainer: {full_finetune: true, model: m}\n", "2", "0"},
+		{"trainer: {full_finetune: true, model: m, keep_weights: 3, keep_states: 1}\n", "1", "3"},
+	} {
+		cfg, err := config.Parse([]byte(tc.body))
+		if err != nil {
+			t.Fatalf("config.Parse(%q) = %v", tc.body, err)
+		}
+		args := trainerArgs(cfg, "/runs/r")
+		flag := func(name string) string {
+			if i := slices.Index(args, name); i >= 0 && i+1 < len(args) {
+				return args[i+1]
+			}
+			return ""
+		}
+		if got := flag("--keep-optimizer-states"); got != tc.states {
+			t.Errorf("trainerArgs(%q) --keep-optimizer-states = %q, want %q (args %v)", tc.body, got, tc.states, args)
+		}
+		if got := flag("--keep-weights"); got != tc.wghts {
+			t.Errorf("trainerArgs(%q) --keep-weights = %q, want %q (args %v)", tc.body, got, tc.wghts, args)
+		}
+	}
+}
+
 // writeYAML writes a config body to a file and returns its path.
 func writeYAML(t *testing.T, body string) string {
 	t.Helper()

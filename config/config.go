@@ -462,6 +462,18 @@ type Trainer struct {
 	// WANDB_API_KEY, which parley then passes to the trainer and never to
 	// the inference server), both, or none.
 	ReportTo Names `yaml:"report_to"`
+	// KeepStates is how many of the newest checkpoints keep the trainer's
+	// resume state (optimizer.pt, rng.pt; under FSDP accelerate_state/,
+	// which holds a whole copy of the model and the optimizer); the older
+	// ones lose it, each at once (0: every checkpoint keeps it). A resume
+	// reads the newest checkpoint only; adapters are always kept.
+	KeepStates int `yaml:"keep_states"`
+	// KeepWeights (trainer.full_finetune) is how many of the newest
+	// checkpoints keep their full weights (0: all); the older ones keep
+	// their DONE and metrics but can no longer be served or evaluated. At
+	// least train.max_off_policy_steps + 2, so that the weights the
+	// servers are loading are never pruned.
+	KeepWeights int `yaml:"keep_weights"`
 	// ExtraArgs are appended to the trainer's command line as they are.
 	ExtraArgs []string `yaml:"extra_args"`
 }
@@ -573,7 +585,7 @@ func Default() Config {
 		Trainer: Trainer{
 			LR: 1e-5, EpsilonLow: 0.2, EpsilonHigh: 0.28, Aggregation: "token_mean",
 			LoRAR: 16, LoRAAlpha: 32, MicroBatchTokens: 8192, MaxGradNorm: 1.0,
-			ReportTo: Names{ReportTensorBoard},
+			ReportTo: Names{ReportTensorBoard}, KeepStates: 2,
 		},
 		Log: Log{Level: "info", Format: "auto"},
 	}

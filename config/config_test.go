@@ -90,6 +90,10 @@ func TestLoadErrors(t *testing.T) {
 		{"rule without keywords", "judge:\n  kind: rule\n  rule:\n    kind: keywords\n", []string{"key judge.rule.keywords"}},
 		{"negative tis cap", "trainer:\n  tis_cap: -1\n", []string{"key trainer.tis_cap", "-1"}},
 		{"negative eval_every", "train:\n  eval_every: -3\n", []string{"key train.eval_every", "-3"}},
+		{"negative keep_states", "trainer:\n  keep_states: -1\n", []string{"key trainer.keep_states", "-1"}},
+		{"keep_weights with LoRA", "trainer:\n  keep_weights: 3\n", []string{"key trainer.keep_weights", "is for trainer.full_finetune"}},
+		{"keep_weights too few", "train:\n  max_off_policy_steps: 1\ntrainer:\n  full_finetune: true\n  model: m\n  keep_weights: 2\n",
+			[]string{"key trainer.keep_weights", "at least train.max_off_policy_steps + 2 = 3", "got 2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeFile(t, tc.body)
@@ -104,6 +108,48 @@ func TestLoadErrors(t *testing.T) {
 			for _, w := range tc.want {
 				if !strings.Contains(msg, w) {
 					t.Errorf("Load(%q) error = %q, want it to contain %q", tc.body, msg, w)
+				}
+			}
+		})
+	}
+}
+
+// TestLoadEnv: a PARLEY_* variable that sets no key (a misspelled
+// override) is refused, naming the known variables of its section; a
+// key's variable, parley's own (OwnEnv, the tests') and a variable the
+// config names for a secret (*_env) are not.
+func TestLoadEnv(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		body string
+		env  map[string]string
+		want []string // nil: no error
+	}{
+		{"misspelled key", "run:\n  seed: 1\n", map[string]string{"PARLEY_TRAIN_STEP": "9"},
+			[]string{"environment variable PARLEY_TRAIN_STEP sets no config key", "the known PARLEY_TRAIN_* are", "PARLEY_TRAIN_STEPS,"}},
+		{"unknown section", "run:\n  seed: 1\n", map[string]string{"PARLEY_TRIAN_STEPS": "9"},
+			[]string{"PARLEY_TRIAN_STEPS sets no config key", "parley config keys lists the keys"}},
+		{"two", "run:\n  seed: 1\n", map[string]string{"PARLEY_TRAIN_STEP": "9", "PARLEY_RUN_SED": "3"},
+			[]string{"PARLEY_RUN_SED sets no config key", "the known PARLEY_RUN_* are PARLEY_RUN_NAME, PARLEY_RUN_DIR, PARLEY_RUN_SEED", "PARLEY_TRAIN_STEP sets"}},
+		{"a key's", "run:\n  seed: 1\n", map[string]string{"PARLEY_TRAIN_STEPS": "9", "PARLEY_GAME_DELIBERATION_MAX_ROUNDS": "3"}, nil},
+		{"parley's own", "run:\n  seed: 1\n", map[string]string{"PARLEY_PYTHON": "python3", "PARLEY_CONFIG": "x.yaml", "PARLEY_TEST_ANY": "1"}, nil},
+		{"a secret the config names", "train:\n  token_env: PARLEY_MY_TOKEN\njudge:\n  api_key_env: PARLEY_JUDGE_KEY\n",
+			map[string]string{"PARLEY_MY_TOKEN": "t", "PARLEY_JUDGE_KEY": "k"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			_, err := Load(writeFile(t, tc.body), nil)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("Load with %v: %v", tc.env, err)
+				}
+				return
+			}
+			for _, w := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("Load with %v = %v, want it to contain %q", tc.env, err, w)
 				}
 			}
 		})

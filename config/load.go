@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,11 +49,111 @@ func Load(path string, fs *pflag.FlagSet) (Config, error) {
 	if err := applyOverrides(&cfg, fs); err != nil {
 		return cfg, err
 	}
+	if err := checkEnv(cfg, os.Environ()); err != nil {
+		return cfg, err
+	}
 	cfg.useGameCurriculum()
 	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("config: %w", err)
 	}
 	return cfg, nil
+}
+
+// OwnEnv are the PARLEY_* environment variables that are not config keys:
+// those parley's tools, the Makefile, deploy/slurm/parley.sbatch, the
+// trainer and the tests read. Load refuses any other PARLEY_* variable
+// that no key and no *_env key names (checkEnv).
+var OwnEnv = []string{
+	"PARLEY_BIN", "PARLEY_CONFIG", "PARLEY_CRASH_AT", "PARLEY_GPUS_PER_NODE", "PARLEY_HANDSHAKE_TOKEN",
+	"PARLEY_MAX_LORA_RANK", "PARLEY_MODEL", "PARLEY_NO_UV", "PARLEY_PYTHON", "PARLEY_RDZV_PORT",
+	"PARLEY_REQUIRE_VLLM", "PARLEY_SERVED_MODEL", "PARLEY_TINY_MODEL", "PARLEY_TRAINER_TOKEN",
+	"PARLEY_VLLM_LOG", "PARLEY_VLLM_MODEL", "PARLEY_VLLM_NODES", "PARLEY_VLLM_PORT",
+	"PARLEY_VLLM_STARTED_URL", "PARLEY_VLLM_START_TIMEOUT", "PARLEY_VLLM_URL",
+	// the tests'
+	"PARLEY_AFFINITY_URLS", "PARLEY_EXPORT_FIXTURE_DIR", "PARLEY_KEEP_REPORT", "PARLEY_PARQUET_FIXTURE_DIR",
+}
+
+// ownEnvPrefixes start the tests' and benchmarks' own PARLEY_* variables.
+var ownEnvPrefixes = []string{"PARLEY_TEST_", "PARLEY_BENCH_", "PARLEY_CONTRACT_", "PARLEY_E2E_"}
+
+// checkEnv refuses a PARLEY_* variable of environ that is neither a
+// config key's (EnvName), nor one of OwnEnv, nor named by one of cfg's
+// *_env keys (a token or an API key): a misspelled override
+// (PARLEY_TRAIN_STEP for PARLEY_TRAIN_STEPS) would otherwise change
+// nothing and say nothing, as an unknown key in the file would. The error
+// names the known variables of the section the name starts with.
+func checkEnv(cfg Config, environ []string) error {
+	known := map[string]bool{}
+	var keyVars []string
+	for _, k := range Keys() {
+		known[EnvName(k)] = true
+		keyVars = append(keyVars, EnvName(k))
+	}
+	for _, n := range OwnEnv {
+		known[n] = true
+	}
+	namedEnv(reflect.ValueOf(cfg), "", known)
+	var errs []error
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, EnvPrefix+"_") || known[name] || slices.ContainsFunc(ownEnvPrefixes, func(p string) bool { return strings.HasPrefix(name, p) }) {
+			continue
+		}
+		errs = append(errs, fmt.Errorf("config: environment variable %s sets no config key (a key's variable is %s_ and its path in capitals, run.seed's %s): %s",
+			name, EnvPrefix, EnvName("run.seed"), nearEnv(name, keyVars)))
+	}
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errors.Join(errs...)
+}
+
+// nearEnv names the key variables of the longest section that name
+// starts with ("the known PARLEY_TRAIN_* are …"), or where to find them.
+func nearEnv(name string, vars []string) string {
+	parts := strings.Split(name, "_")
+	for i := len(parts) - 1; i >= 2; i-- {
+		prefix := strings.Join(parts[:i], "_") + "_"
+		var near []string
+		for _, v := range vars {
+			if strings.HasPrefix(v, prefix) {
+				near = append(near, v)
+			}
+		}
+		if len(near) > 0 {
+			return "the known " + prefix + "* are " + strings.Join(near, ", ")
+		}
+	}
+	return "parley config keys lists the keys"
+}
+
+// namedEnv adds to names the value of every string field of v whose YAML
+// name ends in _env (train.token_env, policy.api_key_env, a role's
+// api_key_env…): the variables that the config names for secrets.
+func namedEnv(v reflect.Value, name string, names map[string]bool) {
+	switch v.Kind() {
+	case reflect.Struct:
+		t := v.Type()
+		for i := 0; i < t.NumField(); i++ {
+			if t.Field(i).IsExported() {
+				namedEnv(v.Field(i), yamlName(t.Field(i)), names)
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			namedEnv(it.Value(), name, names)
+		}
+	case reflect.Slice, reflect.Array:
+		for i := 0; i < v.Len(); i++ {
+			namedEnv(v.Index(i), name, names)
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			namedEnv(v.Elem(), name, names)
+		}
+	case reflect.String:
+		if strings.HasSuffix(name, "_env") && v.String() != "" {
+			names[v.String()] = true
+		}
+	}
 }
 
 // Parse decodes YAML bytes over the defaults and validates the result; it is

@@ -560,6 +560,16 @@ func (c Config) validateTrainer(k *checker) {
 	}
 	k.inRange("trainer.lora_dropout", t.LoRADropout, 0, 1, false, true)
 	k.positive("trainer.micro_batch_tokens", t.MicroBatchTokens)
+	k.nonNegative("trainer.keep_states", t.KeepStates)
+	switch {
+	case t.KeepWeights < 0:
+		k.bad("trainer.keep_weights", "must be 0 (keep all) or a number of checkpoints, got %d", t.KeepWeights)
+	case t.KeepWeights > 0 && !t.FullFinetune:
+		k.bad("trainer.keep_weights", "is for trainer.full_finetune: a LoRA run keeps every adapter (the league and the servers load them)")
+	case t.KeepWeights > 0 && t.KeepWeights < c.Train.MaxOffPolicySteps+2:
+		k.bad("trainer.keep_weights", "must be 0 (keep all) or at least train.max_off_policy_steps + 2 = %d (the servers may still be loading an older step's weights), got %d",
+			c.Train.MaxOffPolicySteps+2, t.KeepWeights)
+	}
 	k.reportTo("trainer.report_to", t.ReportTo)
 	if t.MaxGradNorm <= 0 {
 		k.bad("trainer.max_grad_norm", "must be positive, got %g", t.MaxGradNorm)

@@ -430,6 +430,7 @@ func export(ctx context.Context, opts ExportOptions) (ExportStats, error) {
 	inSteps := func(step int32) bool {
 		return int(step) >= opts.MinStep && (opts.MaxStep == 0 || int(step) <= opts.MaxStep)
 	}
+	var catalog roleCatalog
 	for _, ef := range files {
 		err := streamParquet(ef.path, func(s exportSource) error {
 			stats.Read++
@@ -437,6 +438,9 @@ func export(ctx context.Context, opts ExportOptions) (ExportStats, error) {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
+			}
+			if opts.Role != "" {
+				catalog.add(s, opts)
 			}
 			if s.Failed && !opts.IncludeFailed && inSteps(s.Step) {
 				stats.SkippedFailed++
@@ -474,6 +478,12 @@ func export(ctx context.Context, opts ExportOptions) (ExportStats, error) {
 		}
 		stats.Files++
 		log.Info("exported rollout file", zap.String("path", ef.path), zap.Int64("written", stats.Written))
+	}
+	if opts.Role != "" {
+		if err := catalog.check(opts, stats.Read); err != nil {
+			sink.abort()
+			return stats, err
+		}
 	}
 	outs, err := sink.close(stats)
 	if err != nil {

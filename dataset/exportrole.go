@@ -2,9 +2,12 @@ package dataset
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -157,4 +160,56 @@ func (s exportSource) roleRecord(rec ExportRecord, opts ExportOptions) (ExportRe
 		}
 	}
 	return rec, true
+}
+
+// roleCatalog gathers, over every rollout an export reads, the roles
+// played and the fields of the exported role's outcomes, so that a role
+// or a --where field that none holds (a typo: "holdr", "share_givn") is an
+// error naming the known ones rather than an empty dataset.
+type roleCatalog struct {
+	roles  map[string]bool
+	fields map[string]bool
+}
+
+// add records s's roles and, when opts filters on fields, the fields of
+// its opts.Role outcome.
+func (c *roleCatalog) add(s exportSource, opts ExportOptions) {
+	if c.roles == nil {
+		c.roles, c.fields = map[string]bool{}, map[string]bool{}
+	}
+	for _, ro := range s.Roles {
+		c.roles[ro.Role] = true
+		if ro.Role != opts.Role || len(opts.Where) == 0 {
+			continue
+		}
+		var obj map[string]any
+		if json.Unmarshal([]byte(ro.Outcome), &obj) == nil {
+			for k := range obj {
+				c.fields[k] = true
+			}
+		}
+	}
+}
+
+// check reports opts.Role when no rollout read has it, and each condition
+// whose field no outcome of the role holds, naming the known ones.
+func (c *roleCatalog) check(opts ExportOptions, read int64) error {
+	if !c.roles[opts.Role] {
+		return fmt.Errorf("role %q: none of the %d rollouts read has it (their roles: %s)", opts.Role, read, knownNames(c.roles))
+	}
+	var errs []error
+	for _, cond := range opts.Where {
+		if !c.fields[cond.Key] {
+			errs = append(errs, fmt.Errorf("condition %s: no %s outcome has the field %q (their fields: %s)", cond, opts.Role, cond.Key, knownNames(c.fields)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// knownNames lists a set's names sorted, or "none".
+func knownNames(set map[string]bool) string {
+	if len(set) == 0 {
+		return "none"
+	}
+	return strings.Join(slices.Sorted(maps.Keys(set)), ", ")
 }

@@ -65,20 +65,35 @@ func TestExportRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	cond, _ := ParseCondition("share_given<=0.01")
+	typo, _ := ParseCondition("share_givn<=0.2")
 	for _, tc := range []struct {
 		name   string
 		opts   ExportOptions
 		ids    []string
 		traces bool
+		err    string // an error holding this, and no output
 	}{
-		{"holders that kept it", ExportOptions{Role: "holder", Where: []Condition{cond}}, []string{"a", "c"}, false},
-		{"with traces", ExportOptions{Role: "holder", Where: []Condition{cond}, Traces: true}, []string{"a", "c"}, true},
-		{"one agent", ExportOptions{Role: "holder", Where: []Condition{cond}, Models: []string{"h1"}}, []string{"a"}, false},
-		{"no such role", ExportOptions{Role: "banker"}, nil, false},
+		{"holders that kept it", ExportOptions{Role: "holder", Where: []Condition{cond}}, []string{"a", "c"}, false, ""},
+		{"with traces", ExportOptions{Role: "holder", Where: []Condition{cond}, Traces: true}, []string{"a", "c"}, true, ""},
+		{"one agent", ExportOptions{Role: "holder", Where: []Condition{cond}, Models: []string{"h1"}}, []string{"a"}, false, ""},
+		{"no such role", ExportOptions{Role: "holdr"}, nil, false, `role "holdr": none of the 4 rollouts read has it (their roles: holder, requester)`},
+		{"no such field", ExportOptions{Role: "holder", Where: []Condition{cond, typo}}, nil, false,
+			`condition share_givn<=0.2: no holder outcome has the field "share_givn" (their fields: share_given, turn1_refusal)`},
+		{"a field of another role", ExportOptions{Role: "holder", Where: []Condition{{Key: "share_got", Op: ">", Value: 0}}}, nil, false,
+			`no holder outcome has the field "share_got"`},
 	} {
 		out := filepath.Join(t.TempDir(), "x.jsonl")
 		tc.opts.From, tc.opts.Format, tc.opts.Out = dir, FormatJSONL, out
 		st, err := Export(context.Background(), tc.opts)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: error %v, want one holding %q", tc.name, err, tc.err)
+			}
+			if _, serr := os.Stat(out); serr == nil {
+				t.Errorf("%s: %s was written", tc.name, out)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}

@@ -62,21 +62,23 @@ const maxDoneBytes = 1 << 20
 // DefaultDonePoll is WaitDone's poll interval when given 0.
 const DefaultDonePoll = 500 * time.Millisecond
 
-// parseDone decodes a DONE marker.
+// parseDone decodes a DONE marker; its errors do not say where the
+// marker came from (the caller does: ReadDone its path, an upload its
+// member).
 func parseDone(b []byte) (Done, error) {
 	var d Done
 	if len(b) > maxDoneBytes {
-		return d, fmt.Errorf("DONE is %d bytes, limit %d", len(b), maxDoneBytes)
+		return d, fmt.Errorf("%d bytes, limit %d", len(b), maxDoneBytes)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&d); err != nil {
-		return d, fmt.Errorf("DONE: %w", err)
+		return d, fmt.Errorf("not a DONE marker: %w", err)
 	}
 	if dec.More() {
-		return d, errors.New("DONE: trailing data after the JSON object")
+		return d, errors.New("trailing data after the JSON object")
 	}
 	if d.Step < 0 || d.Step > dataset.MaxStep {
-		return d, fmt.Errorf("DONE: step %d out of range", d.Step)
+		return d, fmt.Errorf("step %d out of range", d.Step)
 	}
 	return d, nil
 }
@@ -85,7 +87,7 @@ func parseDone(b []byte) (Done, error) {
 // (when dir is named step-N) and fills AdapterPath.
 func checkDoneStep(dir string, d *Done) error {
 	if n, ok := dataset.ParseStepName(filepath.Base(filepath.Clean(dir))); ok && n != d.Step {
-		return fmt.Errorf("DONE in %s is for step %d", dir, d.Step)
+		return fmt.Errorf("is for step %d, its folder's is %d", d.Step, n)
 	}
 	if d.AdapterPath == "" {
 		d.AdapterPath = dir
@@ -95,9 +97,11 @@ func checkDoneStep(dir string, d *Done) error {
 
 // ReadDone reads checkpointDir/DONE. A missing marker is (Done{}, false,
 // nil). When checkpointDir is named step-N the marker's step must be N. An
-// empty AdapterPath is returned as checkpointDir.
+// empty AdapterPath is returned as checkpointDir. Errors name the
+// marker's path.
 func ReadDone(checkpointDir string) (Done, bool, error) {
-	b, err := os.ReadFile(filepath.Join(checkpointDir, dataset.DoneFile))
+	path := filepath.Join(checkpointDir, dataset.DoneFile)
+	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Done{}, false, nil
 	}
@@ -109,7 +113,7 @@ func ReadDone(checkpointDir string) (Done, bool, error) {
 		err = checkDoneStep(checkpointDir, &d)
 	}
 	if err != nil {
-		return Done{}, false, fmt.Errorf("handshake.ReadDone: %w", err)
+		return Done{}, false, fmt.Errorf("handshake.ReadDone: %s: %w", path, err)
 	}
 	return d, true, nil
 }

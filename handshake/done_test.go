@@ -47,20 +47,27 @@ func TestReadWaitDone(t *testing.T) {
 		t.Errorf("WaitDone() = %+v, want %+v", got, want)
 	}
 
-	// A marker for another step, or one that never parses, is an error.
+	// A marker for another step, or one that never parses, is an error
+	// naming the marker's path.
 	bad := []struct {
 		name, content, want string
 	}{
-		{"other step", `{"step": 4, "metrics": {}}`, "is for step 4"},
-		{"garbage", `{"step": 3, "metr`, "DONE"},
+		{"other step", `{"step": 4, "metrics": {}}`, "is for step 4, its folder's is 3"},
+		{"garbage", `{"step": 3, "metr`, "not a DONE marker: unexpected EOF"},
+		{"not json", `xyz`, "not a DONE marker: invalid character 'x'"},
 		{"trailing", `{"step": 3} {"step": 3}`, "trailing data"},
 	}
 	for _, tt := range bad {
-		if err := os.WriteFile(filepath.Join(ckpt, dataset.DoneFile), []byte(tt.content), 0o644); err != nil {
+		path := filepath.Join(ckpt, dataset.DoneFile)
+		if err := os.WriteFile(path, []byte(tt.content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := WaitDone(ctx, ckpt, 5*time.Millisecond); err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("WaitDone(%s) error = %v, want one containing %q", tt.name, err, tt.want)
+		want := path + ": " + tt.want
+		if _, err := WaitDone(ctx, ckpt, 5*time.Millisecond); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("WaitDone(%s) error = %v, want one containing %q", tt.name, err, want)
+		}
+		if _, _, err := ReadDone(ckpt); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ReadDone(%s) error = %v, want one containing %q", tt.name, err, want)
 		}
 	}
 

@@ -659,7 +659,7 @@ func (s *Server) extract(body io.Reader, dir string, step int) (Done, int, int64
 				return done, 0, 0, wrapBody("DONE", err)
 			}
 			if done, err = parseDone(b); err != nil {
-				return done, 0, 0, badUpload("%w", err)
+				return done, 0, 0, badUpload("DONE: %w", err)
 			}
 			if done.Step != step {
 				return done, 0, 0, badUpload("DONE is for step %d, the URL for step %d", done.Step, step)

@@ -799,7 +799,10 @@ func (l *Loop) checkTrainer(step int, w *trainerWatch) error {
 
 // recordedSteps reads the steps whose line metrics.jsonl already holds,
 // and those whose evaluation line it holds ("kind": "eval"), dropping a
-// torn last line left by a crash.
+// torn last line left by a crash. Any other line that is not a JSON
+// object with an integer step is an error naming the file and the line:
+// skipped, it would hide a step's record (which the resumed loop would
+// then write again).
 func recordedSteps(path string) (steps, evals map[int]bool, err error) {
 	steps, evals = map[int]bool{}, map[int]bool{}
 	b, err := os.ReadFile(path)
@@ -818,13 +821,19 @@ func recordedSteps(path string) (steps, evals map[int]bool, err error) {
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 1<<20), 1<<26)
-	for sc.Scan() {
+	for line := 1; sc.Scan(); line++ {
 		var m struct {
 			Step *int   `json:"step"`
 			Kind string `json:"kind"`
 		}
-		if json.Unmarshal(sc.Bytes(), &m) != nil || m.Step == nil {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
 			continue
+		}
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil || m.Step == nil {
+			if err == nil {
+				err = errors.New(`no integer "step"`)
+			}
+			return nil, nil, fmt.Errorf("train: %s line %d is not a metrics line (%w): repair or remove it, then resume", path, line, err)
 		}
 		if m.Kind == metrics.EvalKind {
 			evals[*m.Step] = true

@@ -175,3 +175,55 @@ func TestAppendMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordedSteps: resume reads the steps metrics.jsonl records, drops a
+// torn last line (a crash mid-append), and refuses any other line that is
+// not a metrics line, naming the file and the line.
+func TestRecordedSteps(t *testing.T) {
+	for _, tc := range []struct {
+		name, body   string
+		steps, evals []int
+		err          string // "": no error
+		after        string // the file afterwards ("": as it was)
+	}{
+		{"lines", `{"step":1}` + "\n" + `{"step":2}` + "\n" + `{"step":2,"kind":"eval"}` + "\n", []int{1, 2}, []int{2}, "", ""},
+		{"torn last line", `{"step":1}` + "\n" + `{"step":2,"lo`, []int{1}, nil, "", `{"step":1}` + "\n"},
+		{"blank line", `{"step":1}` + "\n\n" + `{"step":2}` + "\n", []int{1, 2}, nil, "", ""},
+		{"garbage line", `{"step":1}` + "\n" + "garbage\n" + `{"step":3}` + "\n", nil, nil, "metrics.jsonl line 2 is not a metrics line (invalid character 'g'", ""},
+		{"no step", `{"step":1}` + "\n" + `{"loss":0.5}` + "\n", nil, nil, `metrics.jsonl line 2 is not a metrics line (no integer "step")`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), dataset.MetricsFile)
+			if err := os.WriteFile(path, []byte(tc.body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			steps, evals, err := recordedSteps(path)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("recordedSteps = %v, want an error naming %s and holding %q", err, path, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			set := func(xs []int) map[int]bool {
+				m := map[int]bool{}
+				for _, x := range xs {
+					m[x] = true
+				}
+				return m
+			}
+			if !reflect.DeepEqual(steps, set(tc.steps)) || !reflect.DeepEqual(evals, set(tc.evals)) {
+				t.Errorf("recordedSteps = %v, %v, want %v, %v", steps, evals, tc.steps, tc.evals)
+			}
+			want := tc.after
+			if want == "" {
+				want = tc.body
+			}
+			if b, _ := os.ReadFile(path); string(b) != want {
+				t.Errorf("the file is now %q, want %q", b, want)
+			}
+		})
+	}
+}

@@ -90,6 +90,35 @@ func TestReport(t *testing.T) {
 	if n := logs.FilterMessageSnippet("report written").Len(); n != 1 {
 		t.Errorf("parley report logged \"report written\" %d times, want once: %v", n, logs.All())
 	}
+	// A line that is not a metrics object is skipped, with a warning on
+	// the terminal, not only a note in the report.
+	damaged := filepath.Join(dir, "runs", "damaged")
+	if err := os.MkdirAll(damaged, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(damaged, "metrics.jsonl"), []byte(m.String()+"garbage\n"+`{"step": 13}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, logs = observedApp(zap.InfoLevel)
+	if _, err := run(t, newReportCmd(a), damaged); err != nil {
+		t.Fatal(err)
+	}
+	if w := logs.FilterLevelExact(zap.WarnLevel).FilterMessage("metrics.jsonl line skipped").All(); len(w) != 1 ||
+		!strings.Contains(fmt.Sprint(w[0].ContextMap()), "metrics.jsonl line 13: not a JSON object, skipped") {
+		t.Errorf("the garbage line of %s was not warned of once: %v", damaged, logs.All())
+	}
+	// An empty (or mistyped) run directory is an error, not an empty report.
+	empty := filepath.Join(dir, "runs", "empty")
+	if err := os.MkdirAll(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err = run(t, newReportCmd(quietApp()), empty, "--eval", bn)
+	if want := empty + " holds no config.yaml, metrics.jsonl or rollouts/: not a run directory"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("report of an empty directory: error %v, want one holding %q", err, want)
+	}
+	if _, serr := os.Stat(filepath.Join(empty, "report")); serr == nil {
+		t.Errorf("report of an empty directory wrote %s", filepath.Join(empty, "report"))
+	}
 	for name, args := range map[string][]string{
 		"nothing":             {},
 		"no such run":         {filepath.Join(dir, "missing")},

@@ -98,6 +98,38 @@ func TestTrainResumeRules(t *testing.T) {
 	}
 }
 
+// TestTrainRefusesMissingModel: a trainer.model that is not a model folder
+// is refused before parley starts the trainer (train.trainer_command),
+// naming the key and the path; it was found only by the trainer, which
+// crashed with a traceback and was restarted.
+func TestTrainRefusesMissingModel(t *testing.T) {
+	notModel := t.TempDir()
+	missing := filepath.Join(t.TempDir(), "no-such-model")
+	for _, tt := range []struct {
+		name, model string
+		want        []string
+	}{
+		{"missing", missing, []string{"config key trainer.model", missing, "no such file or directory"}},
+		{"not a model folder", notModel, []string{"config key trainer.model", notModel + " is not a Hugging Face model folder", "config.json"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := writeYAML(t, fmt.Sprintf("run:\n  dir: %q\ngame:\n  env: single\ngrpo:\n  mask: final\njudge:\n  kind: rule\n  rule:\n    kind: agreement\n"+
+				"train:\n  trainer_command: [/bin/false]\ntrainer:\n  model: %q\n", t.TempDir(), tt.model))
+			cmd := newTrainCmd(quietApp())
+			cmd.SetArgs([]string{"--config", cfg})
+			err := cmd.ExecuteContext(context.Background())
+			if err == nil {
+				t.Fatal("train = nil error, want a refusal")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("train error = %q, want it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
 // TestTrainRefusesEvalRows: parley train trains on split train by default
 // and refuses a selection holding held-out rows, naming the curriculum, the
 // rows and the config key, before it starts anything.

@@ -115,6 +115,9 @@ func (g *generator) run() error {
 		default:
 			metrics = m
 			g.notes = append(g.notes, m.Notes...)
+			for _, n := range m.Notes { // a damaged file: say so, not only in the report
+				g.log.Warn("metrics.jsonl line skipped", zap.String("path", path), zap.String("note", n))
+			}
 		}
 	}
 	evals, err := ReadEvalFiles(g.opts.EvalFiles)

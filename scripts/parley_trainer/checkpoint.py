@@ -3,6 +3,12 @@ the optimizer state, the RNG state, then DONE, written atomically and last.
 
 A step whose checkpoint has DONE is finished: it is never trained again, and
 a restarted trainer resumes from the newest such checkpoint.
+
+Resume state (optimizer.pt, rng.pt, and under FSDP accelerate_state/, which
+holds the whole model and the optimizer) is kept in the newest
+--keep-optimizer-states checkpoints only (prune_states); the adapter or the
+full weights stay in every checkpoint (the server and parley eval load them),
+unless --keep-weights bounds the full weights too.
 """
 
 from __future__ import annotations
@@ -10,20 +16,28 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import re
+import shutil
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .atomic import commit_dir, make_temp_dir, remove_temp_dirs, write_atomic
+from .atomic import commit_dir, fsync_dir, make_temp_dir, remove_temp_dirs, temp_prefix, write_atomic
 
 DONE_FILE = "DONE"
 OPTIMIZER_FILE = "optimizer.pt"
 RNG_FILE = "rng.pt"
 STATE_FILE = "trainer_state.json"
-# Trainer-local files: kept for exact resume, not uploaded in HTTP mode.
-LOCAL_ONLY = {OPTIMIZER_FILE, RNG_FILE}
+# accelerate's save_state folder (FSDP): the model and the optimizer, sharded
+ACCELERATE_STATE_DIR = "accelerate_state"
+# Trainer-local resume state: kept for exact resume in the newest
+# checkpoints only (prune_states), not uploaded in HTTP mode.
+LOCAL_ONLY = {OPTIMIZER_FILE, RNG_FILE, ACCELERATE_STATE_DIR}
+# full fine-tuning's weights (save_pretrained: one file, or shards and
+# their index), pruned by --keep-weights
+WEIGHTS_RE = re.compile(r"^model(-\d+-of-\d+)?\.safetensors(\.index\.json)?$")
 
 _STEP_RE = re.compile(r"^step-(\d{6,9})$")
 
@@ -141,20 +155,51 @@ def commit_checkpoint(run_dir: str | Path, step: int, tmp: Path, done: dict[str,
     return final
 
 
-def prune_optimizer_states(run_dir: str | Path, keep: int) -> None:
-    """Delete optimizer.pt and rng.pt from all but the newest keep finished
-    checkpoints (adapters are kept: the inference server may reload them)."""
-    if keep <= 0:
-        return
+def remove_atomic(path: Path) -> None:
+    """Remove a file, or a folder as a whole: the folder is first renamed to
+    a temporary name beside it (atomic.temp_prefix, which parley's and the
+    next prune's clean-up of temporary folders remove), so that a crash
+    mid-removal leaves either the whole folder or none of it under its name."""
+    if path.is_dir() and not path.is_symlink():
+        gone = path.with_name(temp_prefix(path.name) + "pruned")
+        if gone.exists():
+            shutil.rmtree(gone)
+        os.replace(path, gone)
+        fsync_dir(path.parent)
+        shutil.rmtree(gone)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def finished_steps(run_dir: str | Path) -> list[int]:
+    """The steps whose checkpoint has a valid DONE, oldest first."""
     root = checkpoints_dir(run_dir)
     if not root.is_dir():
-        return
-    steps = sorted(n for e in root.iterdir() if (n := parse_step_name(e.name)) is not None and read_done(e) is not None)
-    for n in steps[:-keep]:
-        for name in LOCAL_ONLY:
-            p = checkpoint_dir(run_dir, n) / name
-            if p.exists():
-                p.unlink()
+        return []
+    return sorted(n for e in root.iterdir() if (n := parse_step_name(e.name)) is not None and read_done(e) is not None)
+
+
+def prune_states(run_dir: str | Path, keep: int, keep_weights: int = 0) -> list[Path]:
+    """Remove the resume state (LOCAL_ONLY: optimizer.pt, rng.pt,
+    accelerate_state/) from all but the newest keep finished checkpoints,
+    and full fine-tuning's weights (WEIGHTS_RE) from all but the newest
+    keep_weights; 0 keeps them all. Adapters are kept: the inference server
+    and the league may load any of them. Each folder goes at once
+    (remove_atomic); a resume reads only the newest checkpoint, which is
+    always kept. Returns the paths removed."""
+    removed: list[Path] = []
+    steps = finished_steps(run_dir)
+    for limit, weights in ((keep, False), (keep_weights, True)):
+        if limit <= 0:
+            continue
+        for n in steps[:-limit]:
+            ckpt = checkpoint_dir(run_dir, n)
+            remove_temp_dirs(ckpt / ACCELERATE_STATE_DIR)  # an interrupted prune's
+            for p in sorted(ckpt.iterdir()):
+                if (WEIGHTS_RE.match(p.name) is not None) if weights else (p.name in LOCAL_ONLY):
+                    remove_atomic(p)
+                    removed.append(p)
+    return removed
 
 
 def write_checkpoint_tar(ckpt: Path, done: dict[str, Any], out: Path) -> int:
@@ -164,7 +209,7 @@ def write_checkpoint_tar(ckpt: Path, done: dict[str, Any], out: Path) -> int:
     with tarfile.open(str(out), mode="w", format=tarfile.PAX_FORMAT) as tar:
         for path in sorted(ckpt.rglob("*")):
             rel = path.relative_to(ckpt).as_posix()
-            if path.is_dir() or rel in LOCAL_ONLY or rel == DONE_FILE:
+            if path.is_dir() or rel.split("/")[0] in LOCAL_ONLY or rel == DONE_FILE:
                 continue
             if not path.is_file():
                 continue

@@ -52,7 +52,11 @@ class TrainConfig:
     fsdp: bool = False
     seed: int = 0
     threads: int = 0
+    # resume state (optimizer.pt, rng.pt, accelerate_state/) kept in this
+    # many newest checkpoints (0: all)
     keep_optimizer_states: int = 2
+    # full fine-tune: weights kept in this many newest checkpoints (0: all)
+    keep_weights: int = 0
     # tokens sampled more than this many updates ago get no gradient (-1: all kept)
     max_token_staleness: int = -1
     # full fine-tune: parameters whose name holds one of these stay frozen
@@ -160,13 +164,32 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--fsdp", action="store_true", help="shard with FSDP (launch with torchrun or accelerate launch)")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default)")
-    g.add_argument("--keep-optimizer-states", type=int, default=2, help="keep optimizer.pt in this many newest checkpoints (0: all)")
+    g.add_argument(
+        "--keep-optimizer-states",
+        type=int,
+        default=2,
+        help="keep the resume state (optimizer.pt, rng.pt; under --fsdp accelerate_state/, the whole model and optimizer) "
+        "in this many newest checkpoints (0: all; config trainer.keep_states)",
+    )
+    g.add_argument(
+        "--keep-weights",
+        type=int,
+        default=0,
+        help="--full-finetune: keep the full weights in this many newest checkpoints (0: all; config trainer.keep_weights); "
+        "older checkpoints keep their DONE and metrics but can no longer be served or evaluated",
+    )
     return p
 
 
 def config_from_args(a: argparse.Namespace) -> TrainConfig:
     if not a.dry_run and a.run_dir is None:
         raise SystemExit("--run-dir is required (except with --dry-run)")
+    if a.keep_optimizer_states < 0:
+        raise SystemExit(f"--keep-optimizer-states must be 0 (all) or a number of checkpoints, got {a.keep_optimizer_states}")
+    if a.keep_weights < 0:
+        raise SystemExit(f"--keep-weights must be 0 (all) or a number of checkpoints, got {a.keep_weights}")
+    if a.keep_weights > 0 and not a.full_finetune:
+        raise SystemExit("--keep-weights is for --full-finetune (a LoRA run keeps every adapter: the league and the server load them)")
     if a.mini_batches < 1:
         raise SystemExit("--mini-batches must be >= 1")
     try:
@@ -216,6 +239,7 @@ def config_from_args(a: argparse.Namespace) -> TrainConfig:
         seed=a.seed,
         threads=a.threads,
         keep_optimizer_states=a.keep_optimizer_states,
+        keep_weights=a.keep_weights,
         max_token_staleness=a.max_token_staleness,
         freeze=tuple(s.strip() for s in str(a.freeze).split(",") if s.strip()),
         weight_transfer=a.weight_transfer,

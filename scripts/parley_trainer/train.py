@@ -30,6 +30,7 @@ import torch
 from . import crashpoint
 from .batch import Batch, BatchError, Sequence, parse_batch, staleness
 from .checkpoint import (
+    ACCELERATE_STATE_DIR,
     OPTIMIZER_FILE,
     RNG_FILE,
     STATE_FILE,
@@ -40,7 +41,7 @@ from .checkpoint import (
     done_payload,
     find_resume,
     is_done,
-    prune_optimizer_states,
+    prune_states,
     read_done,
 )
 from .config import TrainConfig, build_parser, config_from_args, hparams
@@ -224,7 +225,7 @@ class Trainer:
             unexpected = [k for k in getattr(res, "unexpected_keys", []) if "lora_" in k]
             if unexpected:
                 raise RuntimeError(f"resume: adapter in {rp.path} does not fit the LoRA settings (unexpected {unexpected[:3]})")
-        acc_state = rp.path / "accelerate_state"
+        acc_state = rp.path / ACCELERATE_STATE_DIR
         opt = rp.path / OPTIMIZER_FILE
         if acc_state.is_dir():
             self.accelerator.load_state(str(acc_state))
@@ -480,7 +481,7 @@ class Trainer:
         final = checkpoint_dir(cfg.run_dir, step)
         done: dict[str, Any] = {}
         if fsdp:
-            self.accelerator.save_state(str(tmp / "accelerate_state"))
+            self.accelerator.save_state(str(tmp / ACCELERATE_STATE_DIR))
         if self.is_main:
             unwrapped = self._unwrapped()
             unwrapped.save_pretrained(str(tmp), state_dict=state_dict, safe_serialization=True)
@@ -501,7 +502,7 @@ class Trainer:
             done = done_payload(step, step, batch.policy_version, metrics, str(final.resolve()))
             commit_checkpoint(cfg.run_dir, step, tmp, done)
             done["metrics"]["save_seconds"] = time.perf_counter() - t0
-            prune_optimizer_states(cfg.run_dir, cfg.keep_optimizer_states)
+            prune_states(cfg.run_dir, cfg.keep_optimizer_states, cfg.keep_weights)
         self.accelerator.wait_for_everyone()
         return final, done
 
@@ -679,6 +680,10 @@ def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     quiet_libraries()
     cfg = config_from_args(a)
+    if not (cfg.model / "config.json").is_file():
+        # before torch and the model load: a traceback after them names no key
+        what = "no such folder" if not cfg.model.exists() else "not a Hugging Face model folder (no config.json)"
+        return refuse(f"--model {cfg.model} (parley's trainer.model): {what}")
     try:
         check_report_to(cfg.report_to)  # before the model loads
     except ReportError as e:

@@ -259,6 +259,19 @@ def test_dry_run_cli(tiny_model, capsys):
     assert m["sequences"] == 8 and np.isfinite(m["loss"])
 
 
+@pytest.mark.parametrize(("model", "what"), [("missing", "no such folder"), ("empty", "not a Hugging Face model folder (no config.json)")])
+def test_model_that_is_not_a_model_folder_is_refused(model, what, tmp_path, capsys):
+    """Exit 2 (parley does not restart it) naming the flag and the key,
+    before anything loads, rather than a traceback from transformers."""
+    path = tmp_path / model
+    if model == "empty":
+        path.mkdir()
+    assert main(["--model", str(path), "--run-dir", str(tmp_path / "run"), "--report-to", "none"]) == 2
+    err = capsys.readouterr().err
+    assert f"trainer: --model {path} (parley's trainer.model): {what}" in err, err
+    assert not (tmp_path / "run").exists()
+
+
 def test_empty_batch_is_answered_without_training(tiny_model, rows_model, tmp_path):
     run = tmp_path / "run"
     _write(run, 1, rows_model, seed=40)

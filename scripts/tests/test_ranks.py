@@ -7,7 +7,10 @@ Tolerance, measured on these batches (7 rows, micro-batches of 64 tokens,
 so the two ranks get uneven shares and one runs a zero-weight dummy):
 metrics differ by at most 3.5e-7 relative, the adapter tensors by at most
 4.2e-7 absolute (their largest entry is 0.09); the asserts allow 1e-5
-relative on metrics and 1e-5 relative + 1e-6 absolute on tensors.
+relative + 1e-8 absolute on metrics and 1e-5 relative + 1e-6 absolute on
+tensors. kl_ref is ~1.2e-5 here, a mean of differences of nearly equal
+logprobs: the two ranks' order of summation moves it by ~1.4e-9 (1.2e-4
+relative, measured on one machine), which the absolute 1e-8 allows.
 """
 
 from __future__ import annotations
@@ -91,7 +94,7 @@ def assert_same_as_one_rank(run: Path, one: Path) -> None:
     assert [e["step"] for e in got] == [e["step"] for e in want] == list(range(1, STEPS + 1))
     for g, w in zip(got, want):
         for k in METRICS:
-            assert g[k] == pytest.approx(w[k], rel=1e-5, abs=1e-9), f"step {g['step']} {k}: {g[k]} with 2 ranks, {w[k]} with 1"
+            assert g[k] == pytest.approx(w[k], rel=1e-5, abs=1e-8), f"step {g['step']} {k}: {g[k]} with 2 ranks, {w[k]} with 1"
     for step in range(1, STEPS + 1):
         a, b = _adapter(run, step), _adapter(one, step)
         assert a.keys() == b.keys() and a

@@ -386,9 +386,11 @@ func streaming(cfg config.Config, league map[string]train.LeagueRole, series *tr
 }
 
 // streamConcurrency is rollout.concurrency for a streaming run: at most
-// what the policy's endpoints hold (their count times
+// twice what the policy's endpoints hold (their count times
 // policy.max_concurrent_per_endpoint, when they are listed), with a
-// warning when it is clamped.
+// warning when it is clamped. Twice keeps a request ready for every slot
+// while other dialogues are between their turns; more only queues at the
+// client and ages the groups.
 func streamConcurrency(cfg config.Config, log *zap.Logger) int {
 	n := cfg.Rollout.Concurrency
 	for _, e := range cfg.Policy.Endpoints {
@@ -396,8 +398,8 @@ func streamConcurrency(cfg config.Config, log *zap.Logger) int {
 			return n // the endpoints are discovered: their count is not known here
 		}
 	}
-	if hold := len(cfg.Policy.Endpoints) * cfg.Policy.MaxConcurrentPerEndpoint; hold > 0 && n > hold {
-		log.Warn("rollout.concurrency is more than the policy's endpoints hold (len(policy.endpoints) × policy.max_concurrent_per_endpoint): clamped",
+	if hold := 2 * len(cfg.Policy.Endpoints) * cfg.Policy.MaxConcurrentPerEndpoint; hold > 0 && n > hold {
+		log.Warn("rollout.concurrency is more than twice what the policy's endpoints hold (len(policy.endpoints) × policy.max_concurrent_per_endpoint): clamped",
 			zap.String("key", "rollout.concurrency"), zap.Int("configured", n), zap.Int("clamped_to", hold))
 		return hold
 	}

@@ -199,6 +199,9 @@ func runTrain(ctx context.Context, env Env, cfg config.Config, runDir dataset.Ru
 		League: leagueRoles(cfg, ro), CrossPlay: crossPlayOptions(cfg, runDir, log),
 	}
 	opts.Loop.DynamicSampling = dynamicSampling(cfg, opts.Loop.League, opts.Loop.Series, log)
+	if opts.Loop.ServingSampleEvery = cfg.Train.ServingSampleEvery; opts.Loop.ServingSampleEvery == 0 {
+		opts.Loop.ServingSampleEvery = -1 // none
+	}
 	if opts.Loop.Stream = streaming(cfg, opts.Loop.League, opts.Loop.Series, log); opts.Loop.Stream {
 		opts.Loop.Rollout.Concurrency = streamConcurrency(cfg, log)
 	}

@@ -334,6 +334,10 @@ type Train struct {
 	// keep_zero_variance) and rows are drawn per step (no series, no league
 	// roles); elsewhere it is off, and the log says why.
 	DynamicSampling bool `yaml:"dynamic_sampling"`
+	// ServingSampleEvery is how often the policy servers' requests running
+	// (vllm:num_requests_running) are read for the step lines
+	// (policy/server_running_mean, _min); 0 reads none.
+	ServingSampleEvery time.Duration `yaml:"serving_sample_every"`
 	// OversampleMax caps dynamic sampling: at most this many groups a step
 	// per group the batch asks for (at least 1). A step that reaches it
 	// trains the informative groups it has, with a warning.
@@ -580,7 +584,7 @@ func Default() Config {
 			EvalFraction: 0.1,
 		},
 		GRPO: GRPO{Advantage: "group", Epsilon: 1e-6, BaselineMomentum: 0.9, Mask: "dialogue"},
-		Train: Train{Steps: 100, Sampling: SamplingStream, DynamicSampling: true, OversampleMax: 3, Handshake: "file", HTTPAddr: "127.0.0.1:0", TokenEnv: "PARLEY_HANDSHAKE_TOKEN", TrainerTimeout: 2 * time.Hour, AdapterPrefix: "parley", MaxFailedFraction: 0.5, ServerStartTimeout: 20 * time.Minute,
+		Train: Train{Steps: 100, Sampling: SamplingStream, DynamicSampling: true, OversampleMax: 3, ServingSampleEvery: 2 * time.Second, Handshake: "file", HTTPAddr: "127.0.0.1:0", TokenEnv: "PARLEY_HANDSHAKE_TOKEN", TrainerTimeout: 2 * time.Hour, AdapterPrefix: "parley", MaxFailedFraction: 0.5, ServerStartTimeout: 20 * time.Minute,
 			WeightSync: WeightSync{Transfer: TransferDisk, PauseMode: "wait", ReloadTimeout: 30 * time.Minute, ProbeTolerance: 0.05}},
 		Trainer: Trainer{
 			LR: 1e-5, EpsilonLow: 0.2, EpsilonHigh: 0.28, Aggregation: "token_mean",

@@ -485,6 +485,9 @@ func (c Config) validateTrain(k *checker) {
 		k.bad("train.max_off_policy_steps", "must not be negative, got %d", t.MaxOffPolicySteps)
 	}
 	oneOf(k, "train.sampling", t.Sampling, []string{SamplingStream, SamplingStep})
+	if t.ServingSampleEvery < 0 {
+		k.bad("train.serving_sample_every", "must not be negative (0 reads none), got %s", t.ServingSampleEvery)
+	}
 	if !(t.OversampleMax >= 1) || math.IsInf(t.OversampleMax, 0) {
 		k.bad("train.oversample_max", "must be a number of at least 1 (groups sampled per group trained), got %v", t.OversampleMax)
 	}

@@ -23,6 +23,9 @@ const (
 	MetricsFile        = "metrics.jsonl"
 	EvalsDirName       = "evals"
 	LeagueDirName      = "league"
+	// StreamDirName holds a streaming run's journal of finished groups
+	// and the rollouts of those no written batch has taken yet.
+	StreamDirName = "stream"
 	// LockFile holds the PID of the parley process training the run, which
 	// holds an exclusive flock on it (RunDir.Lock).
 	LockFile = "lock"
@@ -149,6 +152,18 @@ func (d RunDir) LeagueDir() string { return filepath.Join(string(d), LeagueDirNa
 // LeaguePath is league/step-N.json.
 func (d RunDir) LeaguePath(step int) string {
 	return filepath.Join(string(d), LeagueDirName, StepName(step)+".json")
+}
+
+// StreamDir is the streaming run's folder (StreamDirName).
+func (d RunDir) StreamDir() string { return filepath.Join(string(d), StreamDirName) }
+
+// StreamJournalPath is the streaming run's journal of finished groups.
+func (d RunDir) StreamJournalPath() string { return filepath.Join(d.StreamDir(), "journal.jsonl") }
+
+// StreamGroupPath is the rollouts of a finished group a written batch has
+// not taken yet.
+func (d RunDir) StreamGroupPath(groupID string) string {
+	return filepath.Join(d.StreamDir(), "groups", groupID+ParquetExt)
 }
 
 // DonePath is checkpoints/step-N/DONE.

@@ -98,6 +98,9 @@ const (
 	KeyGroupsCancelledStale Key = "groups_cancelled_stale"
 	KeyGroupsDroppedStale   Key = "groups_dropped_stale"
 	KeyPolicyVersionMax     Key = "policy_version_max"
+	// KeyGroupsResumed counts the step's groups read from the stream's
+	// journal: finished before a crash, not sampled again.
+	KeyGroupsResumed Key = "groups_resumed"
 	// Token counts of the step's sampling (rollout.Summary).
 	KeyPromptTokens                 Key = "prompt_tokens"
 	KeySampledTokens                Key = "sampled_tokens"

@@ -489,13 +489,12 @@ class Deliberation:
         self.final_tokens = final_tokens
         self.marker = marker
         # The marker as a token, as parley's deliberation.Marker matches it:
-        # case-insensitively, with no word character adjoining an edge that
-        # is one ("agree" not in "disagree"; "[AGREE]" wherever it stands).
+        # case-insensitively, a marker that begins with a word character
+        # only at the start of a word ("agree" in "agreed", not in
+        # "disagree"; "[AGREE]" wherever it stands).
         pat = re.escape(marker)
         if marker[:1].isalnum() or marker[:1] == "_":
             pat = r"(?:^|[^\w])" + pat
-        if marker[-1:].isalnum() or marker[-1:] == "_":
-            pat += r"(?:$|[^\w])"
         self.marker_re = re.compile(pat, re.IGNORECASE)
 
     def system(self, p: dict, me: str, other: str, persona: str) -> str:

@@ -303,10 +303,12 @@ func TestSIGKILLAtCrashPoints(t *testing.T) {
 		points := []string{"after-done:2", "state-write:2", "after-metrics:1", "state-write:1", "after-done:2"}
 		if tc.stream {
 			name += "-stream"
-			// Also with groups taken from the stream and no batch written
-			// (lost, sampled anew), and with the rollouts written and no
-			// batch.
-			points = append(points, "stream-taken:2", "before-batch:1", "stream-taken:1")
+			// Also with groups taken from the stream and no batch written,
+			// with the rollouts written and no batch, and with groups
+			// just journaled: the groups finished are read back from the
+			// journal, none sampled or judged again, none in two batches.
+			// They come first: the run is over before the later points.
+			points = append([]string{"stream-taken:2", "group-journaled:3", "before-batch-journal:1", "stream-taken:1", "before-batch:1"}, points...)
 		}
 		staleness := tc.staleness
 		t.Run(name, func(t *testing.T) {
@@ -342,6 +344,16 @@ func TestSIGKILLAtCrashPoints(t *testing.T) {
 			}
 			if st, _, _ := train.LoadState(dataset.RunDir(dir).StatePath()); st.Step != 5 {
 				t.Errorf("state step %d, want 5", st.Step)
+			}
+			if tc.stream {
+				resumed := 0.0
+				for _, m := range ms {
+					resumed += m["groups_resumed"].(float64)
+				}
+				if resumed == 0 {
+					t.Errorf("no step took a group from the journal after %d kills, some at stream-taken", kills)
+				}
+				checkGroupsOnce(t, dataset.RunDir(dir), 5, 4)
 			}
 			t.Logf("%d kills", kills)
 		})
@@ -454,6 +466,32 @@ func TestLostEndpointRunGoesOn(t *testing.T) {
 		}
 		if m["policy/endpoints_lost"] != want {
 			t.Errorf("step %v: policy/endpoints_lost %v, want %v", m["step"], m["policy/endpoints_lost"], want)
+		}
+	}
+}
+
+// checkGroupsOnce fails t unless every group of the run's steps 1..steps
+// is in one step's rollouts only, with its g rollouts.
+func checkGroupsOnce(t *testing.T, dir dataset.RunDir, steps, g int) {
+	t.Helper()
+	seen := map[string]int{}
+	for s := 1; s <= steps; s++ {
+		count := map[string]int{}
+		err := dataset.ReadRollouts(dir.RolloutsPath(s), func(r dataset.Rollout) error {
+			count[r.GroupID]++
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id, n := range count {
+			if prev, ok := seen[id]; ok {
+				t.Errorf("group %s is in step %d's rollouts and step %d's", id, prev, s)
+			}
+			seen[id] = s
+			if n != g {
+				t.Errorf("step %d: group %s has %d rollouts, want %d", s, id, n, g)
+			}
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
 	"github.com/parleyhq/parley/handshake"
+	"github.com/parleyhq/parley/internal/crashpoint"
 	"github.com/parleyhq/parley/league"
 	"github.com/parleyhq/parley/metrics"
 	"github.com/parleyhq/parley/reward"
@@ -49,6 +50,12 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 	}
 	if err := l.writeBatch(step, s, j, m); err != nil {
 		return err
+	}
+	if l.stream != nil {
+		crashpoint.Hit("before-batch-journal") // the batch written, the journal not told
+		if err := l.journalBatch(step, groupIDs(s.rs)); err != nil {
+			return err
+		}
 	}
 	if s.league != nil {
 		l.league = s.league
@@ -374,4 +381,15 @@ func firstError(rs []dataset.Rollout) string {
 		}
 	}
 	return "none recorded"
+}
+
+// groupIDs lists the group ids of rs, each once, in order.
+func groupIDs(rs []dataset.Rollout) []string {
+	var out []string
+	for i, r := range rs {
+		if i == 0 || r.GroupID != rs[i-1].GroupID {
+			out = append(out, r.GroupID)
+		}
+	}
+	return out
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
 	"slices"
 	"sort"
 	"sync"
@@ -94,6 +96,8 @@ type streamGroup struct {
 	rs          []dataset.Rollout
 	stats       reward.ScoreStats
 	informative bool
+	// resumed: read from the journal (finished before a crash).
+	resumed bool
 }
 
 // startStream starts the stream for the steps from first on, the policy
@@ -120,6 +124,13 @@ func (l *Loop) startStream(ctx context.Context, first int) (*stream, error) {
 	}
 	if s.runner, err = rollout.NewRunner(ro); err != nil {
 		return nil, err
+	}
+	n, err := s.resumeGroups()
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		l.log.Info("resuming the groups the stream journal holds finished and not yet in a batch", zap.Int("groups", n), zap.String("journal", l.opts.Dir.StreamJournalPath()))
 	}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.since = time.Now()
@@ -288,8 +299,14 @@ func (s *stream) sink(p rollout.Played) error {
 		if s.ctx.Err() != nil {
 			return
 		}
+		err := s.journalGroup(g)
 		s.mu.Lock()
-		s.ready = append(s.ready, g)
+		if err != nil {
+			s.runErr = err
+			s.cancel()
+		} else {
+			s.ready = append(s.ready, g)
+		}
 		s.cond.Broadcast()
 		s.mu.Unlock()
 	}()
@@ -416,6 +433,10 @@ func (s *stream) dropStale(step int) {
 	for _, g := range s.ready {
 		if g.version < oldest {
 			s.dropped++
+			// Without its file the journal's line is a group dropped.
+			if err := os.Remove(s.l.opts.Dir.StreamGroupPath(g.id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				s.l.log.Warn("removing a stale group's file", zap.String("group", g.id), zap.Error(err))
+			}
 			continue
 		}
 		kept = append(kept, g)
@@ -432,8 +453,11 @@ func (s *stream) dropStale(step int) {
 func (s *stream) sampled(ctx context.Context, step int, taken []*streamGroup, informative, cancelled, dropped int) sampled {
 	out := sampled{pv: math.MaxInt, pre: &preJudged{untrained: map[string]bool{}}}
 	var sum rollout.Summary
-	trained, newest := 0, 0
+	trained, newest, resumed := 0, 0, 0
 	for _, g := range taken {
+		if g.resumed {
+			resumed++
+		}
 		out.pv, newest = min(out.pv, g.version), max(newest, g.version)
 		addScoreStats(&out.pre.stats, g.stats)
 		if s.l.opts.DynamicSampling && g.informative {
@@ -470,7 +494,7 @@ func (s *stream) sampled(ctx context.Context, step int, taken []*streamGroup, in
 	out.pre.metrics = metrics.Line{
 		metrics.KeyGroupsSampled: len(taken), metrics.KeyGroupsInformative: informative, metrics.KeyGroupsTrained: trained,
 		metrics.KeyOversampleRatio:      float64(len(taken)) / float64(b),
-		metrics.KeyGroupsCancelledStale: cancelled, metrics.KeyGroupsDroppedStale: dropped,
+		metrics.KeyGroupsCancelledStale: cancelled, metrics.KeyGroupsDroppedStale: dropped, metrics.KeyGroupsResumed: resumed,
 		metrics.KeyPolicyVersionMax: newest,
 	}
 	if s.l.opts.DynamicSampling && informative < b {

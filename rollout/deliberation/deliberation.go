@@ -31,7 +31,8 @@ type Config struct {
 	MaxRounds int `yaml:"max_rounds"`
 	// AgreementMarker is the text a turn carries to accept the standing
 	// proposal, matched as a token (see Marker): "[AGREE]" anywhere, a
-	// bare word such as "agree" only as a whole word.
+	// bare word such as "agree" only where a word begins with it ("agreed",
+	// never "disagree").
 	AgreementMarker string `yaml:"agreement_marker"`
 }
 
@@ -107,13 +108,17 @@ func New(opts Options) *Game {
 }
 
 // Marker matches an agreement marker in a turn as a token, not as a
-// substring: case-insensitively, and where the marker begins or ends with a
-// word character (a letter, a digit or '_'), only if no word character
-// adjoins it there. So the default "[AGREE]" counts wherever it stands
-// ("Deal.[AGREE]", "[agree]"), its brackets delimiting it, and a bare word
-// counts only as a whole word: "agree" matches "I agree." and "Agree!" but
-// not "disagree", "Iagree", "agreed" or "agreement". A marker says nothing
-// of negation: "I do not agree" carries the word.
+// substring: case-insensitively, and where the marker begins with a word
+// character (a letter, a digit or '_'), only at the start of a word (no
+// word character before it). So the default "[AGREE]" counts wherever it
+// stands ("Deal.[AGREE]", "[agree]"), its brackets delimiting it, and a
+// bare word counts where a word begins with it: "agree" matches "I agree.",
+// "Agree!", "agreed" and "agrees", never "disagree" or "Iagree". Its end is
+// left open on purpose: a word's inflections say the same, and a small
+// model's tokenizer glues a word to the next token when that one carries no
+// space ("agreeveal"), which a closed end would refuse while the model
+// learns the word. A marker says nothing of negation: "I do not agree"
+// carries the word.
 type Marker struct{ re *regexp.Regexp }
 
 // NewMarker returns the matcher of marker (see Marker).
@@ -123,9 +128,6 @@ func NewMarker(marker string) *Marker {
 	pat := regexp.QuoteMeta(marker)
 	if len(rs) > 0 && isWordRune(rs[0]) {
 		pat = `(?:^|` + notWord + `)` + pat
-	}
-	if len(rs) > 0 && isWordRune(rs[len(rs)-1]) {
-		pat += `(?:$|` + notWord + `)`
 	}
 	return &Marker{re: regexp.MustCompile(`(?i)` + pat)}
 }

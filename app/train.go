@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/config"
+	"github.com/parleyhq/parley/curriculum"
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/eval/harness"
 	"github.com/parleyhq/parley/eval/report"
@@ -199,6 +200,10 @@ func runTrain(ctx context.Context, env Env, cfg config.Config, runDir dataset.Ru
 		League: leagueRoles(cfg, ro), CrossPlay: crossPlayOptions(cfg, runDir, log),
 	}
 	opts.Loop.DynamicSampling = dynamicSampling(cfg, opts.Loop.League, opts.Loop.Series, log)
+	if cfg.Curriculum.Sampler == config.SamplerAdaptive && opts.Loop.Series == nil {
+		a := cfg.Curriculum.Adaptive
+		opts.Loop.Curriculum = &curriculum.Options{Floor: a.Floor, Window: a.Window, RetireAfter: a.RetireAfter, Cooldown: a.Cooldown}
+	}
 	if opts.Loop.ServingSampleEvery = cfg.Train.ServingSampleEvery; opts.Loop.ServingSampleEvery == 0 {
 		opts.Loop.ServingSampleEvery = -1 // none
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parleyhq/parley/curriculum"
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/internal/textfile"
 	"github.com/parleyhq/parley/reward"
@@ -127,6 +128,35 @@ type Curriculum struct {
 	// train rows), eval (held out), or "" for every row. parley train
 	// refuses eval rows.
 	Split string `yaml:"split"`
+	// Sampler draws a training step's rows within their categories:
+	// uniform (the default), or adaptive, which prefers the rows whose
+	// recent groups' rewards still spread (the policy can learn from
+	// them), keeps an exploration floor, and rests for a cool-down the
+	// rows whose groups keep coming back with equal rewards (solved or
+	// hopeless). The categories keep their mix either way.
+	Sampler string `yaml:"sampler"`
+	// Adaptive tunes the adaptive sampler.
+	Adaptive AdaptiveCurriculum `yaml:"adaptive"`
+}
+
+// The curriculum samplers (curriculum.sampler).
+const (
+	SamplerUniform  = "uniform"
+	SamplerAdaptive = "adaptive"
+)
+
+// AdaptiveCurriculum tunes curriculum.sampler: adaptive.
+type AdaptiveCurriculum struct {
+	// Floor is the draw weight every row keeps besides its reward spread
+	// (its mean spread over the largest any row has; a row never drawn
+	// weighs 1 + floor, the most).
+	Floor float64 `yaml:"floor"`
+	// Window is how many of a row's latest groups its statistics keep.
+	Window int `yaml:"window"`
+	// RetireAfter is how many groups in a row of equal rewards rest a row,
+	// and Cooldown for how many steps.
+	RetireAfter int `yaml:"retire_after"`
+	Cooldown    int `yaml:"cooldown"`
 }
 
 // RoleModel names what plays one role of the game (roles.<role>): the
@@ -568,8 +598,11 @@ func Default() Config {
 		Sampling: Sampling{Temperature: 1.0, TopP: 1.0, MaxTokens: 256, FinalMaxTokens: 512},
 		Game:     defaultGame(defaultEnv),
 		Curriculum: Curriculum{
-			Path:  gameCurriculum(defaultEnv),
-			Split: "train",
+			Path:    gameCurriculum(defaultEnv),
+			Split:   "train",
+			Sampler: SamplerUniform,
+			Adaptive: AdaptiveCurriculum{Floor: curriculum.DefaultFloor, Window: curriculum.DefaultWindow,
+				RetireAfter: curriculum.DefaultRetireAfter, Cooldown: curriculum.DefaultCooldown},
 		},
 		Rollout: Rollout{GroupSize: 8, PromptsPerStep: 16, Concurrency: 256, History: "tokens"},
 		Judge: Judge{

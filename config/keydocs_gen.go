@@ -4,6 +4,10 @@ package config
 
 // fieldDocs maps "<import path>.<Type>.<Field>" to the field's doc comment.
 var fieldDocs = map[string]string{
+	"github.com/parleyhq/parley/config.AdaptiveCurriculum.Cooldown":                   "RetireAfter is how many groups in a row of equal rewards rest a row, and Cooldown for how many steps.",
+	"github.com/parleyhq/parley/config.AdaptiveCurriculum.Floor":                      "Floor is the draw weight every row keeps besides its reward spread (its mean spread over the largest any row has; a row never drawn weighs 1 + floor, the most).",
+	"github.com/parleyhq/parley/config.AdaptiveCurriculum.RetireAfter":                "RetireAfter is how many groups in a row of equal rewards rest a row, and Cooldown for how many steps.",
+	"github.com/parleyhq/parley/config.AdaptiveCurriculum.Window":                     "Window is how many of a row's latest groups its statistics keep.",
 	"github.com/parleyhq/parley/config.Agent.APIKeyEnv":                               "APIKeyEnv names the environment variable with the server's key.",
 	"github.com/parleyhq/parley/config.Agent.Adapter":                                 "Adapter is a LoRA adapter served on Endpoint; AdapterPath, if set, is loaded under that name before the first game.",
 	"github.com/parleyhq/parley/config.Agent.AdapterPath":                             "Adapter is a LoRA adapter served on Endpoint; AdapterPath, if set, is loaded under that name before the first game.",
@@ -18,9 +22,11 @@ var fieldDocs = map[string]string{
 	"github.com/parleyhq/parley/config.Agent.OpenWeights":                             "Family and OpenWeights are labels for the report's tables.",
 	"github.com/parleyhq/parley/config.Agent.Run":                                     "Run is a parley run directory (trained): its newest checkpoint.",
 	"github.com/parleyhq/parley/config.Config.Roles":                                  "Roles maps a game role to what plays it when not the trained policy.",
+	"github.com/parleyhq/parley/config.Curriculum.Adaptive":                           "Adaptive tunes the adaptive sampler.",
 	"github.com/parleyhq/parley/config.Curriculum.Mix":                                "Mix weighs categories when sampling rows (empty = as in the file).",
 	"github.com/parleyhq/parley/config.Curriculum.Path":                               "Path is a JSONL or parquet file of prompts, or a bundled curriculum (builtin:dilemmas, builtin:open-ended, or a game's own such as builtin:endowment or builtin:2hb2g). When it is not given, the configured game's default curriculum is used (builtin:dilemmas for deliberation).",
 	"github.com/parleyhq/parley/config.Curriculum.Personas":                           "Personas is a JSONL or parquet persona-pair library (\"\" = the built-in 25).",
+	"github.com/parleyhq/parley/config.Curriculum.Sampler":                            "Sampler draws a training step's rows within their categories: uniform (the default), or adaptive, which prefers the rows whose recent groups' rewards still spread (the policy can learn from them), keeps an exploration floor, and rests for a cool-down the rows whose groups keep coming back with equal rewards (solved or hopeless). The categories keep their mix either way.",
 	"github.com/parleyhq/parley/config.Curriculum.Split":                              "Split keeps only rows of this split: train (rows without a split are train rows), eval (held out), or \"\" for every row. parley train refuses eval rows.",
 	"github.com/parleyhq/parley/config.GRPO.Advantage":                                "Advantage is group, group_mean or role_baseline.",
 	"github.com/parleyhq/parley/config.GRPO.BaselineMomentum":                         "BaselineMomentum is the EMA momentum of role_baseline.",

@@ -298,6 +298,14 @@ func (c Config) validateCurriculum(k *checker) {
 	if c.Curriculum.Split != "" {
 		oneOf(k, "curriculum.split", c.Curriculum.Split, []string{"train", "eval"})
 	}
+	oneOf(k, "curriculum.sampler", c.Curriculum.Sampler, []string{SamplerUniform, SamplerAdaptive})
+	a := c.Curriculum.Adaptive
+	k.inRange("curriculum.adaptive.floor", a.Floor, 0, 10, false, true)
+	k.positive("curriculum.adaptive.window", a.Window)
+	k.positive("curriculum.adaptive.retire_after", a.RetireAfter)
+	if a.Cooldown < 0 {
+		k.bad("curriculum.adaptive.cooldown", "must not be negative, got %d", a.Cooldown)
+	}
 	k.positive("rollout.group_size", c.Rollout.GroupSize)
 	k.positive("rollout.prompts_per_step", c.Rollout.PromptsPerStep)
 	k.positive("rollout.concurrency", c.Rollout.Concurrency)

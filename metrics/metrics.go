@@ -98,6 +98,12 @@ const (
 	KeyGroupsCancelledStale Key = "groups_cancelled_stale"
 	KeyGroupsDroppedStale   Key = "groups_dropped_stale"
 	KeyPolicyVersionMax     Key = "policy_version_max"
+	// The adaptive curriculum (curriculum.sampler: adaptive): the step's
+	// groups per category (CurriculumDrawPrefix + the category) and the
+	// prompt rows resting after it, solved or hopeless.
+	CurriculumDrawPrefix         Key = "curriculum/draw/"
+	KeyCurriculumRetiredSolved   Key = "curriculum/retired_solved"
+	KeyCurriculumRetiredHopeless Key = "curriculum/retired_hopeless"
 	// KeyGroupsResumed counts the step's groups read from the stream's
 	// journal: finished before a crash, not sampled again.
 	KeyGroupsResumed Key = "groups_resumed"

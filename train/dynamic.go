@@ -85,7 +85,7 @@ func (d *dynamicSampler) next(ctx context.Context, i int) (rollout.Group, bool, 
 	defer d.mu.Unlock()
 	if len(d.pending) == 0 {
 		if d.rounds == 0 {
-			d.pending = rollout.SelectPrompts(d.l.opts.Prompts, d.l.opts.Mix, d.b, d.l.opts.Seed, d.step)
+			d.pending = d.l.drawRows(d.l.cur, d.b, d.l.opts.Seed, d.step)
 		} else {
 			for d.judged < d.launched && ctx.Err() == nil {
 				d.cond.Wait()
@@ -97,7 +97,7 @@ func (d *dynamicSampler) next(ctx context.Context, i int) (rollout.Group, bool, 
 			if n == 0 {
 				return rollout.Group{}, false, nil
 			}
-			d.pending = rollout.SelectPrompts(d.l.opts.Prompts, d.l.opts.Mix, n, rollout.DeriveSeed(d.l.opts.Seed, "oversample", int64(d.rounds)), d.step)
+			d.pending = d.l.drawRows(d.l.cur, n, rollout.DeriveSeed(d.l.opts.Seed, "oversample", int64(d.rounds)), d.step)
 		}
 		d.rounds++
 	}

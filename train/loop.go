@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/parleyhq/parley/curriculum"
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
 	"github.com/parleyhq/parley/handshake"
@@ -71,6 +72,10 @@ type LoopOptions struct {
 	// read for the step lines (0: DefaultServingSampleEvery; negative:
 	// never).
 	ServingSampleEvery time.Duration
+	// Curriculum, when set, draws the prompt rows by the adaptive
+	// sampler (package curriculum) with these options instead of
+	// uniformly within their categories.
+	Curriculum *curriculum.Options
 	// MaxOffPolicySteps, when positive, drops from step N's batch the
 	// rollouts whose policy version is below N-1-MaxOffPolicySteps (the
 	// batch trains step N-1's policy), counted in the step's
@@ -172,6 +177,9 @@ type Loop struct {
 	// baseline is the role baseline after the newest written batch (with
 	// staleness k it runs up to k steps ahead of the state's).
 	baseline *grpo.RoleBaseline
+	// cur is the adaptive sampler's statistics after the newest written
+	// batch (nil: rows drawn uniformly).
+	cur *curriculum.State
 	// ev runs the evaluations of the current Run, xp its cross-play.
 	ev *evalRunner
 	xp *crossPlayer
@@ -196,6 +204,8 @@ type Loop struct {
 type sidecar struct {
 	Metrics      metrics.Line       `json:"metrics"`
 	RoleBaseline *grpo.RoleBaseline `json:"role_baseline"`
+	// Curriculum is the adaptive sampler's statistics after the step.
+	Curriculum *curriculum.State `json:"curriculum,omitempty"`
 	// Series are the series cursors after the step (series training).
 	Series []SeriesCursor `json:"series,omitempty"`
 }
@@ -241,6 +251,9 @@ func NewLoop(opts LoopOptions) (*Loop, error) {
 		return nil, err
 	}
 	l := &Loop{opts: opts, log: opts.Logger, state: st, recorded: recorded, evalRecorded: evals, baseline: st.RoleBaseline.Clone()}
+	if opts.Curriculum != nil {
+		l.cur = st.Curriculum.Clone()
+	}
 	if err := l.loadLeague(st.Step + 1); err != nil {
 		return nil, err
 	}
@@ -553,12 +566,12 @@ func (l *Loop) finish(ctx context.Context, step int) error {
 	if err != nil {
 		return err
 	}
-	m, baseline, err := l.recordStep(step, done, waitSec, update)
+	m, sc, err := l.recordStep(step, done, waitSec, update)
 	if err != nil {
 		return err
 	}
 	crashpoint.Hit("after-metrics") // the metrics line written, the state not
-	if err := l.saveState(step, name, baseline); err != nil {
+	if err := l.saveState(step, name, sc); err != nil {
 		return err
 	}
 	if l.opts.OnStep != nil {
@@ -654,12 +667,12 @@ func (l *Loop) serveAdapter(ctx context.Context, step int, name string, done han
 // the sampling's metrics (the sidecar's), the wait for the trainer and the
 // trainer's metrics from done. It returns the line and the role baseline
 // after the step.
-func (l *Loop) recordStep(step int, done handshake.Done, waitSec float64, update map[string]float64) (metrics.Line, *grpo.RoleBaseline, error) {
+func (l *Loop) recordStep(step int, done handshake.Done, waitSec float64, update map[string]float64) (metrics.Line, sidecar, error) {
 	sc, err := l.readSidecar(step)
 	if err != nil {
 		// Only a trained step gets here without its sidecar (resumeBatch
 		// said so): record what the trainer reported.
-		sc = sidecar{Metrics: metrics.Line{metrics.KeySampleMetricsLost: true}, RoleBaseline: l.baseline.Clone()}
+		sc = sidecar{Metrics: metrics.Line{metrics.KeySampleMetricsLost: true}, RoleBaseline: l.baseline.Clone(), Curriculum: l.cur.Clone()}
 	}
 	m := sc.Metrics
 	m[metrics.KeyStep] = step
@@ -675,22 +688,25 @@ func (l *Loop) recordStep(step int, done handshake.Done, waitSec float64, update
 		err := AppendMetrics(l.opts.Dir.MetricsPath(), m)
 		l.metricsMu.Unlock()
 		if err != nil {
-			return nil, nil, err
+			return nil, sidecar{}, err
 		}
 		l.recorded[step] = true
 	}
-	return m, sc.RoleBaseline, nil
+	return m, sc, nil
 }
 
 // saveState records step as the last completed one and its adapter (name)
 // as the policy served. With staleness k the steps after this one
 // may have been sampled by older policies; the state records the newest
 // trained policy.
-func (l *Loop) saveState(step int, name string, baseline *grpo.RoleBaseline) error {
+func (l *Loop) saveState(step int, name string, sc sidecar) error {
 	l.state.Step = step
 	l.state.PolicyVersion = step
 	l.state.Adapter = name
-	l.state.RoleBaseline = baseline
+	l.state.RoleBaseline = sc.RoleBaseline
+	if l.opts.Curriculum != nil {
+		l.state.Curriculum = sc.Curriculum
+	}
 	l.state.RunID = l.opts.RunID
 	l.state.Seed = l.opts.Seed
 	l.state.UpdatedUnixMS = time.Now().UnixMilli()

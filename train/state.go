@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/parleyhq/parley/curriculum"
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
 	"github.com/parleyhq/parley/internal/crashpoint"
@@ -32,6 +33,9 @@ type State struct {
 	// RoleBaseline is grpo.ModeRoleBaseline's baseline after the last step that
 	// computed advantages.
 	RoleBaseline *grpo.RoleBaseline `json:"role_baseline,omitempty"`
+	// Curriculum is the adaptive sampler's statistics after the last
+	// step (curriculum.sampler: adaptive).
+	Curriculum *curriculum.State `json:"curriculum,omitempty"`
 	// Adapter is the name of the adapter loaded into the inference
 	// endpoints ("" for the base model).
 	Adapter string `json:"adapter,omitempty"`

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/parleyhq/parley/curriculum"
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
 	"github.com/parleyhq/parley/handshake"
@@ -41,7 +42,9 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 	if err != nil {
 		return err
 	}
+	j.cur = l.observeCurriculum(step, s.rs)
 	m := l.stepMetrics(step, s, j)
+	l.curriculumMetrics(step, s.rs, j.cur, m)
 	if l.opts.MaxOffPolicySteps > 0 {
 		m[metrics.KeyRolloutsDroppedOffPolicy] = dropped
 	}
@@ -97,6 +100,9 @@ func (l *Loop) resumeBatch(step int) (bool, error) {
 	switch {
 	case err == nil:
 		l.baseline = sc.RoleBaseline
+		if l.opts.Curriculum != nil && sc.Curriculum != nil {
+			l.cur = sc.Curriculum
+		}
 	case trained:
 		l.log.Warn("step was trained, but the metrics of its sampling are lost; its metrics line will hold the trainer's",
 			zap.Int("step", step), zap.Error(err))
@@ -201,7 +207,7 @@ func (l *Loop) stepRunner(ctx context.Context, step int, drawn map[string]map[st
 // samplePrompts plays GroupSize rollouts of each of step's prompt rows
 // (rollout.SelectPrompts), in completion order.
 func (l *Loop) samplePrompts(ctx context.Context, runner *rollout.Runner, step int) ([]dataset.Rollout, rollout.Summary, error) {
-	prompts := rollout.SelectPrompts(l.opts.Prompts, l.opts.Mix, l.opts.PromptsPerStep, l.opts.Seed, step)
+	prompts := l.drawRows(l.cur, l.opts.PromptsPerStep, l.opts.Seed, step)
 	tick, end := l.progress(fmt.Sprintf("step %d rollouts", step), len(prompts)*l.opts.Rollout.GroupSize)
 	var rs []dataset.Rollout
 	sum, err := runner.Run(ctx, prompts, func(r *dataset.Rollout) error {
@@ -219,7 +225,10 @@ func (l *Loop) samplePrompts(ctx context.Context, runner *rollout.Runner, step i
 type judged struct {
 	res      ScoreResult
 	baseline *grpo.RoleBaseline
-	seconds  float64
+	// cur is the adaptive sampler's statistics after the step (nil
+	// without one).
+	cur     *curriculum.State
+	seconds float64
 }
 
 // judge scores step's rollouts, computes their advantages and builds the
@@ -324,7 +333,7 @@ func (l *Loop) stepMetrics(step int, s sampled, j judged) metrics.Line {
 // .ready, which makes it final. Only then does the loop's role baseline
 // move on.
 func (l *Loop) writeBatch(step int, s sampled, j judged, m metrics.Line) error {
-	b, err := json.Marshal(sidecar{Metrics: m, RoleBaseline: j.baseline, Series: s.cursors})
+	b, err := json.Marshal(sidecar{Metrics: m, RoleBaseline: j.baseline, Curriculum: j.cur, Series: s.cursors})
 	if err != nil {
 		return fmt.Errorf("train.Loop step %d: metrics: %w", step, err)
 	}
@@ -333,6 +342,12 @@ func (l *Loop) writeBatch(step int, s sampled, j judged, m metrics.Line) error {
 		return err
 	}
 	l.baseline = j.baseline
+	if j.cur != nil {
+		l.cur = j.cur
+		if l.stream != nil {
+			l.stream.setCurriculum(j.cur.Clone())
+		}
+	}
 	l.log.Info("batch written", zap.Int("step", step), zap.Int("policy_version", s.pv), zap.Int("rows", ready.Rows), zap.Int64("tokens", ready.Tokens),
 		zap.Float64("reward_mean", j.res.Advantage.RewardMean), zap.Float64("agreement_rate", s.sum.AgreementRate), zap.Int("rollouts_failed", s.sum.Failed))
 	return nil

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/parleyhq/parley/curriculum"
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/internal/crashpoint"
 	"github.com/parleyhq/parley/metrics"
@@ -70,6 +71,9 @@ type stream struct {
 	seq   int
 	live  map[string]*streamGroup
 	ready []*streamGroup
+	// cur is the adaptive sampler's statistics the stream draws from
+	// (a copy of the loop's after its newest written batch).
+	cur *curriculum.State
 	// retired are adapters no longer served, unloaded once no group in
 	// flight plays them.
 	retired map[string]bool
@@ -109,6 +113,9 @@ func (l *Loop) startStream(ctx context.Context, first int) (*stream, error) {
 		sem: make(chan struct{}, max(1, (l.opts.JudgeConcurrency+l.opts.Rollout.GroupSize-1)/max(1, l.opts.Rollout.GroupSize))),
 	}
 	s.cond = sync.NewCond(&s.mu)
+	if l.cur != nil {
+		s.cur = l.cur.Clone()
+	}
 	model, err := l.servePolicy(ctx, first)
 	if err != nil {
 		return nil, err
@@ -189,6 +196,14 @@ func (s *stream) stop() {
 	<-s.done
 }
 
+// setCurriculum gives the stream the sampler's statistics after a
+// written batch.
+func (s *stream) setCurriculum(cur *curriculum.State) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cur = cur
+}
+
 // servedVersion is the version of the policy served now.
 func (s *stream) servedVersion() int {
 	s.mu.Lock()
@@ -253,7 +268,7 @@ func (s *stream) nextGroup(ctx context.Context, _ int) (rollout.Group, bool, err
 	// per B groups, the blocks of this session after those any earlier
 	// session of the run could have drawn.
 	block := s.first*1_000_000 + s.seq/b
-	p := rollout.SelectPrompts(s.l.opts.Prompts, s.l.opts.Mix, b, rollout.DeriveSeed(s.l.opts.Seed, "stream", 0), block)[s.seq%b]
+	p := s.l.drawRows(s.cur, b, rollout.DeriveSeed(s.l.opts.Seed, "stream", 0), block)[s.seq%b]
 	g := &streamGroup{id: rollout.GroupID(s.first, s.seq), model: s.served, version: s.version}
 	s.seq++
 	gctx, cancel := context.WithCancel(ctx)

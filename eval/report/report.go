@@ -297,6 +297,9 @@ func (g *generator) dynamics(m *Metrics) error {
 		}
 	}
 	g.servingSection(m, w)
+	if err := g.samplingSection(m, w); err != nil {
+		return err
+	}
 	if err := g.evalSection(m); err != nil {
 		return err
 	}
@@ -309,7 +312,7 @@ func (g *generator) dynamics(m *Metrics) error {
 
 // servingKeys are the step line's keys about the policy's endpoints.
 var servingKeys = []metrics.Key{metrics.KeyPrefixCacheHitRate, metrics.KeyEndpointLoadMax, metrics.KeyEndpointLoadMean, metrics.KeySessionMoves,
-	metrics.KeyEndpointInFlightMean, metrics.KeyEndpointAtTargetShare}
+	metrics.KeyEndpointInFlightMean, metrics.KeyEndpointAtTargetShare, metrics.KeyServerRunningMean, metrics.KeyServerRunningMin}
 
 // servingSection tables the policy endpoints' prefix-cache hit rate and
 // load, when metrics.jsonl has them (runs before dialogue-affine routing

@@ -21,7 +21,7 @@ func init() {
 		metrics.KeyGroupsSampled:             "groups sampled",
 		metrics.KeyGroupsInformative:         "groups with an advantage",
 		metrics.KeyGroupsTrained:             "groups trained",
-		metrics.KeyOversampleRatio:           "groups sampled per group trained",
+		metrics.KeyOversampleRatio:           "groups sampled per group the batch asks for",
 		metrics.KeyGroupsCancelledStale:      "groups cancelled in flight (too old)",
 		metrics.KeyGroupsDroppedStale:        "groups dropped once judged (too old)",
 		metrics.KeyGroupsResumed:             "groups read back from the stream journal",

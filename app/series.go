@@ -15,9 +15,9 @@ import (
 	"go.uber.org/zap"
 )
 
-// runSeries wires the config into rollout.RunSeriesTo.
 // Series plays n series per condition of the config's game into out
-// (rollout.RunSeriesTo), resuming what out holds.
+// (rollout.RunSeriesTo), resuming what out holds, with a progress bar of
+// its games (those found recorded count as done).
 func Series(ctx context.Context, cfg config.Config, env Env, out string, n int) (rollout.SeriesSummary, error) {
 	log := env.log()
 	if out == "" {
@@ -48,8 +48,24 @@ func Series(ctx context.Context, cfg config.Config, env Env, out string, n int) 
 		return rollout.SeriesSummary{}, err
 	}
 	defer closePlayers()
-	log.Info("playing series", zap.Int("series", len(plan)), zap.String("out", out))
-	return rollout.RunSeriesTo(ctx, ro, out, plan)
+	games := 0
+	for _, s := range plan {
+		games += len(s.Games)
+	}
+	log.Info("playing series", zap.Int("series", len(plan)), zap.Int("games", games), zap.String("out", out))
+	bars := env.bars()
+	bar := bars.Add("games", int64(games))
+	ro.OnGames = func(n int) {
+		for range n {
+			bar.Increment()
+		}
+	}
+	sum, err := rollout.RunSeriesTo(ctx, ro, out, plan)
+	if err != nil {
+		bar.Abort()
+	}
+	bars.Wait()
+	return sum, err
 }
 
 // freezeConfig writes the config to DIR/config.yaml unless one is there.

@@ -52,6 +52,10 @@ type RunnerOptions struct {
 	// OnActive, if set, is told when a rollout starts (+1) and ends (-1),
 	// for a gauge of rollouts in flight.
 	OnActive func(delta int)
+	// OnGames, if set, is told of series games as RunSeries records them,
+	// n at a time: the games a resumed series had recorded, then each
+	// game played (a progress bar's ticks). It may be called concurrently.
+	OnGames func(n int)
 }
 
 // Runner samples G rollouts of every prompt row with a bounded worker pool.

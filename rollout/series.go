@@ -142,6 +142,9 @@ func runOneSeries(ctx context.Context, g SeriesGame, opts RunnerOptions, bridge 
 		return sum, fmt.Errorf("rollout.RunSeries: series %s has %d games recorded in %s, more than its %d", s.ID, len(recs), dir, len(s.Games))
 	}
 	sum.Resumed = len(recs)
+	if opts.OnGames != nil && len(recs) > 0 {
+		opts.OnGames(len(recs))
+	}
 	state := []byte(s.Init)
 	if n := len(recs); n > 0 {
 		state = recs[n-1].State
@@ -169,6 +172,9 @@ func runOneSeries(ctx context.Context, g SeriesGame, opts RunnerOptions, bridge 
 			return sum, err
 		}
 		sum.Played++
+		if opts.OnGames != nil {
+			opts.OnGames(1)
+		}
 		state = next
 	}
 	return sum, nil

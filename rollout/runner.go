@@ -56,6 +56,10 @@ type RunnerOptions struct {
 	// n at a time: the games a resumed series had recorded, then each
 	// game played (a progress bar's ticks). It may be called concurrently.
 	OnGames func(n int)
+	// Resume holds rollouts already played by an interrupted run of the
+	// same job (Run only): they are not played again, and the Summary
+	// counts them (Resumed) as written.
+	Resume []dataset.Rollout
 }
 
 // Runner samples G rollouts of every prompt row with a bounded worker pool.
@@ -151,7 +155,10 @@ func sharedBridges(players map[string]Player, policy Policy) map[string]Player {
 
 // Summary describes a finished (or interrupted) set of rollouts.
 type Summary struct {
-	Rollouts      int     `json:"rollouts"`
+	Rollouts int `json:"rollouts"`
+	// Resumed counts the rollouts of Rollouts that an interrupted run had
+	// played (RunnerOptions.Resume).
+	Resumed       int     `json:"resumed,omitempty"`
 	Failed        int     `json:"failed"`
 	Interrupted   int     `json:"interrupted"`
 	Agreed        int     `json:"agreed"`
@@ -274,9 +281,12 @@ func (s *Summary) finish(elapsed time.Duration) {
 	}
 	s.Elapsed = elapsed
 	if elapsed > 0 {
-		s.PerSecond = float64(s.Rollouts) / elapsed.Seconds()
+		s.PerSecond = float64(s.Rollouts-s.Resumed) / elapsed.Seconds()
 	}
 }
+
+// rolloutID names rollout index of a group.
+func rolloutID(groupID string, index int) string { return fmt.Sprintf("%s-%03d", groupID, index) }
 
 // GroupID names the group of the i-th prompt row of a step. The row's own
 // id is recorded beside it, so one row drawn twice in a step makes two
@@ -362,7 +372,15 @@ func (r *Runner) run(ctx context.Context, groups []groupJob, sink func(played) e
 	jobs := make(chan job)
 	results := make(chan played, r.opts.Concurrency)
 	total := len(groups) * r.opts.GroupSize
-	workers := min(r.opts.Concurrency, total)
+	var sum Summary
+	done := make(map[string]bool, len(r.opts.Resume))
+	for i := range r.opts.Resume {
+		rec := &r.opts.Resume[i]
+		done[rec.RolloutID] = true
+		sum.Add(rec)
+		sum.Resumed++
+	}
+	workers := max(min(r.opts.Concurrency, total-len(done)), 1)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -380,6 +398,9 @@ func (r *Runner) run(ctx context.Context, groups []groupJob, sink func(played) e
 		defer close(jobs)
 		for g, gj := range groups {
 			for i := 0; i < r.opts.GroupSize; i++ {
+				if done[rolloutID(GroupID(r.opts.Step, g), i)] {
+					continue
+				}
 				select {
 				case jobs <- job{gj, g, i}:
 				case <-ctx.Done():
@@ -390,7 +411,6 @@ func (r *Runner) run(ctx context.Context, groups []groupJob, sink func(played) e
 	}()
 	go func() { wg.Wait(); close(results) }()
 
-	var sum Summary
 	var sinkErr error
 	for p := range results {
 		if sinkErr != nil {
@@ -483,7 +503,7 @@ func (r *Runner) playOne(ctx context.Context, g groupJob, group, index int) play
 		Env:           r.opts.Game.Name(),
 		PromptID:      p.ID,
 		GroupID:       groupID,
-		RolloutID:     fmt.Sprintf("%s-%03d", groupID, index),
+		RolloutID:     rolloutID(groupID, index),
 		Index:         int32(index),
 		Category:      p.Category,
 		Split:         p.Split,

@@ -123,7 +123,8 @@ func (e shortFloats) EncodeEntry(ent zapcore.Entry, fields []zapcore.Field) (*bu
 
 // New returns a logger writing to w in format (auto, console or json; auto
 // is console on a terminal and JSON otherwise) at level (debug, info, warn,
-// error). Sampling is off: every line is written.
+// error). Sampling is off: every line is written. Console levels are
+// coloured on a terminal unless NO_COLOR is set (to anything but "").
 func New(format, level string, w *Writer, tty bool) (*zap.Logger, error) {
 	var lvl zapcore.Level
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
@@ -139,7 +140,7 @@ func New(format, level string, w *Writer, tty bool) (*zap.Logger, error) {
 	case "console":
 		ec := zap.NewDevelopmentEncoderConfig()
 		ec.EncodeTime = zapcore.TimeEncoderOfLayout("15:04:05.000")
-		if tty {
+		if tty && os.Getenv("NO_COLOR") == "" { // https://no-color.org
 			ec.EncodeLevel = zapcore.CapitalColorLevelEncoder
 		}
 		enc = shortFloats{zapcore.NewConsoleEncoder(ec)}

@@ -42,3 +42,29 @@ func TestConsoleFloats(t *testing.T) {
 		}
 	}
 }
+
+// TestNoColor: console levels are coloured on a terminal, unless NO_COLOR
+// is set to anything but "" (no-color.org).
+func TestNoColor(t *testing.T) {
+	tests := []struct {
+		noColor string
+		tty     bool
+		color   bool
+	}{
+		{"", true, true},
+		{"1", true, false},
+		{"", false, false},
+	}
+	for _, tt := range tests {
+		t.Setenv("NO_COLOR", tt.noColor)
+		var out bytes.Buffer
+		log, err := New("console", "info", NewWriter(&out), tt.tty)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.Warn("x")
+		if got := strings.Contains(out.String(), "\x1b["); got != tt.color {
+			t.Errorf("NO_COLOR=%q tty %v: colour %v in %q, want %v", tt.noColor, tt.tty, got, out.String(), tt.color)
+		}
+	}
+}

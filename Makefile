@@ -7,7 +7,7 @@ TINY := models/tiny
 export PARLEY_PYTHON := $(abspath $(PY))
 export PARLEY_TINY_MODEL := $(abspath $(TINY))
 
-.PHONY: build venv test test-go test-py bench quickstart quickstart-full tiny-model tiny-model-untied multiparty-model clean
+.PHONY: build venv test test-go test-py bench quickstart quickstart-sim quickstart-full tiny-model tiny-model-untied multiparty-model clean
 
 build:
 	$(GO) build -buildvcs=auto -o bin/parley ./cmd/parley
@@ -83,6 +83,11 @@ $(MP)-cold/model.safetensors: $(MP_PROMPTS) scripts/parley_tools/cold_start.py
 # The main job: a short real training run on CPU, everything local.
 quickstart: build venv tiny-model
 	./bin/parley train --config configs/quickstart.yaml
+
+# The quickstart's loop without vLLM: serve-sim speaking the tiny model's
+# tokenizer, the real trainer (configs/quickstart-sim.yaml).
+quickstart-sim: build venv tiny-model
+	./bin/parley train --config configs/quickstart-sim.yaml
 
 # The full-weights quickstart (configs/quickstart-full.yaml) trains the tiny
 # model with an output head of its own (vLLM 0.32's CPU build does not

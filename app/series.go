@@ -17,7 +17,8 @@ import (
 
 // Series plays n series per condition of the config's game into out
 // (rollout.RunSeriesTo), resuming what out holds and playing again the
-// games recorded as failed. A game that fails in this run is an error
+// games recorded as failed, with a progress bar of its games (those found
+// recorded count as done). A game that fails in this run is an error
 // (after all are played and the rollouts written), with the counts.
 func Series(ctx context.Context, cfg config.Config, env Env, out string, n int) (rollout.SeriesSummary, error) {
 	log := env.log()
@@ -49,8 +50,23 @@ func Series(ctx context.Context, cfg config.Config, env Env, out string, n int) 
 		return rollout.SeriesSummary{}, err
 	}
 	defer closePlayers()
-	log.Info("playing series", zap.Int("series", len(plan)), zap.String("out", out))
+	games := 0
+	for _, s := range plan {
+		games += len(s.Games)
+	}
+	log.Info("playing series", zap.Int("series", len(plan)), zap.Int("games", games), zap.String("out", out))
+	bars := env.bars()
+	bar := bars.Add("games", int64(games))
+	ro.OnGames = func(n int) {
+		for range n {
+			bar.Increment()
+		}
+	}
 	sum, err := rollout.RunSeriesTo(ctx, ro, out, plan)
+	if err != nil {
+		bar.Abort()
+	}
+	bars.Wait()
 	if err == nil && sum.Failed > 0 {
 		err = fmt.Errorf("series: %d of %d games played failed (recorded as failed under %s; run the same command again to play them, and the games after them, again); first error: %w",
 			sum.Failed, sum.Played, filepath.Join(out, "series"), sum.FirstErr)

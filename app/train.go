@@ -221,7 +221,7 @@ func runTrain(ctx context.Context, env Env, cfg config.Config, runDir dataset.Ru
 		return err
 	}
 	bars.Wait()
-	env.summarize(trainSummary(st.Step, rep.first, rep.last, time.Since(rep.start)).
+	env.summarize(trainSummary(st.Step, runDir.MetricsPath(), time.Since(rep.start), log).
 		Add("run", runDir.Root()).Add("adapter", st.Adapter))
 	return nil
 }
@@ -302,14 +302,12 @@ func supervision(cfg config.Config, runDir dataset.RunDir, frozen []byte, policy
 }
 
 // stepReporter shows each finished step: the steps bar, the Prometheus
-// gauges, a log line, and the first and last steps' metrics for the
-// closing summary.
+// gauges and a log line.
 type stepReporter struct {
-	bar         *progress.Bar
-	tm          *telemetry.Metrics
-	log         *zap.Logger
-	start       time.Time
-	first, last map[string]any
+	bar   *progress.Bar
+	tm    *telemetry.Metrics
+	log   *zap.Logger
+	start time.Time
 }
 
 func (r *stepReporter) onStart(done int) { r.bar.SetCurrent(int64(done)) }
@@ -317,10 +315,6 @@ func (r *stepReporter) onStart(done int) { r.bar.SetCurrent(int64(done)) }
 func (r *stepReporter) onStep(m map[string]any) {
 	r.bar.Increment()
 	r.tm.Step(m)
-	if r.first == nil {
-		r.first = m
-	}
-	r.last = m
 	get := func(k metrics.Key) any { return m[string(k)] }
 	r.log.Info("step done", zap.Any("step", get(metrics.KeyStep)), zap.Any("reward_mean", get(metrics.KeyRewardMean)),
 		zap.Any("score_max", get(metrics.KeyScoreMax)), zap.Any("agreement_rate", get(metrics.KeyAgreementRate)),
@@ -328,17 +322,31 @@ func (r *stepReporter) onStep(m map[string]any) {
 }
 
 // trainSummary is parley train's closing table: steps done and how the
-// step metrics moved from the first step of this invocation to the last.
-func trainSummary(steps int, first, last map[string]any, elapsed time.Duration) *summary.Table {
+// step metrics moved over the whole run, from the first step that has each
+// to the last, as the run's metrics file (path) records them, so a resumed
+// run's table starts at step 1, not at the step it resumed from.
+func trainSummary(steps int, path string, elapsed time.Duration, log *zap.Logger) *summary.Table {
 	t := summary.New("train").Add("steps", steps).Add("elapsed", elapsed)
+	m, err := report.ReadMetrics(path)
+	if err != nil {
+		log.Warn("no metrics for the summary", zap.Error(err))
+		return t
+	}
 	for _, key := range []metrics.Key{metrics.KeyRewardMean, metrics.KeyAgreementRate, metrics.KeyRoundsToAgreement, metrics.KeyTrainerLoss} {
-		k := string(key)
-		a, okA := first[k].(float64)
-		b, okB := last[k].(float64)
-		if !okA || !okB {
+		first, last := -1, -1
+		for i, row := range m.Rows {
+			if _, ok := row[key]; ok {
+				if first < 0 {
+					first = i
+				}
+				last = i
+			}
+		}
+		if first < 0 {
 			continue
 		}
-		t.Add(strings.ReplaceAll(k, "_", " ")+" (first → last)", summary.Format(a)+" → "+summary.Format(b))
+		t.Add(fmt.Sprintf("%s (step %d → %d)", strings.ReplaceAll(string(key), "_", " "), m.Steps[first], m.Steps[last]),
+			summary.Format(m.Rows[first][key])+" → "+summary.Format(m.Rows[last][key]))
 	}
 	return t
 }

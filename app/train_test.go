@@ -6,8 +6,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley/config"
+	"go.uber.org/zap"
 )
 
 // TestTrainerArgsReportTo (issue 12, item 9): trainer.report_to reaches the
@@ -88,4 +90,47 @@ func writeYAML(t *testing.T, body string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestTrainSummaryWholeRun: the closing table's "step A → B" rows span the
+// whole run as metrics.jsonl records it, so a run resumed at step 3 still
+// starts at step 1; eval lines and steps without a metric are passed over.
+func TestTrainSummaryWholeRun(t *testing.T) {
+	tests := []struct {
+		name, metrics string
+		want, not     []string
+	}{
+		{"resumed at step 3",
+			`{"step":1,"reward_mean":0.1,"agreement_rate":0}` + "\n" +
+				`{"step":2,"reward_mean":0.2,"agreement_rate":0.5,"trainer/loss":0.7}` + "\n" +
+				`{"step":2,"kind":"eval","eval/win_rate":55}` + "\n" +
+				`{"step":3,"reward_mean":0.3,"agreement_rate":1,"trainer/loss":0.6}` + "\n",
+			[]string{"reward mean (step 1 → 3) 0.1 → 0.3", "agreement rate (step 1 → 3) 0 → 1", "trainer/loss (step 2 → 3) 0.7 → 0.6"},
+			[]string{"rounds to agreement"}},
+		{"no metrics file", "", nil, []string{"(step"}},
+	}
+	for _, tt := range tests {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "metrics.jsonl")
+		if tt.metrics != "" {
+			if err := os.WriteFile(path, []byte(tt.metrics), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var b strings.Builder
+		if err := trainSummary(3, path, time.Second, zap.NewNop()).WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Join(strings.Fields(b.String()), " ")
+		for _, w := range tt.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s: summary\n%s\nlacks %q", tt.name, b.String(), w)
+			}
+		}
+		for _, w := range tt.not {
+			if strings.Contains(text, w) {
+				t.Errorf("%s: summary\n%s\nhas %q", tt.name, b.String(), w)
+			}
+		}
+	}
 }

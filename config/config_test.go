@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -277,6 +278,25 @@ func TestRedacted(t *testing.T) {
 	}
 	if _, err := Parse(mustYAML(t, Default())); err != nil {
 		t.Errorf("Parse(Default().YAML()) = %v", err)
+	}
+}
+
+func TestRedactArgs(t *testing.T) {
+	tests := []struct {
+		args, want []string
+	}{
+		{[]string{"vllm", "serve", "m", "--api-key", "sk-1", "--port", "8000"}, []string{"vllm", "serve", "m", "--api-key", "REDACTED", "--port", "8000"}},
+		{[]string{"--hf-token=hf_2", "--HF_TOKEN", "x", "--authtoken", "y"}, []string{"--hf-token=REDACTED", "--HF_TOKEN", "REDACTED", "--authtoken", "REDACTED"}},
+		{[]string{"--client-secret", "s", "--db_password=p", "--keyfile", "k"}, []string{"--client-secret", "REDACTED", "--db_password=REDACTED", "--keyfile", "REDACTED"}},
+		// Not secrets: vLLM's and serve-sim's tokenizer flags, token counts.
+		{[]string{"--tokenizer", "models/tiny", "--tokenizer-mode=auto", "--max-num-batched-tokens", "8192"},
+			[]string{"--tokenizer", "models/tiny", "--tokenizer-mode=auto", "--max-num-batched-tokens", "8192"}},
+		{nil, nil},
+	}
+	for _, tt := range tests {
+		if got := redactArgs(tt.args); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("redactArgs(%q) = %q, want %q", tt.args, got, tt.want)
+		}
 	}
 }
 

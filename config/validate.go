@@ -665,16 +665,27 @@ func (c Config) Redacted() Config {
 }
 
 // redactArgs hides the values of secret-looking flags in a command line
-// (--api-key X, --token=X, …); commands should take secrets from the
-// environment instead (vLLM reads VLLM_API_KEY).
+// (--api-key X, --hf-token=X, …); commands should take secrets from the
+// environment instead (vLLM reads VLLM_API_KEY). A flag is secret when a
+// word of its name (split at - and _) holds "key", "secret" or
+// "password", or ends in "token": --tokenizer and
+// --max-num-batched-tokens are not.
 func redactArgs(args []string) []string {
 	if args == nil {
 		return nil
 	}
 	secret := func(flag string) bool {
 		f := strings.ToLower(flag)
-		return strings.HasPrefix(f, "-") && (strings.Contains(f, "key") || strings.Contains(f, "token") ||
-			strings.Contains(f, "secret") || strings.Contains(f, "password"))
+		if !strings.HasPrefix(f, "-") {
+			return false
+		}
+		for _, w := range strings.FieldsFunc(f, func(r rune) bool { return r == '-' || r == '_' }) {
+			if strings.Contains(w, "key") || strings.HasSuffix(w, "token") ||
+				strings.Contains(w, "secret") || strings.Contains(w, "password") {
+				return true
+			}
+		}
+		return false
 	}
 	out := make([]string, len(args))
 	for i, a := range args {

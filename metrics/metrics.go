@@ -43,6 +43,12 @@ const (
 	KeyKind Key = "kind"
 )
 
+// KeyEvals is a sidecar's list of the held-out evaluations finished since
+// the previous batch (train.EvalReport), for the trainer's TensorBoard and
+// W&B; it is not written to metrics.jsonl, where each evaluation has its
+// own line.
+const KeyEvals Key = "evals"
+
 // EvalKind is KeyKind's value on an evaluation line.
 const EvalKind = "eval"
 

@@ -52,6 +52,14 @@ type RunnerOptions struct {
 	// OnActive, if set, is told when a rollout starts (+1) and ends (-1),
 	// for a gauge of rollouts in flight.
 	OnActive func(delta int)
+	// OnGames, if set, is told of series games as RunSeries records them,
+	// n at a time: the games a resumed series had recorded, then each
+	// game played (a progress bar's ticks). It may be called concurrently.
+	OnGames func(n int)
+	// Resume holds rollouts already played by an interrupted run of the
+	// same job (Run only): they are not played again, and the Summary
+	// counts them (Resumed) as written.
+	Resume []dataset.Rollout
 }
 
 // Runner samples G rollouts of every prompt row with a bounded worker pool.
@@ -147,7 +155,10 @@ func sharedBridges(players map[string]Player, policy Policy) map[string]Player {
 
 // Summary describes a finished (or interrupted) set of rollouts.
 type Summary struct {
-	Rollouts      int     `json:"rollouts"`
+	Rollouts int `json:"rollouts"`
+	// Resumed counts the rollouts of Rollouts that an interrupted run had
+	// played (RunnerOptions.Resume).
+	Resumed       int     `json:"resumed,omitempty"`
 	Failed        int     `json:"failed"`
 	Interrupted   int     `json:"interrupted"`
 	Agreed        int     `json:"agreed"`
@@ -286,9 +297,12 @@ func (s *Summary) Finish(elapsed time.Duration) {
 	}
 	s.Elapsed = elapsed
 	if elapsed > 0 {
-		s.PerSecond = float64(s.Rollouts) / elapsed.Seconds()
+		s.PerSecond = float64(s.Rollouts-s.Resumed) / elapsed.Seconds()
 	}
 }
+
+// rolloutID names rollout index of a group.
+func rolloutID(groupID string, index int) string { return fmt.Sprintf("%s-%03d", groupID, index) }
 
 // GroupID names the group of the i-th prompt row of a step. The row's own
 // id is recorded beside it, so one row drawn twice in a step makes two
@@ -459,6 +473,16 @@ func (r *Runner) run(ctx context.Context, next func(context.Context, int) (group
 	defer cancel()
 	jobs := make(chan job)
 	results := make(chan played, r.opts.Concurrency)
+	// Rollouts an interrupted run played (RunnerOptions.Resume) count as
+	// written and are not played again.
+	var sum Summary
+	done := make(map[string]bool, len(r.opts.Resume))
+	for i := range r.opts.Resume {
+		rec := &r.opts.Resume[i]
+		done[rec.RolloutID] = true
+		sum.Add(rec)
+		sum.Resumed++
+	}
 	var wg sync.WaitGroup
 	for w := 0; w < r.opts.Concurrency; w++ {
 		wg.Add(1)
@@ -491,6 +515,9 @@ func (r *Runner) run(ctx context.Context, next func(context.Context, int) (group
 				return
 			}
 			for i := 0; i < r.opts.GroupSize; i++ {
+				if len(done) > 0 && done[rolloutID(GroupID(r.opts.Step, g), i)] {
+					continue
+				}
 				select {
 				case jobs <- job{gj, g, i}:
 					total++
@@ -502,7 +529,6 @@ func (r *Runner) run(ctx context.Context, next func(context.Context, int) (group
 	}()
 	go func() { wg.Wait(); close(results) }()
 
-	var sum Summary
 	var sinkErr error
 	for p := range results {
 		if sinkErr != nil {
@@ -612,7 +638,7 @@ func (r *Runner) playOne(ctx context.Context, g groupJob, group, index int) play
 		Env:           r.opts.Game.Name(),
 		PromptID:      p.ID,
 		GroupID:       groupID,
-		RolloutID:     fmt.Sprintf("%s-%03d", groupID, index),
+		RolloutID:     rolloutID(groupID, index),
 		Index:         int32(index),
 		Category:      p.Category,
 		Split:         p.Split,

@@ -170,6 +170,9 @@ func runOneSeries(ctx context.Context, g SeriesGame, opts RunnerOptions, bridge 
 		}
 	}
 	sum.Resumed = len(recs)
+	if opts.OnGames != nil && len(recs) > 0 {
+		opts.OnGames(len(recs))
+	}
 	state := []byte(s.Init)
 	if n := len(recs); n > 0 {
 		state = recs[n-1].State
@@ -200,6 +203,9 @@ func runOneSeries(ctx context.Context, g SeriesGame, opts RunnerOptions, bridge 
 			return sum, err
 		}
 		sum.Played++
+		if opts.OnGames != nil {
+			opts.OnGames(1)
+		}
 		state = next
 	}
 	return sum, nil

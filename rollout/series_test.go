@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,6 +72,44 @@ func toyOptions(latency time.Duration) (opts rollout.RunnerOptions, done func(),
 		Game: g, Policy: client, Model: sim.DefaultModel, Seed: 9,
 		Sampling: llm.Sampling{MaxTokens: 16, Temperature: 1, TopP: 1},
 	}, done, nil
+}
+
+// TestSeriesReportsGames: RunSeries tells OnGames of every game, the
+// recorded ones of a resumed series at once and each played one, so
+// `parley series` draws a progress bar of its games.
+func TestSeriesReportsGames(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name             string
+		series           []rollout.Series
+		wantCalls, games int
+	}{
+		{"fresh: one call per game", seriesFixture()[:1], 10, 10},
+		{"resumed: the recorded games at once, then the new ones", seriesFixture()[:2], 1 + 10, 20},
+		{"done: the recorded games of each series", seriesFixture()[:2], 2, 20},
+	}
+	for _, tt := range tests {
+		opts, done, err := toyOptions(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		calls, games := 0, 0
+		opts.OnGames = func(n int) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls++
+			games += n
+		}
+		_, err = rollout.RunSeries(context.Background(), opts, dir, tt.series)
+		done()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if calls != tt.wantCalls || games != tt.games {
+			t.Errorf("%s: OnGames called %d times for %d games, want %d for %d", tt.name, calls, games, tt.wantCalls, tt.games)
+		}
+	}
 }
 
 // TestSeriesChild is the child process of TestSeriesResumesAfterKill.

@@ -120,7 +120,8 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 }
 
 // chatContent decides a chat completion's reply: the dilemma generator
-// (response_format schema "dilemmas"); else, without a schema, a reply of
+// (response_format schema "dilemmas") and its persona requests
+// ("persona_pair", "persona_opposition"); else, without a schema, a reply of
 // the simulated model when the model is the policy or an adapter
 // (Server.reply); else a judge's: the first of Options.Games whose judge
 // answers the question, else the built-in judge by schema (score,
@@ -152,6 +153,12 @@ func (s *Server) chatContent(req *chatRequest, msgs []Message, prompt []int32, m
 		rng := rand.New(rand.NewPCG(contentKey(prompt, model, sampling{}), seed))
 		out, _ := json.Marshal(map[string]any{"items": Dilemmas(firstInt(lastUser, 1, 200, 5), requestedCategory(lastUser), rng)})
 		return string(out)
+	}
+	switch schema {
+	case SchemaPersonaPair:
+		return personaPair(rand.New(rand.NewPCG(contentKey(prompt, model, sampling{}), seed)))
+	case SchemaPersonaOpposition:
+		return personaOpposition(lastUser)
 	}
 	if schema == "" && (model == s.opts.Model || s.isAdapter(model)) {
 		p := s.tok.parsePrompt(prompt)

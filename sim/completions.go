@@ -255,7 +255,7 @@ func (s *Server) generate(st dialogueState, key uint64, prof agentProfile, sp sa
 		full = s.tok.thinkBlock(st, rng)
 	}
 	full = append(full, toks...)
-	full = append(full, TokenIMEnd)
+	full = append(full, s.tok.imEnd)
 
 	g := generation{tokens: full, finish: "stop"}
 	eos := true // finished by <|im_end|>, whose text is not part of the output
@@ -291,7 +291,7 @@ func (s *Server) applyStop(toks []int32, sp sampling) (int, string, string, bool
 	var sb strings.Builder
 	ends := make([]int, len(toks))
 	for i, id := range toks {
-		if !(sp.skipSpecial && IsSpecial(id)) && id != TokenIMEnd {
+		if !(sp.skipSpecial && s.tok.IsSpecial(id)) && id != s.tok.imEnd {
 			sb.WriteString(s.tok.Piece(id))
 		}
 		ends[i] = sb.Len()
@@ -361,13 +361,13 @@ func (s *Server) logprobs(toks []int32, key, seed uint64, sp sampling) *genLogpr
 		k := rng.IntN(lpTableSize / 2)
 		g.lp[i] = uint16(k)
 		g.offsets[i] = off
-		if !(sp.skipSpecial && IsSpecial(id)) {
+		if !(sp.skipSpecial && s.tok.IsSpecial(id)) {
 			off += len(s.tok.Piece(id))
 		}
 		for j := 0; j < g.k; j++ {
 			alt := int32(256 + rng.IntN(len(s.tok.pieces)-256))
 			if alt == id {
-				alt = 'x'
+				alt = s.tok.byteID['x']
 			}
 			g.alts = append(g.alts, altLogprob{id: alt, lp: uint16(min(k+1+j+rng.IntN(64), lpTableSize-1))})
 		}
@@ -453,7 +453,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, id := range p {
-			if !ValidID(id) {
+			if !s.tok.ValidID(id) {
 				s.badRequest(w, fmt.Sprintf("Token id %d is out of vocabulary", id))
 				return
 			}

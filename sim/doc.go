@@ -57,7 +57,10 @@
 // message), "pairwise_preference" gives {"winner": "A"|"B"|"tie",
 // "rationale"} (comparing CACount of the "Response A" and "Response B"
 // sections), "dilemmas" gives {"items": [{category, task}]} (n from the
-// first number in the prompt, else 5). Without a schema, the policy model
+// first number in the prompt, else 5), "persona_pair" gives {"a", "b"}
+// (two opposed personas) and "persona_opposition" gives {"rationale",
+// "conflict", "opposition"} (conflicting, 4, when the two personas
+// differ). Without a schema, the policy model
 // or an adapter answers as a scripted agent and any other model as a
 // plain-text judge ("Score: N\nRationale: ..."). Judge faults (malformed,
 // out-of-range, refusal) are injected at the Options.Judge*Rate rates, on

@@ -35,6 +35,11 @@ type Options struct {
 	// AdapterAgreeProb is AgreeProb for completions served by a LoRA adapter
 	// (default AgreeProb+0.3, at most 1; negative means never).
 	AdapterAgreeProb float64
+	// Tokenizer, when set, is a served model's tokenizer.json or model
+	// folder: the server's token ids are that model's (LoadTokenizer), so
+	// a trainer on the model can train on them. Empty: the built-in
+	// vocabulary with Qwen's special token ids.
+	Tokenizer string
 	// Template is the chat template of /tokenize and chat completions:
 	// TemplateChatML (the default) or TemplateQwen3, which renders exactly
 	// as Qwen3's template does (so re-rendering a conversation breaks the

@@ -92,9 +92,15 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim.New: %w", err)
 	}
+	tok := NewTokenizer()
+	if o.Tokenizer != "" {
+		if tok, err = LoadTokenizer(o.Tokenizer); err != nil {
+			return nil, fmt.Errorf("sim.New: Tokenizer: %w", err)
+		}
+	}
 	s := &Server{
 		opts:     o,
-		tok:      NewTokenizer(),
+		tok:      tok,
 		log:      o.Logger,
 		faults:   newFaultRNG(o.FaultSeed),
 		started:  time.Now(),

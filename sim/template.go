@@ -3,7 +3,6 @@ package sim
 import (
 	"slices"
 	"strings"
-	"sync"
 )
 
 // Message is one chat message.
@@ -197,16 +196,16 @@ func (t *Tokenizer) parsePrompt(ids []int32) chatPrompt {
 	var p chatPrompt
 	var b strings.Builder
 	for i := 0; i < len(ids); i++ {
-		if ids[i] != TokenIMStart {
+		if ids[i] != t.imStart {
 			continue
 		}
 		i++
 		b.Reset()
-		for ; i < len(ids) && ids[i] != tokenNewline && ids[i] != TokenIMEnd && ids[i] != TokenIMStart; i++ {
+		for ; i < len(ids) && ids[i] != t.newline && ids[i] != t.imEnd && ids[i] != t.imStart; i++ {
 			b.WriteString(t.Piece(ids[i]))
 		}
 		role := b.String()
-		if i < len(ids) && ids[i] == tokenNewline {
+		if i < len(ids) && ids[i] == t.newline {
 			i++
 		}
 		b.Reset()
@@ -214,28 +213,28 @@ func (t *Tokenizer) parsePrompt(ids []int32) chatPrompt {
 		closed := false
 		for ; i < len(ids); i++ {
 			id := ids[i]
-			if id == TokenIMEnd {
+			if id == t.imEnd {
 				closed = true
 				break
 			}
-			if id == TokenIMStart {
+			if id == t.imStart {
 				i--
 				closed = true
 				break
 			}
-			switch id {
-			case TokenThinkStart:
+			switch {
+			case id == t.thinkStart && id >= 0:
 				inThink = true
 				continue
-			case TokenThinkEnd:
+			case id == t.thinkEnd && id >= 0:
 				inThink = false
 				// Skip the newlines that follow a think block.
-				for i+1 < len(ids) && ids[i+1] == tokenNewline {
+				for i+1 < len(ids) && ids[i+1] == t.newline {
 					i++
 				}
 				continue
 			}
-			if !inThink && !IsSpecial(id) {
+			if !inThink && !t.IsSpecial(id) {
 				b.WriteString(t.Piece(id))
 			}
 		}
@@ -263,12 +262,7 @@ func (t *Tokenizer) endsWithBareGenerationPrompt(p []int32) bool {
 	return len(p) >= len(gp) && slices.Equal(p[len(p)-len(gp):], gp)
 }
 
-var (
-	bareGenPromptOnce sync.Once
-	bareGenPromptIDs  []int32
-)
-
 func (t *Tokenizer) bareGenPrompt() []int32 {
-	bareGenPromptOnce.Do(func() { bareGenPromptIDs = t.Encode(bareGenerationPrompt) })
-	return bareGenPromptIDs
+	t.bareGenPromptOnce.Do(func() { t.bareGenPromptIDs = t.Encode(bareGenerationPrompt) })
+	return t.bareGenPromptIDs
 }

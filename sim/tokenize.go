@@ -168,7 +168,7 @@ func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, id := range req.Tokens {
-		if !ValidID(id) {
+		if !s.tok.ValidID(id) {
 			s.badRequest(w, fmt.Sprintf("Token id %d is out of vocabulary", id))
 			return
 		}

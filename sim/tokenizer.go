@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"strings"
 	"sync"
 )
@@ -21,28 +22,19 @@ const (
 	tokenNewline int32 = '\n'
 )
 
-// specialTokens maps each special token's text to its id, in match order.
-var specialTokens = []struct {
-	text string
-	id   int32
-}{
-	{"<|endoftext|>", TokenEndOfText},
-	{"<|im_start|>", TokenIMStart},
-	{"<|im_end|>", TokenIMEnd},
-	{"<think>", TokenThinkStart},
-	{"</think>", TokenThinkEnd},
-}
-
 // Tokenizer is the simulator's deterministic, reversible tokenizer. Text is
 // split into special tokens, words (a run of ASCII letters, with the space
 // before it when there is one) and single bytes; a word is looked up whole in
-// the built-in vocabulary, then split greedily into the longest known pieces,
-// then into bytes. Decode(Encode(s)) == s for every string, valid UTF-8 or
-// not. No piece spans a newline or a special token, so text joined at a
-// newline or a special token tokenizes as the concatenation of its parts:
-// that is what makes chat re-rendering extend earlier sequences exactly.
+// the vocabulary, then split greedily into the longest known pieces, then
+// into bytes. Decode(Encode(s)) == s for every string, valid UTF-8 or not.
+// No piece spans a newline or a special token, so text joined at a newline
+// or a special token tokenizes as the concatenation of its parts: that is
+// what makes chat re-rendering extend earlier sequences exactly.
 //
-// A Tokenizer is immutable and safe for concurrent use.
+// NewTokenizer's vocabulary is built in (Qwen's special token ids);
+// LoadTokenizer takes a served model's byte-level BPE vocabulary, so the
+// ids are that model's. A Tokenizer is immutable and safe for concurrent
+// use.
 type Tokenizer struct {
 	pieces  []string         // id -> text, for ids below len(pieces)
 	words   map[string]int32 // piece text -> id, for vocabulary pieces
@@ -53,6 +45,22 @@ type Tokenizer struct {
 	// piece ending at n, or -1.
 	trie []int32
 	term []int32
+
+	byteID   [256]int32 // the token of each single byte
+	specials []special  // special tokens, in match order
+	// The ids of the special tokens the chat template and the agents use
+	// (-1 when the vocabulary lacks <think> or </think>), and of "\n".
+	endOfText, imStart, imEnd, thinkStart, thinkEnd, newline int32
+	vocabSize                                                int32 // one more than the largest id
+
+	bareGenPromptOnce sync.Once
+	bareGenPromptIDs  []int32
+}
+
+// special is one special token: its text and id.
+type special struct {
+	text string
+	id   int32
 }
 
 // trieFanout is the number of trie symbols: space, A-Z, a-z.
@@ -84,10 +92,12 @@ func NewTokenizer() *Tokenizer {
 }
 
 func buildTokenizer() *Tokenizer {
-	t := &Tokenizer{words: make(map[string]int32, 4096)}
+	t := &Tokenizer{words: make(map[string]int32, 4096), endOfText: TokenEndOfText, imStart: TokenIMStart,
+		imEnd: TokenIMEnd, thinkStart: TokenThinkStart, thinkEnd: TokenThinkEnd, newline: tokenNewline, vocabSize: VocabSize}
 	t.pieces = make([]string, 256, 4096)
 	for b := 0; b < 256; b++ {
 		t.pieces[b] = string([]byte{byte(b)})
+		t.byteID[b] = int32(b)
 	}
 	add := func(p string) {
 		if _, ok := t.words[p]; ok {
@@ -95,9 +105,6 @@ func buildTokenizer() *Tokenizer {
 		}
 		t.words[p] = int32(len(t.pieces))
 		t.pieces = append(t.pieces, p)
-		if len(p) > t.maxWord {
-			t.maxWord = len(p)
-		}
 	}
 	for _, w := range strings.Fields(vocabWords) {
 		add(w)
@@ -108,9 +115,28 @@ func buildTokenizer() *Tokenizer {
 			add(" " + capital)
 		}
 	}
-	t.trie = make([]int32, trieFanout, trieFanout*len(t.pieces)*2)
+	t.specials = []special{
+		{"<|endoftext|>", TokenEndOfText},
+		{"<|im_start|>", TokenIMStart},
+		{"<|im_end|>", TokenIMEnd},
+		{"<think>", TokenThinkStart},
+		{"</think>", TokenThinkEnd},
+	}
+	t.buildTrie()
+	return t
+}
+
+// buildTrie fills maxWord, trie and term from words.
+func (t *Tokenizer) buildTrie() {
+	ids := make([]int32, 0, len(t.words))
+	for p, id := range t.words {
+		ids = append(ids, id)
+		t.maxWord = max(t.maxWord, len(p))
+	}
+	slices.Sort(ids)
+	t.trie = make([]int32, trieFanout, trieFanout*len(ids)*2)
 	t.term = []int32{-1}
-	for id := 256; id < len(t.pieces); id++ {
+	for _, id := range ids {
 		n := 0
 		for _, c := range []byte(t.pieces[id]) {
 			sym := trieSym(c)
@@ -126,16 +152,15 @@ func buildTokenizer() *Tokenizer {
 			}
 			n = int(next)
 		}
-		t.term[n] = int32(id)
+		t.term[n] = id
 	}
-	return t
 }
 
 func isLetter(c byte) bool { return (c|0x20) >= 'a' && (c|0x20) <= 'z' }
 
 // matchSpecial reports the special token at the start of s, if any.
-func matchSpecial(s string) (int32, int) {
-	for _, sp := range specialTokens {
+func (t *Tokenizer) matchSpecial(s string) (int32, int) {
+	for _, sp := range t.specials {
 		if strings.HasPrefix(s, sp.text) {
 			return sp.id, len(sp.text)
 		}
@@ -154,7 +179,7 @@ func (t *Tokenizer) AppendEncode(dst []int32, s string) []int32 {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c == '<' {
-			if id, n := matchSpecial(s[i:]); n > 0 {
+			if id, n := t.matchSpecial(s[i:]); n > 0 {
 				dst = append(dst, id)
 				i += n
 				continue
@@ -169,7 +194,7 @@ func (t *Tokenizer) AppendEncode(dst []int32, s string) []int32 {
 			i = j
 			continue
 		}
-		dst = append(dst, int32(c))
+		dst = append(dst, t.byteID[c])
 		i++
 	}
 	return dst
@@ -200,7 +225,7 @@ func (t *Tokenizer) appendWord(dst []int32, w string) []int32 {
 			}
 		}
 		if best < 0 {
-			dst = append(dst, int32(w[pos]))
+			dst = append(dst, t.byteID[w[pos]])
 			pos++
 			continue
 		}
@@ -227,7 +252,7 @@ func (t *Tokenizer) DecodeSkipSpecial(ids []int32) string {
 	var b strings.Builder
 	b.Grow(len(ids) * 4)
 	for _, id := range ids {
-		if !IsSpecial(id) {
+		if !t.IsSpecial(id) {
 			b.WriteString(t.Piece(id))
 		}
 	}
@@ -239,7 +264,7 @@ func (t *Tokenizer) Piece(id int32) string {
 	if id >= 0 && int(id) < len(t.pieces) {
 		return t.pieces[id]
 	}
-	for _, sp := range specialTokens {
+	for _, sp := range t.specials {
 		if sp.id == id {
 			return sp.text
 		}
@@ -247,10 +272,26 @@ func (t *Tokenizer) Piece(id int32) string {
 	return ""
 }
 
-// IsSpecial reports whether id is one of the special tokens.
-func IsSpecial(id int32) bool {
-	return id >= TokenEndOfText && id < VocabSize && (id <= TokenIMEnd || id >= TokenThinkStart)
+// IsSpecial reports whether id is one of the tokenizer's special tokens.
+func (t *Tokenizer) IsSpecial(id int32) bool {
+	for _, sp := range t.specials {
+		if sp.id == id {
+			return true
+		}
+	}
+	return false
 }
 
-// ValidID reports whether id is inside the vocabulary range [0, VocabSize).
+// ValidID reports whether id is inside the vocabulary range [0, VocabSize()).
+func (t *Tokenizer) ValidID(id int32) bool { return id >= 0 && id < t.vocabSize }
+
+// VocabSize is one more than the largest token id.
+func (t *Tokenizer) VocabSize() int32 { return t.vocabSize }
+
+// IsSpecial reports whether id is one of the built-in tokenizer's special
+// tokens (NewTokenizer).
+func IsSpecial(id int32) bool { return NewTokenizer().IsSpecial(id) }
+
+// ValidID reports whether id is inside the built-in tokenizer's vocabulary
+// range [0, VocabSize).
 func ValidID(id int32) bool { return id >= 0 && id < VocabSize }

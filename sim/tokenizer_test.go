@@ -122,7 +122,7 @@ func boundaryStable(a, b string) bool {
 }
 
 func hasSpecialSuffix(s string) bool {
-	for _, sp := range specialTokens {
+	for _, sp := range NewTokenizer().specials {
 		if len(s) >= len(sp.text) && s[len(s)-len(sp.text):] == sp.text {
 			return true
 		}
@@ -131,7 +131,7 @@ func hasSpecialSuffix(s string) bool {
 }
 
 func hasSpecialPrefix(s string) bool {
-	_, n := matchSpecial(s)
+	_, n := NewTokenizer().matchSpecial(s)
 	return n > 0
 }
 

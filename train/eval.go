@@ -126,7 +126,11 @@ func (l *Loop) repairEvalLines() error {
 	}
 	sort.Ints(steps)
 	for _, s := range steps {
-		line, err := l.evalFileLine(s)
+		file, err := os.ReadFile(l.opts.Dir.EvalPath(s))
+		var line metrics.Line
+		if err == nil {
+			line, err = l.opts.Eval.Evaluator.EvalLine(s, file)
+		}
 		if err != nil {
 			// A damaged file is evaluated again.
 			l.log.Warn("evaluation file unreadable; the step will be evaluated again", zap.Int("step", s), zap.Error(err))
@@ -135,25 +139,34 @@ func (l *Loop) repairEvalLines() error {
 			}
 			continue
 		}
-		if err := l.appendEvalLine(s, line); err != nil {
+		if err := l.appendEvalLine(s, line, file); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// evalFileLine reads step's evaluation file and returns its line.
-func (l *Loop) evalFileLine(step int) (metrics.Line, error) {
-	b, err := os.ReadFile(l.opts.Dir.EvalPath(step))
-	if err != nil {
-		return nil, err
-	}
-	return l.opts.Eval.Evaluator.EvalLine(step, b)
+// EvalReport is one held-out evaluation as the trainer's reporters
+// (TensorBoard, W&B) get it, in the sidecar of the next batch written
+// after it (metrics.KeyEvals): its step, its eval/… metrics and, when the
+// Evaluator writes them (EvalSampler), sample dialogues as markdown.
+type EvalReport struct {
+	Step    int                `json:"step"`
+	Metrics map[string]float64 `json:"metrics"`
+	Samples string             `json:"samples,omitempty"`
+}
+
+// EvalSampler is an Evaluator that also renders sample dialogues of an
+// evaluation file for the trainer's reporters.
+type EvalSampler interface {
+	// EvalSamples renders a few of the file's dialogues as markdown.
+	EvalSamples(file []byte) string
 }
 
 // appendEvalLine appends step's evaluation line to metrics.jsonl unless it
-// is there.
-func (l *Loop) appendEvalLine(step int, line metrics.Line) error {
+// is there, and queues it (with samples of file) for the trainer's
+// reporters.
+func (l *Loop) appendEvalLine(step int, line metrics.Line, file []byte) error {
 	l.metricsMu.Lock()
 	defer l.metricsMu.Unlock()
 	if l.evalRecorded[step] {
@@ -163,6 +176,24 @@ func (l *Loop) appendEvalLine(step int, line metrics.Line) error {
 		return err
 	}
 	l.evalRecorded[step] = true
+	r := EvalReport{Step: step, Metrics: map[string]float64{}}
+	for k, v := range line {
+		if !strings.HasPrefix(string(k), string(metrics.EvalPrefix)) {
+			continue
+		}
+		switch x := v.(type) {
+		case float64:
+			r.Metrics[string(k)] = x
+		case int:
+			r.Metrics[string(k)] = float64(x)
+		case int64:
+			r.Metrics[string(k)] = float64(x)
+		}
+	}
+	if s, ok := l.opts.Eval.Evaluator.(EvalSampler); ok {
+		r.Samples = s.EvalSamples(file)
+	}
+	l.evalsUnsent = append(l.evalsUnsent, r)
 	return nil
 }
 
@@ -252,7 +283,7 @@ func (ev *evalRunner) run(ctx context.Context, job evalJob) error {
 		return fmt.Errorf("train.Loop step %d: evaluation: %w", job.step, err)
 	}
 	crashpoint.Hit("after-eval-file") // the file written, its line not
-	if err := l.appendEvalLine(job.step, line); err != nil {
+	if err := l.appendEvalLine(job.step, line, file); err != nil {
 		return fmt.Errorf("train.Loop step %d: evaluation: %w", job.step, err)
 	}
 	l.log.Info("evaluation done", zap.Int("step", job.step), zap.Any("win_rate", line[metrics.KeyEvalWinRate]),

@@ -359,3 +359,61 @@ func TestSIGKILLInEvaluation(t *testing.T) {
 		t.Errorf("evaluations completed through OnEval: %q, want only step 4's (step 2's was written by the killed run)", b)
 	}
 }
+
+// TestEvalsReachTheTrainer: an evaluation recorded by the loop rides in the
+// sidecar of the next batch written (metrics.KeyEvals: its step, eval/…
+// metrics and sample dialogues), which the trainer's TensorBoard and W&B
+// reporters read; the metrics.jsonl step line does not repeat it. The
+// evaluation of step 2 is made to be recorded at the start of the resumed
+// run (its line lost, as after a crash between the file and the line), so
+// the batch that carries it is step 3's.
+func TestEvalsReachTheTrainer(t *testing.T) {
+	url := simURL(t)
+	dir := dataset.RunDir(t.TempDir())
+	if _, err := trained(t, dir, url, 2, 0, withEval(t, 2, nil)); err != nil {
+		t.Fatal(err)
+	}
+	steps, evals := lines(t, dir)
+	if len(evals) != 1 {
+		t.Fatalf("%d evaluation lines, want 1", len(evals))
+	}
+	var keep []byte
+	for _, m := range steps {
+		b, _ := json.Marshal(m)
+		keep = append(append(keep, b...), '\n')
+	}
+	if err := os.WriteFile(dir.MetricsPath(), keep, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := trained(t, dir, url, 3, 0, withEval(t, 2, nil)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(dir.SidecarPath(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc struct {
+		Metrics struct {
+			Evals []train.EvalReport `json:"evals"`
+		} `json:"metrics"`
+	}
+	if err := json.Unmarshal(b, &sc); err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.Metrics.Evals) != 1 {
+		t.Fatalf("step 3's sidecar carries %d evaluations, want step 2's", len(sc.Metrics.Evals))
+	}
+	ev := sc.Metrics.Evals[0]
+	wr, ok := ev.Metrics[string(metrics.KeyEvalWinRate)]
+	if ev.Step != 2 || !ok || wr != evals[0][string(metrics.KeyEvalWinRate)] || !strings.Contains(ev.Samples, "- trained, ") || !strings.Contains(ev.Samples, "- base, ") {
+		t.Errorf("evaluation handed to the trainer: %+v, want step 2 with win rate %v and sample dialogues", ev, evals[0][string(metrics.KeyEvalWinRate)])
+	}
+	for _, m := range readMetrics(t, dir) {
+		if _, ok := m[string(metrics.KeyEvals)]; ok {
+			t.Errorf("metrics.jsonl line of step %v has %q", m["step"], metrics.KeyEvals)
+		}
+	}
+	if _, evals := lines(t, dir); len(evals) != 1 {
+		t.Errorf("%d evaluation lines after the resume, want step 2's once", len(evals))
+	}
+}

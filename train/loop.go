@@ -188,6 +188,10 @@ type Loop struct {
 	// evaluation line is written.
 	metricsMu    sync.Mutex
 	evalRecorded map[int]bool
+	// evalsUnsent (under metricsMu) are the evaluations recorded in this
+	// session and not yet handed to the trainer's reporters: the next
+	// written batch's sidecar carries them (metrics.KeyEvals).
+	evalsUnsent []EvalReport
 	// league is the league after the newest written batch (nil without
 	// league roles).
 	league *league.State
@@ -675,6 +679,7 @@ func (l *Loop) recordStep(step int, done handshake.Done, waitSec float64, update
 		sc = sidecar{Metrics: metrics.Line{metrics.KeySampleMetricsLost: true}, RoleBaseline: l.baseline.Clone(), Curriculum: l.cur.Clone()}
 	}
 	m := sc.Metrics
+	delete(m, metrics.KeyEvals) // the trainer's; metrics.jsonl has their own lines
 	m[metrics.KeyStep] = step
 	m[metrics.KeyWaitTrainerSeconds] = waitSec
 	for k, v := range done.Metrics {

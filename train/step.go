@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"sort"
 	"time"
@@ -333,6 +334,14 @@ func (l *Loop) stepMetrics(step int, s sampled, j judged) metrics.Line {
 // .ready, which makes it final. Only then does the loop's role baseline
 // move on.
 func (l *Loop) writeBatch(step int, s sampled, j judged, m metrics.Line) error {
+	l.metricsMu.Lock()
+	evals := l.evalsUnsent
+	l.evalsUnsent = nil
+	l.metricsMu.Unlock()
+	if len(evals) > 0 {
+		m = maps.Clone(m)
+		m[metrics.KeyEvals] = evals
+	}
 	b, err := json.Marshal(sidecar{Metrics: m, RoleBaseline: j.baseline, Curriculum: j.cur, Series: s.cursors})
 	if err != nil {
 		return fmt.Errorf("train.Loop step %d: metrics: %w", step, err)

@@ -24,6 +24,6 @@ func newRolloutCmd(a *cli) *cobra.Command {
 	cmd.Flags().StringVar(&out, "out", "", "output directory")
 	cmd.Flags().IntVar(&prompts, "prompts", 0, "number of prompt rows to draw with the curriculum mix (0: every row once)")
 	cmd.Flags().IntVar(&group, "group-size", 0, "rollouts per row (0: rollout.group_size)")
-	cmd.Flags().BoolVar(&force, "force", false, "replace what --out holds")
+	cmd.Flags().BoolVar(&force, "force", false, "replace what --out holds (without it, the rollouts an interrupted run left there are kept and the rest played)")
 	return cmd
 }

@@ -72,6 +72,80 @@ func TestRolloutInterrupted(t *testing.T) {
 	}
 }
 
+// TestRolloutResumes: `parley rollout` into a folder an interrupted run
+// left (part of the rollouts) plays only the rest, and ends with the
+// rollouts an uninterrupted run writes; a folder of another job is refused
+// without --force.
+func TestRolloutResumes(t *testing.T) {
+	srv, err := sim.New(sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	defer srv.Close()
+	cfg := writeYAML(t, fmt.Sprintf("policy:\n  endpoints: [%q]\nrollout:\n  group_size: 4\n  concurrency: 4\njudge:\n  kind: rule\n  rule: {kind: agreement}\n", ts.URL))
+	run := func(out string, extra ...string) error {
+		cmd := newRolloutCmd(quietApp())
+		cmd.SetArgs(append([]string{"--config", cfg, "--out", out, "--prompts", "3"}, extra...))
+		return cmd.ExecuteContext(context.Background())
+	}
+	read := func(out string) map[string]string {
+		rs, err := dataset.ReadAllRollouts(filepath.Join(out, "rollouts.parquet"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, r := range rs {
+			m[r.RolloutID] = fmt.Sprintf("%s %d %s %v", r.PromptID, r.Seed, r.Final, r.Failed)
+		}
+		return m
+	}
+	whole := t.TempDir()
+	if err := run(whole); err != nil {
+		t.Fatal(err)
+	}
+	want := read(whole)
+	all, _ := dataset.ReadAllRollouts(filepath.Join(whole, "rollouts.parquet"))
+	if len(all) != 12 {
+		t.Fatalf("%d rollouts, want 12", len(all))
+	}
+
+	// What an interrupted run leaves: 5 of the 12 rollouts.
+	part := t.TempDir()
+	w, err := dataset.NewRolloutWriter(filepath.Join(part, "rollouts.parquet"), dataset.RolloutWriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range all[:5] {
+		if err := w.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(part); err != nil {
+		t.Fatalf("resumed rollout = %v", err)
+	}
+	if got := read(part); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("resumed run wrote\n%v\nwant\n%v", got, want)
+	}
+	b, _ := os.ReadFile(filepath.Join(part, "summary.json"))
+	var sum rollout.Summary
+	if err := json.Unmarshal(b, &sum); err != nil || sum.Rollouts != 12 || sum.Resumed != 5 || sum.Interrupted != 0 {
+		t.Errorf("summary %+v (%v), want 12 rollouts, 5 resumed", sum, err)
+	}
+
+	// Another job's rollouts (another seed) are refused, and --force replaces them.
+	if err := run(part, "--run.seed=99"); err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Errorf("rollout with another seed into a used folder = %v, want a refusal naming --force", err)
+	}
+	if err := run(part, "--run.seed=99", "--force"); err != nil {
+		t.Errorf("--force = %v", err)
+	}
+}
+
 // twoRefusals answers the policy's completion requests alternately with
 // two kinds of 400, so that every rollout fails in one of two ways.
 func twoRefusals(h http.Handler) http.Handler {

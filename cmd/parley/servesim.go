@@ -32,6 +32,7 @@ func newServeSimCmd(a *cli) *cobra.Command {
 	f.StringVar(&o.JudgeModel, "judge-model", sim.DefaultJudgeModel, "judge model name")
 	f.IntVar(&o.MaxModelLen, "max-model-len", sim.DefaultMaxModelLen, "context length reported by /tokenize")
 	f.Float64Var(&o.AgreeProb, "agree-prob", sim.DefaultAgreeProb, "probability a scripted agent agrees on a turn (negative: never)")
+	f.StringVar(&o.Tokenizer, "tokenizer", "", "a served model's tokenizer.json or model folder (byte-level BPE): answer in that model's token ids, so a trainer on it can train on them (default: the built-in vocabulary, Qwen's special ids)")
 	f.StringVar(&o.Template, "template", sim.TemplateChatML, "chat template: chatml, or qwen3 (exactly Qwen3's: enable_thinking, history think stripped, reasoning_content; re-renders break the prefix)")
 	f.IntVar(&o.EngineDiesAfter, "engine-dies-after", 0, "kill the simulated engine after N completions, as vLLM's dead engine (500 EngineCore, /health 503; 0: never)")
 	f.BoolVar(&o.LegacyErrors, "legacy-errors", false, "use the flat {\"object\":\"error\"} error shape")

@@ -1,15 +1,13 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
 	"sync"
 
 	"github.com/parleyhq/parley/app"
 	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/internal/progress"
+	"github.com/parleyhq/parley/internal/summary"
 	"github.com/spf13/cobra"
-	"go.uber.org/zap"
 )
 
 // newTournamentCmd is `parley tournament`: seed 001's round robin.
@@ -47,9 +45,10 @@ frozen in DIR at the first start.`,
 			if err != nil {
 				return err
 			}
-			b, _ := json.Marshal(sum)
-			fmt.Fprintln(cmd.OutOrStdout(), string(b))
-			log.Info("tournament finished", zap.Int("games", sum.Total), zap.Int("failed", sum.Failed), zap.Bool("complete", sum.Complete))
+			// A table for people, one structured log line for machines.
+			a.summarize(summary.New("tournament").Add("games", sum.Total).Add("played", sum.Played).
+				Add("resumed", sum.Resumed).Add("failed", sum.Failed).Add("retries", sum.Retries).
+				Add("elapsed", sum.Elapsed).Add("complete", sum.Complete).Add("dir", dir))
 			return nil
 		},
 	}

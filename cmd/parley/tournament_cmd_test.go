@@ -96,6 +96,12 @@ func TestTournamentSIGKILL(t *testing.T) {
 			t.Errorf("game %s differs from the uninterrupted tournament's", recs[i].Match.ID)
 		}
 	}
+	// For people (console logs), the summary is a table, not a JSON blob.
+	stdout, err := exec.Command(bin, "tournament", "--agents", specPath, "--dir", dir, "--log-format", "console").Output()
+	if err != nil || !strings.HasPrefix(string(stdout), "── tournament ──") || strings.Contains(string(stdout), "{") ||
+		!strings.Contains(strings.Join(strings.Fields(string(stdout)), " "), "resumed 24") {
+		t.Errorf("console summary (%v):\n%s\nwant a table with resumed 24", err, stdout)
+	}
 	rep, err := exec.Command(bin, "report", dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("report: %v\n%s", err, rep)

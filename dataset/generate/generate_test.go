@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/sim"
 )
 
 // simThreshold is the near-duplicate threshold of the runs against
@@ -579,19 +580,50 @@ func TestOpenFileTornLine(t *testing.T) {
 	}
 }
 
-func TestGeneratedPersonasAgainstSimFail(t *testing.T) {
-	// serve-sim does not answer persona requests: the run must stop with
-	// the request error, not spin until the request limit.
+// TestGeneratedPersonasFromSim: serve-sim answers the persona and
+// opposition requests, so --generate-personas can be tried on it; every
+// dilemma gets a generated pair, checked once.
+func TestGeneratedPersonasFromSim(t *testing.T) {
+	if sim.SchemaPersonaPair != PersonaSchemaName || sim.SchemaPersonaOpposition != OppositionSchemaName {
+		t.Fatalf("serve-sim answers schemas %q and %q, the generator asks %q and %q",
+			sim.SchemaPersonaPair, sim.SchemaPersonaOpposition, PersonaSchemaName, OppositionSchemaName)
+	}
 	var out memSink
-	opts := simOptions(5, 1)
+	opts := simOptions(6, 1)
 	opts.GeneratePersonas = true
-	st, err := Generate(context.Background(), newSimClient(t), opts, &out)
+	st := generateT(t, newSimClient(t), opts, &out)
+	if len(out.rows) != 6 || st.FailedRequests != 0 || st.PersonaRequests != 12 {
+		t.Errorf("Generate wrote %d prompts, %d failed requests, %d persona requests; want 6, 0, 12 (a pair and a check each)",
+			len(out.rows), st.FailedRequests, st.PersonaRequests)
+	}
+	for _, p := range out.rows {
+		if p.PersonaPairID != "" || p.Persona("A") == "" || PersonasSimilar(p.Persona("A"), p.Persona("B")) {
+			t.Errorf("prompt %s personas %q / %q (library id %q), want a generated opposed pair", p.ID, p.Persona("A"), p.Persona("B"), p.PersonaPairID)
+		}
+	}
+	checkOutput(t, KindDilemmas, out.rows, simThreshold)
+}
+
+// TestPersonaRequestsFailing: a generator that answers dilemmas but never
+// a valid persona pair stops the run with the request error, not spinning
+// until the request limit.
+func TestPersonaRequestsFailing(t *testing.T) {
+	items := loadItems(t)
+	srv := newScripted(t, func(schema string, n int, body chatBody) string {
+		if schema == SchemaName {
+			return itemsJSON(items[n%len(items)])
+		}
+		return "no JSON here"
+	})
+	var out memSink
+	st, err := Generate(context.Background(), newClient(t, srv.URL), Options{
+		N: 1, Mix: map[string]float64{items[0].Category: 1}, Seed: 1, GeneratePersonas: true,
+	}, &out)
 	if err == nil || !strings.Contains(err.Error(), "every persona request of a round failed") || errors.Is(err, ErrGaveUp) {
 		t.Errorf("Generate = %v, want a persona request failure", err)
 	}
-	// 5 prompts as 2/2/1: one round of three requests.
-	if len(out.rows) != 0 || st.Requests != 3 || st.FailedRequests == 0 {
-		t.Errorf("Generate wrote %d prompts in %d requests (%d failed), want none after one round of 3", len(out.rows), st.Requests, st.FailedRequests)
+	if len(out.rows) != 0 || st.Requests != 1 || st.FailedRequests == 0 {
+		t.Errorf("Generate wrote %d prompts in %d requests (%d failed), want none after one request", len(out.rows), st.Requests, st.FailedRequests)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
@@ -162,6 +163,34 @@ func (e *StepEvaluator) EvalLine(step int, file []byte) (metrics.Line, error) {
 	}
 	return r.Metrics(), nil
 }
+
+// evalSamples is how many dialogues EvalSamples renders.
+const evalSamples = 3
+
+// EvalSamples renders the first few compared prompts of an evaluation
+// file (RUN/evals/step-N.json) as markdown, for TensorBoard's and W&B's
+// text panels: each prompt's final completions of the trained side and of
+// the base, with their rounds and the outcome. A damaged file gives "".
+func (e *StepEvaluator) EvalSamples(file []byte) string {
+	var r EvalResult
+	if json.Unmarshal(file, &r) != nil {
+		return ""
+	}
+	var b strings.Builder
+	n := 0
+	for _, c := range r.Comparisons {
+		if c.Excluded != "" || n == evalSamples {
+			continue
+		}
+		n++
+		fmt.Fprintf(&b, "**prompt %s** (%s, run %d): trained side's outcome %g\n\n", c.PromptID, c.Decoding, c.Run, c.Outcome)
+		fmt.Fprintf(&b, "- trained, %d rounds: %s\n- base, %d rounds: %s\n\n", c.LeftRounds, oneLine(c.LeftFinal), c.RightRounds, oneLine(c.RightFinal))
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// oneLine is s with its line breaks as spaces (a markdown list item).
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // progress starts a progress bar through o.Progress, or nothing.
 func (o StepEvalOptions) progress(label string, total int) (tick func(), end func(bool)) {

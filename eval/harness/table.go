@@ -24,7 +24,7 @@ func WritePairwiseTable(w io.Writer, cells []PairwiseCell) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (%s) vs. %s (%s) on %s, %d prompts\n", c0.Left, c0.LeftGame, c0.Right, c0.RightGame, c0.Set, c0.Prompts)
 	b.WriteString("Left win rate in %, mean ± SD (sample SD) over runs. Each prompt is judged in both orders; " +
-		"a verdict for the left side counts 1, a tie 0.5 (stats.WinRate).\n")
+		"a verdict for the left side counts 1, a tie 0.5.\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "aspect\tdecoding\truns\tleft win rate\twins/ties/losses\trounds left\trounds right\texcluded")
 	for _, c := range cells {

@@ -34,6 +34,11 @@ func TestTables(t *testing.T) {
 		}
 	}
 
+	// No Go identifiers in what a user reads.
+	if strings.Contains(b.String(), "stats.") {
+		t.Errorf("pairwise table names Go code:\n%s", b.String())
+	}
+
 	b.Reset()
 	k := 0.5
 	rep := AgreementReport{AgreementResult: report.AgreementResult{Label: "x", Agreement: stats.Agreement{N: 2, Exact: 50, WithinOne: 100, Kappa: &k}},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +22,8 @@ type Bars struct {
 	p    *mpb.Progress
 	logs *logging.Writer
 	old  io.Writer
+	mu   sync.Mutex
+	bars []*mpb.Bar
 }
 
 // New starts a bar container on stderr when enabled (a terminal); the log
@@ -29,7 +32,12 @@ func New(enabled bool, logs *logging.Writer) *Bars {
 	if !enabled {
 		return &Bars{}
 	}
-	p := mpb.New(mpb.WithConsoleWriter(sizedWriter{cupwriter.New(os.Stderr, false)}),
+	return newTo(os.Stderr, logs)
+}
+
+// newTo starts a bar container drawing to out.
+func newTo(out io.Writer, logs *logging.Writer) *Bars {
+	p := mpb.New(mpb.WithConsoleWriter(sizedWriter{cupwriter.New(out, true)}),
 		mpb.WithRefreshRate(150*time.Millisecond), mpb.WithAutoRefresh())
 	b := &Bars{p: p, logs: logs}
 	if logs != nil {
@@ -70,6 +78,9 @@ func (b *Bars) Add(name string, total int64) *Bar {
 			decor.Any(func(s decor.Statistics) string { return p.String(s.Current, s.Total) }, decor.WCSyncSpace)),
 		mpb.BarRemoveOnComplete(),
 	)
+	b.mu.Lock()
+	b.bars = append(b.bars, bar)
+	b.mu.Unlock()
 	return &Bar{b: bar, pace: p}
 }
 
@@ -127,12 +138,19 @@ func (b *Bar) Abort() {
 }
 
 // Wait finishes drawing and gives logging back its destination; later
-// calls do nothing.
+// calls do nothing. A finished bar is removed; one that did not finish is
+// left drawn at the count it reached (never at a stale frame: the last
+// frame is drawn before Wait returns).
 func (b *Bars) Wait() {
 	if b.p == nil {
 		return
 	}
-	b.p.Shutdown()
+	b.mu.Lock()
+	for _, bar := range b.bars {
+		bar.Abort(false) // nothing for a finished or aborted bar
+	}
+	b.mu.Unlock()
+	b.p.Wait()
 	b.p = nil
 	if b.logs != nil {
 		b.logs.Swap(b.old)

@@ -1,7 +1,9 @@
 package progress
 
 import (
+	"bytes"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,4 +67,43 @@ func TestDisabledBarsIgnoreCalls(t *testing.T) {
 	b.Add("y", 1).SetCurrent(1)
 	b.Wait()
 	b.Wait()
+}
+
+// TestWaitDrawsTheLastFrame: Wait draws the bars as they end, however soon
+// after their last tick: a finished bar is gone from the last frame (no
+// frozen "16/32" above a command's table), an unfinished one shows the
+// count it reached.
+func TestWaitDrawsTheLastFrame(t *testing.T) {
+	tests := []struct {
+		name      string
+		ticks     int
+		failed    bool
+		want, not string
+	}{
+		{"finished", 32, false, "", "rollouts"},
+		{"failed at 20", 20, true, "rollouts 20/32", "rollouts 0/32"},
+		{"stopped at 7 without an end", 7, false, "rollouts 7/32", "rollouts 0/32"},
+	}
+	for _, tt := range tests {
+		var out bytes.Buffer
+		b := newTo(&out, nil)
+		tick, end := b.Start("rollouts", 32)
+		for range tt.ticks {
+			tick()
+		}
+		if tt.failed {
+			end(true)
+		} else if tt.ticks == 32 {
+			end(false)
+		}
+		b.Wait()
+		frames := strings.Split(out.String(), "\x1b[J")
+		last := frames[len(frames)-1]
+		if tt.want != "" && !strings.Contains(last, tt.want) {
+			t.Errorf("%s: last frame %q, want %q", tt.name, last, tt.want)
+		}
+		if strings.Contains(last, tt.not) {
+			t.Errorf("%s: last frame %q has %q", tt.name, last, tt.not)
+		}
+	}
 }

@@ -17,6 +17,14 @@ written by ``torch.utils.tensorboard`` (which needs the ``tensorboard``
 package, pinned in scripts/requirements.in). A restarted trainer adds a new
 event file to the same folder; TensorBoard shows them as one run.
 
+Held-out evaluations (``train.eval_every``) run beside training in parley;
+each rides in the sidecar of the next batch written after it (the
+``evals`` list of its metrics: ``{"step", "metrics": {"eval/…": …},
+"samples"}``). Their scalars are logged at the evaluated step, under their
+own ``eval/`` names, and the sample dialogues (markdown) as the text
+``eval/samples``; W&B charts ``eval/*`` against ``eval/step``, since the
+evaluated step is behind the step being logged.
+
 W&B: never required. Only with ``wandb`` in report_to is the package
 imported, at start, before the model loads; when it is missing the trainer
 stops with a message naming the key. The API key is wandb's business: it
@@ -38,7 +46,7 @@ import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from .atomic import write_atomic
 
@@ -48,6 +56,8 @@ DEFAULT = ("tensorboard",)
 TRAINER_PREFIX = "trainer/"
 PARLEY_PREFIX = "parley/"
 WANDB_ID_FILE = "parley-run-id"
+EVAL_STEP = "eval/step"
+EVAL_SAMPLES = "eval/samples"
 
 
 class ReportError(RuntimeError):
@@ -120,12 +130,36 @@ def step_scalars(trainer_metrics: Mapping[str, Any], parley_metrics: Mapping[str
     return out
 
 
+class Eval(NamedTuple):
+    """One held-out evaluation handed with a step's metrics."""
+
+    step: int
+    scalars: dict[str, float]
+    samples: str
+
+
+def step_evals(parley_metrics: Mapping[str, Any] | None) -> list[Eval]:
+    """The evaluations in a step's parley metrics (their ``evals`` list);
+    entries without an integer step are left out."""
+    out: list[Eval] = []
+    for e in (parley_metrics or {}).get("evals") or []:
+        if not isinstance(e, Mapping) or not isinstance(e.get("step"), int) or isinstance(e.get("step"), bool):
+            continue
+        samples = e.get("samples")
+        out.append(Eval(e["step"], flatten(e.get("metrics") or {}, ""), samples if isinstance(samples, str) else ""))
+    return out
+
+
 class Reporter(Protocol):
     """A place scalars go."""
 
     def log(self, step: int, scalars: Mapping[str, float]) -> None:
         """Record scalars at step, durably enough that a crash after the call
         loses nothing."""
+        ...
+
+    def log_eval(self, ev: Eval, at: int) -> None:
+        """Record an evaluation of step ev.step, learnt of at step at."""
         ...
 
     def close(self) -> None:
@@ -148,6 +182,13 @@ class TensorBoardReporter:
             self.writer.add_scalar(name, value, global_step=step)
         self.writer.flush()
 
+    def log_eval(self, ev: Eval, at: int) -> None:
+        for name, value in ev.scalars.items():
+            self.writer.add_scalar(name, value, global_step=ev.step)
+        if ev.samples:
+            self.writer.add_text(EVAL_SAMPLES, ev.samples, global_step=ev.step)
+        self.writer.flush()
+
     def close(self) -> None:
         self.writer.close()
 
@@ -168,9 +209,19 @@ class WandbReporter:
             dir=str(local),
             config=dict(config),
         )
+        define = getattr(self.run, "define_metric", None)
+        if define is not None:
+            define(EVAL_STEP)
+            define("eval/*", step_metric=EVAL_STEP)
 
     def log(self, step: int, scalars: Mapping[str, float]) -> None:
         self.run.log(dict(scalars), step=step)
+
+    def log_eval(self, ev: Eval, at: int) -> None:
+        data: dict[str, Any] = {**ev.scalars, EVAL_STEP: ev.step}
+        if ev.samples:
+            data[EVAL_SAMPLES] = ev.samples
+        self.run.log(data, step=at)
 
     def close(self) -> None:
         self.run.finish()
@@ -202,6 +253,11 @@ class Reporters:
             return
         for r in self.reporters:
             r.log(step, scalars)
+
+    def log_eval(self, evals: Iterable[Eval], at: int) -> None:
+        for ev in evals:
+            for r in self.reporters:
+                r.log_eval(ev, at)
 
     def close(self) -> None:
         for r in self.reporters:

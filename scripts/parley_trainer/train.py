@@ -56,7 +56,7 @@ from .loss import (
 )
 from .modeling import Policy, PolicyModel, load_policy, trainable_parameters
 from .packing import collate, pack_micro_batches
-from .reporting import ReportError, Reporters, open_reporters, step_scalars
+from .reporting import ReportError, Reporters, open_reporters, step_evals, step_scalars
 from .reporting import check as check_report_to
 from .weight_sync import NCCLSender, sender_from_env
 
@@ -589,6 +589,7 @@ class Trainer:
             self.log("step", step=batch.step, policy_version=batch.step, batch_policy_version=batch.policy_version, **metrics)
             if self.is_main:
                 reporters.log(batch.step, step_scalars(metrics, inc.step_metrics))
+                reporters.log_eval(step_evals(inc.step_metrics), batch.step)
             self.last_step = batch.step
             trained += 1
         self.log("exit", steps_trained=trained, last_step=self.last_step)

@@ -20,7 +20,7 @@ from helpers import load_model, make_rows, read_tensorboard
 from parley_trainer.batch import write_batch
 from parley_trainer.checkpoint import read_done
 from parley_trainer.handshake import sidecar_path
-from parley_trainer.reporting import ReportError, flatten, parse_report_to, step_scalars
+from parley_trainer.reporting import ReportError, flatten, open_reporters, parse_report_to, step_evals, step_scalars
 from parley_trainer.train import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -70,6 +70,7 @@ class FakeWandb:
         self.inits: list[dict[str, Any]] = []
         self.logged: list[tuple[int, dict[str, float]]] = []
         self.finished = 0
+        self.defined: list[tuple[str, str | None]] = []
 
     def module(self) -> types.ModuleType:
         m = types.ModuleType("wandb")
@@ -82,6 +83,9 @@ class FakeWandb:
 
             def finish(self) -> None:
                 fake.finished += 1
+
+            def define_metric(self, name: str, step_metric: str | None = None) -> None:
+                fake.defined.append((name, step_metric))
 
         def init(**kw: Any) -> Run:
             fake.inits.append(kw)
@@ -281,3 +285,35 @@ def _read(path: Path) -> str:
         return path.read_text()
     except FileNotFoundError:
         return ""
+
+
+def test_evals_reach_tensorboard_and_wandb(tmp_path, monkeypatch):
+    """A held-out evaluation handed with a later step's metrics (the sidecar's
+    "evals") is logged at its own step in TensorBoard (scalars and the sample
+    dialogues as text) and in W&B against eval/step."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    fake = FakeWandb()
+    monkeypatch.setitem(sys.modules, "wandb", fake.module())
+    samples = "**prompt d031** (greedy, run 0): trained side's outcome 0.5\n\n- trained, 3 rounds: we agree\n- base, 3 rounds: no"
+    metrics = {**parley_metrics(3), "evals": [{"step": 2, "metrics": {"eval/win_rate": 55.0, "eval/score_mean": 0.25}, "samples": samples}]}
+    assert "parley/evals" not in step_scalars({}, metrics)
+    evals = step_evals(metrics)
+    assert [(e.step, e.scalars) for e in evals] == [(2, {"eval/win_rate": 55.0, "eval/score_mean": 0.25})]
+    assert step_evals(parley_metrics(3)) == [] and step_evals(None) == [] and step_evals({"evals": [{"step": "2"}]}) == []
+
+    reps = open_reporters(("tensorboard", "wandb"), tmp_path, None, {})
+    reps.log(3, step_scalars({"loss": 1.0}, metrics))
+    reps.log_eval(evals, 3)
+    reps.close()
+
+    tb = read_tensorboard(tmp_path / "tensorboard")
+    assert tb["eval/win_rate"] == [(2, 55.0)] and tb["eval/score_mean"] == [(2, 0.25)]
+    assert tb["parley/reward_mean"] == [(3, pytest.approx(0.375))]
+    acc = EventAccumulator(str(tmp_path / "tensorboard"), size_guidance={"tensors": 0})
+    acc.Reload()
+    (text,) = acc.Tensors("eval/samples/text_summary")
+    assert text.step == 2 and text.tensor_proto.string_val[0].decode() == samples
+
+    assert fake.logged[1] == (3, {"eval/win_rate": 55.0, "eval/score_mean": 0.25, "eval/step": 2, "eval/samples": samples})
+    assert ("eval/*", "eval/step") in fake.defined

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -335,7 +336,8 @@ func trainSummary(steps int, path string, elapsed time.Duration, log *zap.Logger
 	for _, key := range []metrics.Key{metrics.KeyRewardMean, metrics.KeyAgreementRate, metrics.KeyRoundsToAgreement, metrics.KeyTrainerLoss} {
 		first, last := -1, -1
 		for i, row := range m.Rows {
-			if _, ok := row[key]; ok {
+			// Undefined points (rounds to agreement without agreement) are NaN.
+			if v, ok := row[key]; ok && !math.IsNaN(v) {
 				if first < 0 {
 					first = i
 				}

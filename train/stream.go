@@ -42,9 +42,10 @@ import (
 //
 // New groups are admitted while the groups in flight and judged but not
 // taken would all fit the batches that the staleness bound still lets
-// the served policy fill, so that the stream never samples what it must
-// throw away: k+1 batches ahead when training keeps up, fewer when it
-// does not.
+// the served policy fill (a batch taking as many groups as the last
+// took: dynamic sampling takes those of equal rewards too), so that the
+// stream never samples what it must throw away: k+1 batches ahead when
+// training keeps up, fewer when it does not.
 //
 // A crash loses the groups not yet in a written batch (they are sampled
 // anew; a written batch is final as before); nothing is trained twice.
@@ -80,8 +81,10 @@ type stream struct {
 	// cancelled and dropped count the groups cancelled in flight and
 	// dropped once judged, for the next step's metrics.
 	cancelled, dropped int
-	runErr             error
-	runSum             rollout.Summary
+	// lastTaken is how many groups the last take took.
+	lastTaken int
+	runErr    error
+	runSum    rollout.Summary
 	// since is when the last take returned; snap the routing counters
 	// then (routed false when the policy does not route).
 	since  time.Time
@@ -225,7 +228,9 @@ func (s *stream) bound(step int) int {
 // dynamic sampling) all fit the batches the served policy may still fill
 // within the staleness bound. Called with mu held.
 func (s *stream) room() bool {
-	// Groups the next batch will drop as stale do not count.
+	// Groups the next batch will drop as stale do not count. A step takes
+	// B groups, or under dynamic sampling as many as the last step took
+	// (the groups of equal rewards with the informative ones).
 	oldest := s.bound(s.next)
 	queued := 0
 	for _, g := range s.live {
@@ -234,16 +239,17 @@ func (s *stream) room() bool {
 		}
 	}
 	for _, g := range s.ready {
-		if g.version >= oldest && (g.informative || !s.l.opts.DynamicSampling) {
+		if g.version >= oldest {
 			queued++
 		}
 	}
+	perStep := max(s.l.opts.PromptsPerStep, s.lastTaken)
 	// The served version may fill the batches up to version+1+k.
 	last := s.version + 1 + s.l.opts.MaxStaleness
 	if m := s.l.opts.MaxOffPolicySteps; m > 0 {
 		last = s.version + 1 + min(s.l.opts.MaxStaleness, m)
 	}
-	return s.next+queued/s.l.opts.PromptsPerStep <= last
+	return s.next+queued/perStep <= last
 }
 
 // nextGroup is the stream's rollout.GroupSource: it waits for room, then
@@ -423,7 +429,7 @@ func (s *stream) take(ctx context.Context, step int) (sampled, error) {
 		s.cond.Broadcast()
 		s.cond.Wait()
 	}
-	s.next = step + 1
+	s.next, s.lastTaken = step+1, len(taken)
 	s.cond.Broadcast()
 	cancelled, dropped := s.cancelled, s.dropped
 	s.cancelled, s.dropped = 0, 0

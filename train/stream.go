@@ -81,10 +81,11 @@ type stream struct {
 	// cancelled and dropped count the groups cancelled in flight and
 	// dropped once judged, for the next step's metrics.
 	cancelled, dropped int
-	// lastTaken is how many groups the last take took.
-	lastTaken int
-	runErr    error
-	runSum    rollout.Summary
+	// lastTaken is how many groups the last take took; taking how many
+	// the take in progress has taken so far.
+	lastTaken, taking int
+	runErr            error
+	runSum            rollout.Summary
 	// since is when the last take returned; snap the routing counters
 	// then (routed false when the policy does not route).
 	since  time.Time
@@ -243,6 +244,8 @@ func (s *stream) room() bool {
 			queued++
 		}
 	}
+	// The groups the take in progress has taken fill the step too.
+	queued += s.taking
 	perStep := max(s.l.opts.PromptsPerStep, s.lastTaken)
 	// The served version may fill the batches up to version+1+k.
 	last := s.version + 1 + s.l.opts.MaxStaleness
@@ -416,6 +419,7 @@ func (s *stream) take(ctx context.Context, step int) (sampled, error) {
 				informative++
 			}
 		}
+		s.taking = len(taken)
 		if enough() {
 			break
 		}
@@ -429,7 +433,7 @@ func (s *stream) take(ctx context.Context, step int) (sampled, error) {
 		s.cond.Broadcast()
 		s.cond.Wait()
 	}
-	s.next, s.lastTaken = step+1, len(taken)
+	s.next, s.lastTaken, s.taking = step+1, len(taken), 0
 	s.cond.Broadcast()
 	cancelled, dropped := s.cancelled, s.dropped
 	s.cancelled, s.dropped = 0, 0

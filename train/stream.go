@@ -82,10 +82,11 @@ type stream struct {
 	// dropped once judged, for the next step's metrics.
 	cancelled, dropped int
 	// lastTaken is how many groups the last take took; taking how many
-	// the take in progress has taken so far.
-	lastTaken, taking int
-	runErr            error
-	runSum            rollout.Summary
+	// the take in progress has taken so far, and need how many more it
+	// may still take (0 when none is in progress).
+	lastTaken, taking, need int
+	runErr                  error
+	runSum                  rollout.Summary
 	// since is when the last take returned; snap the routing counters
 	// then (routed false when the policy does not route).
 	since  time.Time
@@ -252,7 +253,9 @@ func (s *stream) room() bool {
 	if m := s.l.opts.MaxOffPolicySteps; m > 0 {
 		last = s.version + 1 + min(s.l.opts.MaxStaleness, m)
 	}
-	return s.next+queued/perStep <= last
+	// A take waiting for groups always gets them, whatever the estimate.
+	waiting := len(s.live)+len(s.ready) < s.need
+	return waiting || s.next+queued/perStep <= last
 }
 
 // nextGroup is the stream's rollout.GroupSource: it waits for room, then
@@ -420,6 +423,11 @@ func (s *stream) take(ctx context.Context, step int) (sampled, error) {
 			}
 		}
 		s.taking = len(taken)
+		if s.l.opts.DynamicSampling {
+			s.need = min(limit-len(taken), b-informative)
+		} else {
+			s.need = b - len(taken)
+		}
 		if enough() {
 			break
 		}
@@ -433,7 +441,7 @@ func (s *stream) take(ctx context.Context, step int) (sampled, error) {
 		s.cond.Broadcast()
 		s.cond.Wait()
 	}
-	s.next, s.lastTaken, s.taking = step+1, len(taken), 0
+	s.next, s.lastTaken, s.taking, s.need = step+1, len(taken), 0, 0
 	s.cond.Broadcast()
 	cancelled, dropped := s.cancelled, s.dropped
 	s.cancelled, s.dropped = 0, 0

@@ -28,8 +28,12 @@ func TestLoopStream(t *testing.T) {
 	for _, tc := range []struct {
 		staleness int
 		dynamic   bool
-	}{{1, false}, {2, false}, {1, true}} {
-		t.Run(fmt.Sprintf("staleness%d-dynamic%v", tc.staleness, tc.dynamic), func(t *testing.T) {
+		// rare: one group in ten teaches, so every step takes the cap's
+		// 12 groups (the stream must keep admitting groups to a step
+		// still being filled).
+		rare bool
+	}{{1, false, false}, {2, false, false}, {1, true, false}, {1, true, true}} {
+		t.Run(fmt.Sprintf("staleness%d-dynamic%v-rare%v", tc.staleness, tc.dynamic, tc.rare), func(t *testing.T) {
 			dir := dataset.RunDir(t.TempDir())
 			ft := &fakeTrainer{dir: dir, consumed: map[int]int{}, versions: map[int]int{}}
 			ctx, cancel := context.WithCancel(context.Background())
@@ -40,6 +44,9 @@ func TestLoopStream(t *testing.T) {
 				o.ServingSampleEvery = 5 * time.Millisecond
 				if tc.dynamic {
 					o.Judge = groupJudge{func(id string) bool { return id[len(id)-1]%3 == 0 }}
+					if tc.rare {
+						o.Judge = groupJudge{func(id string) bool { return id[len(id)-1] == '7' }}
+					}
 					o.Advantage = grpo.AdvantageOptions{Mode: grpo.ModeGroup}
 					o.DynamicSampling, o.OversampleMax = true, 3
 				}
@@ -62,7 +69,11 @@ func TestLoopStream(t *testing.T) {
 				if n, ok := m["policy/server_running_samples"].(float64); ok && (n < 1 || m["policy/server_running_min"].(float64) > m["policy/server_running_mean"].(float64)) {
 					t.Errorf("step %d: %v readings of the requests running, min %v, mean %v", step, n, m["policy/server_running_min"], m["policy/server_running_mean"])
 				}
-				if m["groups_trained"] != float64(4) {
+				if tc.rare {
+					if m["groups_sampled"] != float64(12) || m["groups_trained"] != m["groups_informative"] {
+						t.Errorf("step %d: %v groups sampled, %v informative, %v trained; want the cap's 12, every informative one trained", step, m["groups_sampled"], m["groups_informative"], m["groups_trained"])
+					}
+				} else if m["groups_trained"] != float64(4) {
 					t.Errorf("step %d: groups_trained %v, want 4", step, m["groups_trained"])
 				}
 				rows, err := dataset.ReadBatch(dir.BatchPath(step))
@@ -76,8 +87,8 @@ func TestLoopStream(t *testing.T) {
 						t.Errorf("step %d: row of %s sampled by policy %d, outside [%d, %d]", step, r.GroupID, pv, step-1-tc.staleness, step-1)
 					}
 				}
-				if len(groups) != 4 {
-					t.Errorf("step %d: batch of %d groups, want 4", step, len(groups))
+				if want := int(m["groups_trained"].(float64)); len(groups) != want {
+					t.Errorf("step %d: batch of %d groups, want %d", step, len(groups), want)
 				}
 				rs, err := dataset.ReadAllRollouts(dir.RolloutsPath(step))
 				if err != nil {

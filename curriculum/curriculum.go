@@ -12,7 +12,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sort"
 
 	"github.com/parleyhq/parley/dataset"
 )
@@ -172,31 +171,7 @@ func (s *State) Draw(prompts []dataset.Prompt, mix map[string]float64, n int, se
 		return nil, nil
 	}
 	opts = opts.withDefaults()
-	byCat := map[string][]int{}
-	for i, p := range prompts {
-		byCat[p.Category] = append(byCat[p.Category], i)
-	}
-	cats := make([]string, 0, len(byCat))
-	for c := range byCat {
-		cats = append(cats, c)
-	}
-	sort.Strings(cats)
-	weights := make([]float64, len(cats))
-	var total float64
-	for i, c := range cats {
-		w := float64(len(byCat[c]))
-		if len(mix) > 0 {
-			w = mix[c]
-		}
-		weights[i] = w
-		total += w
-	}
-	if total <= 0 {
-		for i, c := range cats {
-			weights[i] = float64(len(byCat[c]))
-			total += weights[i]
-		}
-	}
+	cd := dataset.NewCategoryDraw(prompts, mix)
 	top := 0.0
 	for _, p := range s.Prompts {
 		if len(p.Spreads) > 0 {
@@ -206,13 +181,8 @@ func (s *State) Draw(prompts []dataset.Prompt, mix map[string]float64, n int, se
 	rng := rand.New(rand.NewPCG(seed, uint64(step)))
 	used := map[int]bool{}
 	for len(out) < n {
-		x := rng.Float64() * total
-		ci := 0
-		for ci < len(cats)-1 && x >= weights[ci] {
-			x -= weights[ci]
-			ci++
-		}
-		rows := byCat[cats[ci]]
+		cat := cd.Pick(rng.Float64())
+		rows := cd.Rows[cat]
 		w := make([]float64, len(rows))
 		var sum float64
 		for k, i := range rows {
@@ -240,7 +210,7 @@ func (s *State) Draw(prompts []dataset.Prompt, mix map[string]float64, n int, se
 					p.RetiredUntil, p.Retired = step, ""
 				}
 			}
-			ended = append(ended, cats[ci])
+			ended = append(ended, cat)
 			continue
 		}
 		y := rng.Float64() * sum

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/parleyhq/parley/internal/fsutil"
@@ -539,4 +540,55 @@ func CheckTrainRows(path string, prompts []Prompt) error {
 	}
 	return fmt.Errorf("%s: %s in split %s (ids %s), held out for evaluation: training on them is refused",
 		path, n, SplitEval, strings.Join(shown, ", "))
+}
+
+// CategoryDraw groups prompt rows by category for a draw weighted by
+// category: by a mix's weights, or in proportion to the rows when the mix
+// is empty or names none of their categories.
+type CategoryDraw struct {
+	// Cats are the categories, sorted; Rows the indexes of each one's rows.
+	Cats []string
+	Rows map[string][]int
+	// Weights are the categories' weights, in Cats' order; Total their sum.
+	Weights []float64
+	Total   float64
+}
+
+// NewCategoryDraw groups prompts for a draw weighted by mix.
+func NewCategoryDraw(prompts []Prompt, mix map[string]float64) CategoryDraw {
+	d := CategoryDraw{Rows: map[string][]int{}}
+	for i, p := range prompts {
+		d.Rows[p.Category] = append(d.Rows[p.Category], i)
+	}
+	for c := range d.Rows {
+		d.Cats = append(d.Cats, c)
+	}
+	sort.Strings(d.Cats)
+	d.Weights = make([]float64, len(d.Cats))
+	for i, c := range d.Cats {
+		w := float64(len(d.Rows[c]))
+		if len(mix) > 0 {
+			w = mix[c]
+		}
+		d.Weights[i] = w
+		d.Total += w
+	}
+	if d.Total <= 0 { // the mix names none of the rows' categories
+		for i, c := range d.Cats {
+			d.Weights[i] = float64(len(d.Rows[c]))
+			d.Total += d.Weights[i]
+		}
+	}
+	return d
+}
+
+// Pick is the category that u, uniform in [0, 1), falls in by weight.
+func (d CategoryDraw) Pick(u float64) string {
+	x := u * d.Total
+	ci := 0
+	for ci < len(d.Cats)-1 && x >= d.Weights[ci] {
+		x -= d.Weights[ci]
+		ci++
+	}
+	return d.Cats[ci]
 }

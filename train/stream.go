@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"math"
 	"os"
-	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -358,7 +357,7 @@ func (s *stream) serve(model string, step int) {
 // group in flight plays (a league member's is kept). Called with mu held.
 func (s *stream) unloadRetired() {
 	for name := range s.retired {
-		if slices.ContainsFunc(mapValues(s.live), func(g *streamGroup) bool { return g.model == name }) {
+		if s.playing(name) {
 			continue
 		}
 		delete(s.retired, name)
@@ -370,13 +369,15 @@ func (s *stream) unloadRetired() {
 	}
 }
 
-// mapValues returns m's values.
-func mapValues[K comparable, V any](m map[K]V) []V {
-	out := make([]V, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
+// playing reports whether a group in flight plays model. Called with mu
+// held.
+func (s *stream) playing(model string) bool {
+	for _, g := range s.live {
+		if g.model == model {
+			return true
+		}
 	}
-	return out
+	return false
 }
 
 // take waits for step's groups and returns them as the step's sampling:

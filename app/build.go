@@ -340,9 +340,10 @@ func leagueRoles(cfg config.Config, ro rollout.RunnerOptions) map[string]train.L
 }
 
 // dynamicSampling reports whether the loop samples dynamically
-// (train.dynamic_sampling): asked for, and where it applies. When asked for
-// but not applicable it logs why it is off.
-func dynamicSampling(cfg config.Config, league map[string]train.LeagueRole, series *train.SeriesOptions, log *zap.Logger) bool {
+// (train.dynamic_sampling): asked for, and where it applies (series
+// training and league roles only on the stream). When asked for but not
+// applicable it logs why it is off.
+func dynamicSampling(cfg config.Config, league map[string]train.LeagueRole, series *train.SeriesOptions, stream bool, log *zap.Logger) bool {
 	if !cfg.Train.DynamicSampling {
 		return false
 	}
@@ -352,9 +353,9 @@ func dynamicSampling(cfg config.Config, league map[string]train.LeagueRole, seri
 		why = "grpo.advantage role_baseline gives groups of equal rewards an advantage"
 	case cfg.GRPO.KeepZeroVariance:
 		why = "grpo.keep_zero_variance trains groups of equal rewards"
-	case series != nil:
+	case series != nil && !stream:
 		why = "series training plays each series' next game, no rows to draw"
-	case len(league) > 0:
+	case len(league) > 0 && !stream:
 		why = "league roles are drawn per step before sampling"
 	default:
 		return true
@@ -366,23 +367,16 @@ func dynamicSampling(cfg config.Config, league map[string]train.LeagueRole, seri
 // streaming reports whether the loop streams its groups
 // (train.sampling: stream with max_staleness ≥ 1) and logs why not when
 // the config asks for it but the run cannot.
-func streaming(cfg config.Config, league map[string]train.LeagueRole, series *train.SeriesOptions, log *zap.Logger) bool {
+func streaming(cfg config.Config, log *zap.Logger) bool {
 	if cfg.Train.Sampling != config.SamplingStream || cfg.Train.MaxStaleness < 1 {
 		return false
 	}
-	var why string
-	switch {
-	case series != nil:
-		why = "series training plays each series' games in order"
-	case len(league) > 0:
-		why = "league roles are drawn per step"
-	case cfg.Trainer.FullFinetune && cfg.Train.WeightSync.PauseMode == "abort":
-		why = "train.weight_sync.pause_mode abort would fail the dialogues in flight at every update (use wait or keep)"
-	default:
-		return true
+	if cfg.Trainer.FullFinetune && cfg.Train.WeightSync.PauseMode == "abort" {
+		log.Info("train.sampling: this run samples step by step: train.weight_sync.pause_mode abort would fail the dialogues in flight at every update (use wait or keep)",
+			zap.String("key", "train.sampling"))
+		return false
 	}
-	log.Info("train.sampling: this run samples step by step: "+why, zap.String("key", "train.sampling"))
-	return false
+	return true
 }
 
 // streamConcurrency is rollout.concurrency for a streaming run: at most

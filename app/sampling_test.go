@@ -27,8 +27,9 @@ func TestSamplingModes(t *testing.T) {
 		{"k=0", func(c *config.Config) { c.Train.MaxStaleness = 0 }, nil, nil, false, true, 0},
 		{"k=1", func(c *config.Config) { c.Train.MaxStaleness = 1 }, nil, nil, true, true, 0},
 		{"k=1, sampling step", func(c *config.Config) { c.Train.MaxStaleness, c.Train.Sampling = 1, config.SamplingStep }, nil, nil, false, true, 0},
-		{"k=1, league", func(c *config.Config) { c.Train.MaxStaleness = 1 }, league, nil, false, false, 2},
-		{"k=1, series", func(c *config.Config) { c.Train.MaxStaleness = 1 }, nil, series, false, false, 2},
+		{"k=1, league", func(c *config.Config) { c.Train.MaxStaleness = 1 }, league, nil, true, true, 0},
+		{"k=1, series", func(c *config.Config) { c.Train.MaxStaleness = 1 }, nil, series, true, true, 0},
+		{"k=0, series", func(c *config.Config) { c.Train.MaxStaleness = 0 }, nil, series, false, false, 1},
 		{"k=1, full weights abort", func(c *config.Config) {
 			c.Train.MaxStaleness, c.Trainer.FullFinetune, c.Train.WeightSync.PauseMode = 1, true, "abort"
 		}, nil, nil, false, true, 1},
@@ -41,8 +42,8 @@ func TestSamplingModes(t *testing.T) {
 			tc.edit(&cfg)
 			core, logs := observer.New(zap.InfoLevel)
 			log := zap.New(core)
-			stream := streaming(cfg, tc.league, tc.series, log)
-			dynamic := dynamicSampling(cfg, tc.league, tc.series, log)
+			stream := streaming(cfg, log)
+			dynamic := dynamicSampling(cfg, tc.league, tc.series, stream, log)
 			if stream != tc.stream || dynamic != tc.dynamic {
 				t.Errorf("stream %v, dynamic %v; want %v, %v", stream, dynamic, tc.stream, tc.dynamic)
 			}

@@ -200,7 +200,8 @@ func runTrain(ctx context.Context, env Env, cfg config.Config, runDir dataset.Ru
 		Eval: evals, OnStart: rep.onStart, Progress: bars.Start, OnStep: rep.onStep,
 		League: leagueRoles(cfg, ro), CrossPlay: crossPlayOptions(cfg, runDir, log),
 	}
-	opts.Loop.DynamicSampling = dynamicSampling(cfg, opts.Loop.League, opts.Loop.Series, log)
+	opts.Loop.Stream = streaming(cfg, log)
+	opts.Loop.DynamicSampling = dynamicSampling(cfg, opts.Loop.League, opts.Loop.Series, opts.Loop.Stream, log)
 	if cfg.Curriculum.Sampler == config.SamplerAdaptive && opts.Loop.Series == nil {
 		a := cfg.Curriculum.Adaptive
 		opts.Loop.Curriculum = &curriculum.Options{Floor: a.Floor, Window: a.Window, RetireAfter: a.RetireAfter, Cooldown: a.Cooldown}
@@ -208,7 +209,7 @@ func runTrain(ctx context.Context, env Env, cfg config.Config, runDir dataset.Ru
 	if opts.Loop.ServingSampleEvery = cfg.Train.ServingSampleEvery; opts.Loop.ServingSampleEvery == 0 {
 		opts.Loop.ServingSampleEvery = -1 // none
 	}
-	if opts.Loop.Stream = streaming(cfg, opts.Loop.League, opts.Loop.Series, log); opts.Loop.Stream {
+	if opts.Loop.Stream {
 		opts.Loop.Rollout.Concurrency = streamConcurrency(cfg, log)
 	}
 	opts.Loop.OversampleMax = cfg.Train.OversampleMax

@@ -353,7 +353,9 @@ type Train struct {
 	// at most max_staleness steps older than the one it trains, so the
 	// inference server never waits for a step's stragglers; step samples
 	// step by step, as max_staleness 0 always does, which reproduces a
-	// run's batches exactly. Series and league roles sample step by step.
+	// run's batches exactly. Series training keeps prompts_per_step ×
+	// (1 + max_staleness) series in flight, each playing one game at a
+	// time; league roles draw their member as each group starts.
 	Sampling string `yaml:"sampling"`
 	// DynamicSampling (DAPO's dynamic sampling) judges each group as it
 	// completes and keeps drawing prompt rows until the step's batch holds
@@ -361,8 +363,8 @@ type Train struct {
 	// so that no step trains on nothing; the groups of equal rewards stay
 	// in the rollouts, untrained. It applies where such groups train
 	// nothing (grpo.advantage group or group_mean without
-	// keep_zero_variance) and rows are drawn per step (no series, no league
-	// roles); elsewhere it is off, and the log says why.
+	// keep_zero_variance), and with series training or league roles only
+	// when the run streams; elsewhere it is off, and the log says why.
 	DynamicSampling bool `yaml:"dynamic_sampling"`
 	// ServingSampleEvery is how often the policy servers' requests running
 	// (vllm:num_requests_running) are read for the step lines

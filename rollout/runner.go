@@ -348,6 +348,14 @@ type Group struct {
 	// cancelling it abandons the group's rollouts alone (their requests
 	// are aborted), which are then never passed to the sink.
 	Ctx context.Context
+	// State, if set, makes the group GroupSize continuations of a series
+	// game from the state its series carries, as RunFromStates plays them
+	// (the game must be a SeriesGame); Played.Next is then the state after
+	// each.
+	State *StateJob
+	// Players, if set, are the roles drawn for the group (league members),
+	// in place of RunnerOptions.Drawn's.
+	Players map[string]Player
 }
 
 // GroupSource yields the groups of a run one after another: group i, or
@@ -367,6 +375,9 @@ type Played struct {
 	// PromptTokensSent and ClosedTurns are the recorder's counts
 	// (Summary's fields of the same names).
 	PromptTokensSent, ClosedTurns int
+	// Next is the state the series goes on from after the rollout, for a
+	// group played from a state (Group.State); nil when it failed.
+	Next []byte
 }
 
 // Count adds a played rollout to the summary, as a run does; Finish then
@@ -392,10 +403,13 @@ func (r *Runner) RunSource(ctx context.Context, src GroupSource, sink func(Playe
 		if err := r.opts.Game.Validate(g.Prompt); err != nil {
 			return groupJob{}, false, err
 		}
-		return groupJob{p: g.Prompt, id: g.ID, step: g.Step, model: g.Model, pv: g.PolicyVersion, ctx: g.Ctx}, true, nil
+		if _, ok := r.opts.Game.(SeriesGame); g.State != nil && !ok {
+			return groupJob{}, false, fmt.Errorf("game %s carries no state between games (not a SeriesGame)", r.opts.Game.Name())
+		}
+		return groupJob{p: g.Prompt, st: g.State, id: g.ID, step: g.Step, model: g.Model, pv: g.PolicyVersion, ctx: g.Ctx, drawn: g.Players}, true, nil
 	}
 	return r.run(ctx, next, -1, func(p played) error {
-		return sink(Played{Rollout: p.rec, Err: p.err, PromptTokensSent: p.promptTokensSent, ClosedTurns: p.closed})
+		return sink(Played{Rollout: p.rec, Err: p.err, PromptTokensSent: p.promptTokensSent, ClosedTurns: p.closed, Next: p.next})
 	})
 }
 
@@ -452,6 +466,7 @@ type groupJob struct {
 	model string
 	pv    int
 	ctx   context.Context
+	drawn map[string]Player
 }
 
 // run plays GroupSize rollouts of every group next yields (GroupSource's
@@ -651,7 +666,7 @@ func (r *Runner) playOne(ctx context.Context, g groupJob, group, index int) play
 		StartedUnixMS: time.Now().UnixMilli(),
 	}
 	agents := NewRecorder(RecorderOptions{
-		Policy: r.opts.Policy, Model: model, Players: r.groupPlayers(groupID), Sampling: r.opts.Sampling,
+		Policy: r.opts.Policy, Model: model, Players: r.groupPlayers(groupID, g.drawn), Sampling: r.opts.Sampling,
 		ChatTemplateKwargs: r.opts.ChatTemplateKwargs, Seed: sampleSeed,
 		History: r.opts.History, Bridge: r.bridge, Session: rec.RolloutID, Group: groupID,
 		WeightVersion: wv,
@@ -684,10 +699,13 @@ func (r *Runner) playOne(ctx context.Context, g groupJob, group, index int) play
 }
 
 // groupPlayers is the players of group groupID: GroupPlayers, with the
-// roles drawn for the group (RunnerOptions.Drawn) in place.
-func (r *Runner) groupPlayers(groupID string) map[string]Player {
+// roles drawn for the group (drawn, or else RunnerOptions.Drawn's) in
+// place.
+func (r *Runner) groupPlayers(groupID string, drawn map[string]Player) map[string]Player {
 	out := GroupPlayers(r.opts.Players, r.opts.Pools, r.opts.Seed, groupID)
-	drawn := r.opts.Drawn[groupID]
+	if drawn == nil {
+		drawn = r.opts.Drawn[groupID]
+	}
 	if len(drawn) == 0 {
 		return out
 	}

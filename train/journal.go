@@ -36,6 +36,9 @@ type journalEntry struct {
 	// PromptTokensSent and ClosedTurns total the group's recorder counts.
 	PromptTokensSent int `json:"prompt_tokens_sent,omitempty"`
 	ClosedTurns      int `json:"closed_turns,omitempty"`
+	// Series is the cursor of the group's series slot after its game
+	// (series training).
+	Series *SeriesCursor `json:"series,omitempty"`
 
 	Batch  int      `json:"batch,omitempty"`
 	Groups []string `json:"groups,omitempty"`
@@ -56,7 +59,7 @@ func (s *stream) journalGroup(g *streamGroup) error {
 	if err := w.Close(); err != nil {
 		return err
 	}
-	e := journalEntry{Group: g.id, Version: g.version, Model: g.model, Informative: g.informative, Judge: g.stats}
+	e := journalEntry{Group: g.id, Version: g.version, Model: g.model, Informative: g.informative, Judge: g.stats, Series: g.after}
 	if len(g.rs) > 0 {
 		e.Prompt = g.rs[0].PromptID
 	}
@@ -97,38 +100,47 @@ func appendJournal(d dataset.RunDir, e journalEntry) error {
 	return nil
 }
 
-// readJournal reads the journal: the groups finished that no written
-// batch took, in the order they finished, and the largest group number
-// (rollout.GroupID's) under each step prefix. A torn last line (a crash
+// journalRead is what the journal says: the groups finished that no
+// written batch took, in the order they finished; the largest group
+// number (rollout.GroupID's) under each step prefix; and the furthest
+// cursor of each series slot (series training).
+type journalRead struct {
+	untaken []journalEntry
+	seqs    map[int]int
+	series  map[int]SeriesCursor
+}
+
+// readJournal reads the journal (journalRead). A torn last line (a crash
 // while appending) is dropped; any other line that does not parse is an
 // error naming the file and line. A batch is written when its .ready
 // verifies (dataset.VerifyBatch): the groups of a written batch whose
 // line a crash cut off are found in its rollouts file.
-func readJournal(d dataset.RunDir) (untaken []journalEntry, seqs map[int]int, err error) {
+func readJournal(d dataset.RunDir) (journalRead, error) {
+	out := journalRead{seqs: map[int]int{}, series: map[int]SeriesCursor{}}
 	path := d.StreamJournalPath()
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, map[int]int{}, nil
+		return out, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("train: read %s: %w", path, err)
+		return out, fmt.Errorf("train: read %s: %w", path, err)
 	}
 	if n := len(b); n > 0 && b[n-1] != '\n' {
 		b = b[:bytes.LastIndexByte(b, '\n')+1]
 		if err := os.Truncate(path, int64(len(b))); err != nil {
-			return nil, nil, fmt.Errorf("train: drop the torn last line of %s: %w", path, err)
+			return out, fmt.Errorf("train: drop the torn last line of %s: %w", path, err)
 		}
 	}
 	var groups []journalEntry
 	taken := map[string]bool{}
 	batches := map[int]bool{}
-	seqs = map[int]int{}
+	seqs := out.seqs
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 1<<20), 1<<26)
 	for line := 1; sc.Scan(); line++ {
 		var e journalEntry
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || (e.Group == "" && e.Batch == 0) {
-			return nil, nil, fmt.Errorf("train: %s line %d is not a stream journal line (%q): remove the run's stream/ folder to sample its unbatched groups anew", path, line, clip(sc.Text()))
+			return out, fmt.Errorf("train: %s line %d is not a stream journal line (%q): remove the run's stream/ folder to sample its unbatched groups anew", path, line, clip(sc.Text()))
 		}
 		if e.Batch > 0 {
 			batches[e.Batch] = true
@@ -138,6 +150,11 @@ func readJournal(d dataset.RunDir) (untaken []journalEntry, seqs map[int]int, er
 			continue
 		}
 		groups = append(groups, e)
+		if c := e.Series; c != nil {
+			if was, ok := out.series[c.Slot]; !ok || c.Generation > was.Generation || (c.Generation == was.Generation && c.Index > was.Index) {
+				out.series[c.Slot] = *c
+			}
+		}
 		var step, seq int
 		if _, err := fmt.Sscanf(e.Group, "s%06d-g%05d", &step, &seq); err == nil {
 			seqs[step] = max(seqs[step], seq)
@@ -169,16 +186,16 @@ func readJournal(d dataset.RunDir) (untaken []journalEntry, seqs map[int]int, er
 				taken[r.GroupID] = true
 				return nil
 			}); err != nil {
-				return nil, nil, err
+				return out, err
 			}
 		}
 	}
 	for _, e := range groups {
 		if !taken[e.Group] {
-			untaken = append(untaken, e)
+			out.untaken = append(out.untaken, e)
 		}
 	}
-	return untaken, seqs, nil
+	return out, nil
 }
 
 // clip shortens s for a message.
@@ -191,12 +208,14 @@ func clip(s string) string {
 
 // resumeGroups puts the groups the journal holds untaken into the stream's
 // ready queue, read from their files, and returns how many, so that a
-// resumed run samples none of them again. Called before the stream runs.
-func (s *stream) resumeGroups() (int, error) {
-	untaken, seqs, err := readJournal(s.l.opts.Dir)
+// resumed run samples none of them again, and the furthest cursor of each
+// series slot. Called before the stream runs.
+func (s *stream) resumeGroups() (int, map[int]SeriesCursor, error) {
+	jr, err := readJournal(s.l.opts.Dir)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
+	untaken, seqs := jr.untaken, jr.seqs
 	s.seq = max(s.seq, seqs[s.first]+1)
 	if _, ok := seqs[s.first]; !ok {
 		s.seq = 0
@@ -209,9 +228,9 @@ func (s *stream) resumeGroups() (int, error) {
 		}
 		rs, err := dataset.ReadAllRollouts(path)
 		if err != nil {
-			return n, fmt.Errorf("train: the stream journal's group %s: %w (remove %s to sample it anew)", e.Group, err, filepath.Join(s.l.opts.Dir.StreamDir()))
+			return n, nil, fmt.Errorf("train: the stream journal's group %s: %w (remove %s to sample it anew)", e.Group, err, filepath.Join(s.l.opts.Dir.StreamDir()))
 		}
-		g := &streamGroup{id: e.Group, model: e.Model, version: e.Version, rs: rs, stats: e.Judge, informative: e.Informative, resumed: true}
+		g := &streamGroup{id: e.Group, model: e.Model, version: e.Version, rs: rs, stats: e.Judge, informative: e.Informative, resumed: true, slot: -1}
 		for i := range rs {
 			p := rollout.Played{Rollout: &rs[i]}
 			if rs[i].Failed {
@@ -225,5 +244,5 @@ func (s *stream) resumeGroups() (int, error) {
 		s.ready = append(s.ready, g)
 		n++
 	}
-	return n, nil
+	return n, jr.series, nil
 }

@@ -41,7 +41,8 @@ func TestReadJournal(t *testing.T) {
 	if _, err := WriteStep(d, 2, 1, rs, nil, dataset.ScoreScale{Name: "x"}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	untaken, seqs, err := readJournal(d)
+	jr, err := readJournal(d)
+	untaken, seqs := jr.untaken, jr.seqs
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,13 +58,13 @@ func TestReadJournal(t *testing.T) {
 	f, _ := os.OpenFile(d.StreamJournalPath(), os.O_APPEND|os.O_WRONLY, 0)
 	fmt.Fprint(f, `{"group":"s000001-g00005","vers`)
 	f.Close()
-	if untaken, _, err := readJournal(d); err != nil || len(untaken) != 2 {
-		t.Errorf("with a torn last line: %d untaken, %v; want 2, nil", len(untaken), err)
+	if jr, err := readJournal(d); err != nil || len(jr.untaken) != 2 {
+		t.Errorf("with a torn last line: %d untaken, %v; want 2, nil", len(jr.untaken), err)
 	}
 	f, _ = os.OpenFile(d.StreamJournalPath(), os.O_APPEND|os.O_WRONLY, 0)
 	fmt.Fprint(f, "garbage\n{\"batch\":3}\n")
 	f.Close()
-	if _, _, err := readJournal(d); err == nil || !strings.Contains(err.Error(), "journal.jsonl line 7") {
+	if _, err := readJournal(d); err == nil || !strings.Contains(err.Error(), "journal.jsonl line 7") {
 		t.Errorf("with a bad line = %v, want an error naming the file and line 7", err)
 	}
 }

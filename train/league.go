@@ -74,34 +74,11 @@ func (l *Loop) leagueDraw(ctx context.Context, step, pv, groups int) (*league.St
 	if len(l.opts.League) == 0 {
 		return nil, nil, nil
 	}
-	next := l.league.Clone()
-	next.Step = step
+	next := l.prepareLeague(l.league, step, pv)
 	drawn := map[string]map[string]rollout.Player{}
 	for _, role := range l.leagueRoles() {
 		lr := l.opts.League[role]
 		r := next.Role(role)
-		r.Join(step, pv, len(lr.Frozen), lr.Options)
-		for i := range r.Members {
-			m := &r.Members[i]
-			if m.Kind == league.KindFrozen {
-				if frozenIndex(m.ID) >= len(lr.Frozen) {
-					m.Skipped = fmt.Sprintf("roles.%s.pool has %d entries now", role, len(lr.Frozen))
-				}
-				continue
-			}
-			if m.Version == 0 {
-				continue
-			}
-			m.Model = l.AdapterName(m.Version)
-			dir, err := l.trainedAdapter(m.Version)
-			if err != nil {
-				m.Skipped = err.Error()
-				l.log.Warn("league member skipped: its adapter folder is gone or incomplete", zap.String("role", role),
-					zap.String("member", m.ID), zap.String("folder", l.opts.Dir.CheckpointDir(m.Version)), zap.Error(err))
-				continue
-			}
-			m.Path = dir
-		}
 		var draws []string
 		for {
 			var err error
@@ -134,6 +111,43 @@ func (l *Loop) leagueDraw(ctx context.Context, step, pv, groups int) (*league.St
 		}
 	}
 	return next, drawn, nil
+}
+
+// prepareLeague is base cloned for step: the members it holds with the
+// snapshots of versions up to pv joined, each snapshot's adapter named and
+// its folder found, a member whose folder is gone or incomplete or whose
+// frozen entry the config no longer has marked skipped (named in a
+// warning).
+func (l *Loop) prepareLeague(base *league.State, step, pv int) *league.State {
+	next := base.Clone()
+	next.Step = step
+	for _, role := range l.leagueRoles() {
+		lr := l.opts.League[role]
+		r := next.Role(role)
+		r.Join(step, pv, len(lr.Frozen), lr.Options)
+		for i := range r.Members {
+			m := &r.Members[i]
+			if m.Kind == league.KindFrozen {
+				if frozenIndex(m.ID) >= len(lr.Frozen) {
+					m.Skipped = fmt.Sprintf("roles.%s.pool has %d entries now", role, len(lr.Frozen))
+				}
+				continue
+			}
+			if m.Version == 0 {
+				continue
+			}
+			m.Model = l.AdapterName(m.Version)
+			dir, err := l.trainedAdapter(m.Version)
+			if err != nil {
+				m.Skipped = err.Error()
+				l.log.Warn("league member skipped: its adapter folder is gone or incomplete", zap.String("role", role),
+					zap.String("member", m.ID), zap.String("folder", l.opts.Dir.CheckpointDir(m.Version)), zap.Error(err))
+				continue
+			}
+			m.Path = dir
+		}
+	}
+	return next
 }
 
 // memberPlayer is what plays a league member: a frozen agent of the pool,

@@ -190,7 +190,10 @@ func TestLeagueCrashPoints(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go ft.run(ctx)
-	opts := func(o *train.LoopOptions) { withLeague(o); o.MaxStaleness = 1 }
+	opts := func(o *train.LoopOptions) {
+		withLeague(o)
+		o.MaxStaleness, o.Stream = 1, os.Getenv("PARLEY_TEST_LEAGUE_STREAM") != ""
+	}
 	if err := newLoopClient(t, dataset.RunDir(dir), llmOpts(url), 4, 1, opts).Run(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -226,6 +229,29 @@ func TestLeagueSIGKILL(t *testing.T) {
 		}
 	}
 	t.Logf("%d kills", kills)
+
+	// Streaming, the groups in flight differ from run to run: every step
+	// is trained once, no group is in two batches, and the league after
+	// each step counts the draws of its batch's groups and rates them.
+	dir = dataset.RunDir(t.TempDir())
+	fixNonce(t, dir)
+	kills = killAtPoints(t, "TestLeagueCrashPoints", []string{"PARLEY_TEST_LEAGUE_DIR=" + dir.Root(), "PARLEY_TEST_CRASH_URL=" + url, "PARLEY_TEST_LEAGUE_STREAM=1"},
+		"stream-taken:2", "group-journaled:3", "league-write:2", "before-batch-journal:1", "after-done:2")
+	if kills < 3 {
+		t.Fatalf("streaming: %d kills landed, want at least 3", kills)
+	}
+	checkGroupsOnce(t, dir, 4, 4)
+	for step := 1; step <= 4; step++ {
+		r := readLeague(t, dir, step).Role("B")
+		drawn, total := 0, 0
+		for _, m := range r.Members {
+			drawn, total = drawn+m.StepDrawn, total+m.Drawn
+		}
+		if drawn != 4 || total != 4*step || len(r.History) != step {
+			t.Errorf("streaming, after %d kills: league after step %d counts %d draws (%d in all), %d history points; want 4 (%d), %d",
+				kills, step, drawn, total, len(r.History), 4*step, step)
+		}
+	}
 }
 
 // leagueJSON is dir's league after step with the adapter paths made

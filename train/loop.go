@@ -63,8 +63,7 @@ type LoopOptions struct {
 	// N+j (j <= k) while step N trains, with the newest policy trained.
 	MaxStaleness int
 	// Stream plays groups continuously instead of step by step (stream;
-	// MaxStaleness must be at least 1, and no Series or League): step N's
-	// batch takes the first groups judged whose policy is at most
+	// MaxStaleness must be at least 1): step N's batch takes the first groups judged whose policy is at most
 	// MaxStaleness (or MaxOffPolicySteps, when smaller) steps older than
 	// the one the batch trains.
 	Stream bool
@@ -102,8 +101,8 @@ type LoopOptions struct {
 	// zero, at most OversampleMax times as many groups a step (default
 	// DefaultOversampleMax); the batch trains the first PromptsPerStep of
 	// them, and every group played stays in the step's rollouts. It needs
-	// prompt rows drawn per step (no Series, no League) and an advantage
-	// that drops zero-variance groups.
+	// an advantage that drops zero-variance groups, and step by step
+	// prompt rows drawn per step (no Series, no League).
 	DynamicSampling bool
 	OversampleMax   float64
 
@@ -281,11 +280,11 @@ func (o *LoopOptions) check() error {
 	if o.MaxStaleness < 0 || o.MaxOffPolicySteps < 0 {
 		return fmt.Errorf("max staleness %d, max off-policy steps %d: must not be negative", o.MaxStaleness, o.MaxOffPolicySteps)
 	}
-	if o.Stream && (o.MaxStaleness < 1 || o.Series != nil || len(o.League) > 0) {
-		return fmt.Errorf("streaming needs max staleness at least 1 (%d) and prompt rows drawn per group: not with series or league roles", o.MaxStaleness)
+	if o.Stream && o.MaxStaleness < 1 {
+		return fmt.Errorf("streaming needs max staleness at least 1 (%d)", o.MaxStaleness)
 	}
-	if o.DynamicSampling && (o.Series != nil || len(o.League) > 0) {
-		return errors.New("dynamic sampling draws prompt rows per step: not with series or league roles")
+	if o.DynamicSampling && !o.Stream && (o.Series != nil || len(o.League) > 0) {
+		return errors.New("dynamic sampling step by step draws prompt rows per step: not with series or league roles (it is with streaming)")
 	}
 	if so := o.Series; so != nil {
 		if _, ok := o.Rollout.Game.(rollout.SeriesGame); !ok || so.Plan == nil || so.Slots <= 0 {

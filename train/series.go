@@ -49,8 +49,9 @@ type SeriesCursor struct {
 	State json.RawMessage `json:"state,omitempty"`
 }
 
-// generation returns the Slots series of generation gen.
-func (l *Loop) generation(gen int) ([]rollout.Series, error) {
+// generation returns the slots series of generation gen (Slots of them
+// step by step; a streaming run keeps more in flight).
+func (l *Loop) generation(gen, slots int) ([]rollout.Series, error) {
 	so := l.opts.Series
 	seed := rollout.DeriveSeed(l.opts.Seed, "series-generation", int64(gen))
 	unit, err := so.Plan(1, seed)
@@ -60,14 +61,14 @@ func (l *Loop) generation(gen int) ([]rollout.Series, error) {
 	if len(unit) == 0 {
 		return nil, fmt.Errorf("train: series generation %d: the plan is empty", gen)
 	}
-	all, err := so.Plan((so.Slots+len(unit)-1)/len(unit), seed)
+	all, err := so.Plan((slots+len(unit)-1)/len(unit), seed)
 	if err != nil {
 		return nil, fmt.Errorf("train: series generation %d: %w", gen, err)
 	}
-	if len(all) < so.Slots {
-		return nil, fmt.Errorf("train: series generation %d: the plan has %d series for %d slots", gen, len(all), so.Slots)
+	if len(all) < slots {
+		return nil, fmt.Errorf("train: series generation %d: the plan has %d series for %d slots", gen, len(all), slots)
 	}
-	out := all[:so.Slots]
+	out := all[:slots]
 	for i := range out {
 		// Plans name series alike in every generation: tell them apart.
 		out[i].ID = fmt.Sprintf("g%03d-%s", gen, out[i].ID)
@@ -80,19 +81,9 @@ func (l *Loop) generation(gen int) ([]rollout.Series, error) {
 // lost sidecar (a trained step whose sampling files are gone) restarts
 // every series in a generation of its own.
 func (l *Loop) cursorsBefore(step int) ([]SeriesCursor, error) {
-	fresh := func(gen int) ([]SeriesCursor, error) {
-		gs, err := l.generation(gen)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]SeriesCursor, len(gs))
-		for i, s := range gs {
-			out[i] = SeriesCursor{Slot: i, Generation: gen, Series: s.ID}
-		}
-		return out, nil
-	}
+	slots := l.opts.Series.Slots
 	if step == 1 {
-		return fresh(0)
+		return l.freshCursors(0, slots)
 	}
 	sc, err := l.readSidecar(step - 1)
 	if err == nil && len(sc.Series) == l.opts.Series.Slots {
@@ -100,7 +91,21 @@ func (l *Loop) cursorsBefore(step int) ([]SeriesCursor, error) {
 	}
 	l.log.Warn("the series cursors of the previous step are lost; every series starts afresh",
 		zap.Int("step", step), zap.Error(err))
-	return fresh(1_000_000 + step)
+	return l.freshCursors(1_000_000+step, slots)
+}
+
+// freshCursors are the cursors of the start of generation gen's slots
+// series.
+func (l *Loop) freshCursors(gen, slots int) ([]SeriesCursor, error) {
+	gs, err := l.generation(gen, slots)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SeriesCursor, len(gs))
+	for i, s := range gs {
+		out[i] = SeriesCursor{Slot: i, Generation: gen, Series: s.ID}
+	}
+	return out, nil
 }
 
 // sampleSeries plays step's groups: the next game of each slot's series,
@@ -111,9 +116,13 @@ func (l *Loop) sampleSeries(ctx context.Context, runner *rollout.Runner, step in
 	if err != nil {
 		return nil, rollout.Summary{}, nil, err
 	}
-	jobs, series, err := l.seriesJobs(step, cursors)
-	if err != nil {
-		return nil, rollout.Summary{}, nil, err
+	gens := map[int][]rollout.Series{}
+	jobs := make([]rollout.StateJob, len(cursors))
+	series := make([]rollout.Series, len(cursors))
+	for i, c := range cursors {
+		if jobs[i], series[i], err = l.seriesJob(c, len(cursors), gens); err != nil {
+			return nil, rollout.Summary{}, nil, fmt.Errorf("train.Loop step %d: %w", step, err)
+		}
 	}
 	type result struct {
 		rec  dataset.Rollout
@@ -144,50 +153,50 @@ func (l *Loop) sampleSeries(ctx context.Context, runner *rollout.Runner, step in
 			continue
 		}
 		chosen[slot] = true // the lowest index that did not fail: got is sorted
-		if after[slot], err = l.advance(after[slot], len(series[slot].Games), g.next); err != nil {
+		if after[slot], err = l.advance(after[slot], len(series[slot].Games), len(cursors), g.next); err != nil {
 			return nil, sum, nil, err
 		}
 	}
 	return rs, sum, after, nil
 }
 
-// seriesJobs returns each slot's next game as a job, and its series.
-func (l *Loop) seriesJobs(step int, cursors []SeriesCursor) ([]rollout.StateJob, []rollout.Series, error) {
-	gens := map[int][]rollout.Series{}
-	jobs := make([]rollout.StateJob, len(cursors))
-	series := make([]rollout.Series, len(cursors))
-	for i, c := range cursors {
-		if gens[c.Generation] == nil {
-			g, err := l.generation(c.Generation)
-			if err != nil {
-				return nil, nil, err
-			}
-			gens[c.Generation] = g
+// seriesJob returns the next game of cursor c's series as a job, and
+// the series, its generation of slots series laid out once in gens.
+func (l *Loop) seriesJob(c SeriesCursor, slots int, gens map[int][]rollout.Series) (rollout.StateJob, rollout.Series, error) {
+	if gens[c.Generation] == nil {
+		g, err := l.generation(c.Generation, slots)
+		if err != nil {
+			return rollout.StateJob{}, rollout.Series{}, err
 		}
-		s := gens[c.Generation][c.Slot]
-		if s.ID != c.Series || c.Index >= len(s.Games) {
-			return nil, nil, fmt.Errorf("train.Loop step %d: slot %d's cursor (series %s game %d) does not match generation %d's plan (series %s of %d games)",
-				step, c.Slot, c.Series, c.Index, c.Generation, s.ID, len(s.Games))
-		}
-		state := []byte(c.State)
-		if c.Index == 0 && state == nil {
-			state = s.Init
-		}
-		series[i] = s
-		jobs[i] = rollout.StateJob{Series: s.ID, Index: c.Index, Prompt: s.Games[c.Index], State: state}
+		gens[c.Generation] = g
 	}
-	return jobs, series, nil
+	s := gens[c.Generation][c.Slot]
+	if s.ID != c.Series || c.Index >= len(s.Games) {
+		return rollout.StateJob{}, rollout.Series{}, fmt.Errorf("slot %d's cursor (series %s game %d) does not match generation %d's plan (series %s of %d games)",
+			c.Slot, c.Series, c.Index, c.Generation, s.ID, len(s.Games))
+	}
+	state := []byte(c.State)
+	if c.Index == 0 && state == nil {
+		state = s.Init
+	}
+	return rollout.StateJob{Series: s.ID, Index: c.Index, Prompt: s.Games[c.Index], State: state}, s, nil
 }
 
 // advance moves cursor c past the game it played, to state next; past a
 // series' last game (of games) it starts the slot's series of the next
-// generation.
-func (l *Loop) advance(c SeriesCursor, games int, next []byte) (SeriesCursor, error) {
+// generation (of slots series).
+func (l *Loop) advance(c SeriesCursor, games, slots int, next []byte) (SeriesCursor, error) {
 	c.Index, c.State = c.Index+1, append(json.RawMessage(nil), next...)
 	if c.Index < games {
 		return c, nil
 	}
-	gen, err := l.generation(c.Generation + 1)
+	return l.nextSeries(c, slots)
+}
+
+// nextSeries is the start of the series of c's slot in the generation
+// after c's (of slots series).
+func (l *Loop) nextSeries(c SeriesCursor, slots int) (SeriesCursor, error) {
+	gen, err := l.generation(c.Generation+1, slots)
 	if err != nil {
 		return c, err
 	}

@@ -63,6 +63,9 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 	}
 	if s.league != nil {
 		l.league = s.league
+		if l.stream != nil {
+			l.stream.setLeague(s.league.Clone())
+		}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/parleyhq/parley/curriculum"
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/internal/crashpoint"
+	"github.com/parleyhq/parley/league"
 	"github.com/parleyhq/parley/metrics"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
@@ -74,9 +76,15 @@ type stream struct {
 	// cur is the adaptive sampler's statistics the stream draws from
 	// (a copy of the loop's after its newest written batch).
 	cur *curriculum.State
+	// series are the series in flight (series training; nil otherwise),
+	// league the league the groups draw from (nil without league roles).
+	series *streamSeries
+	league *streamLeague
 	// retired are adapters no longer served, unloaded once no group in
-	// flight plays them.
-	retired map[string]bool
+	// flight plays them; unloading those being unloaded, each closed when
+	// its unload has returned (a load of the same name waits for it).
+	retired   map[string]bool
+	unloading map[string]chan struct{}
 	// cancelled and dropped count the groups cancelled in flight and
 	// dropped once judged, for the next step's metrics.
 	cancelled, dropped int
@@ -100,6 +108,12 @@ type streamGroup struct {
 	version int
 	cancel  context.CancelFunc
 	played  []rollout.Played
+	// members are the adapters of the league members the group plays.
+	members []string
+	// slot is the series slot whose game the group plays (-1: none), after
+	// the slot's cursor once the game ended.
+	slot  int
+	after *SeriesCursor
 	// Once judged:
 	rs          []dataset.Rollout
 	stats       reward.ScoreStats
@@ -113,7 +127,7 @@ type streamGroup struct {
 func (l *Loop) startStream(ctx context.Context, first int) (*stream, error) {
 	s := &stream{
 		l: l, first: first, next: first, version: l.state.PolicyVersion,
-		live: map[string]*streamGroup{}, retired: map[string]bool{}, done: make(chan struct{}),
+		live: map[string]*streamGroup{}, retired: map[string]bool{}, unloading: map[string]chan struct{}{}, done: make(chan struct{}),
 		sem: make(chan struct{}, max(1, (l.opts.JudgeConcurrency+l.opts.Rollout.GroupSize-1)/max(1, l.opts.Rollout.GroupSize))),
 	}
 	s.cond = sync.NewCond(&s.mu)
@@ -136,9 +150,17 @@ func (l *Loop) startStream(ctx context.Context, first int) (*stream, error) {
 	if s.runner, err = rollout.NewRunner(ro); err != nil {
 		return nil, err
 	}
-	n, err := s.resumeGroups()
+	n, cursors, err := s.resumeGroups()
 	if err != nil {
 		return nil, err
+	}
+	if l.opts.Series != nil {
+		if err := s.startSeries(cursors); err != nil {
+			return nil, err
+		}
+	}
+	if len(l.opts.League) > 0 {
+		s.league = newStreamLeague(l.league)
 	}
 	if n > 0 {
 		l.log.Info("resuming the groups the stream journal holds finished and not yet in a batch", zap.Int("groups", n), zap.String("journal", l.opts.Dir.StreamJournalPath()))
@@ -268,24 +290,47 @@ func (s *stream) nextGroup(ctx context.Context, _ int) (rollout.Group, bool, err
 	defer stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for !s.room() && ctx.Err() == nil {
+	for !(s.room() && (s.series == nil || s.series.freeSlot() >= 0)) && ctx.Err() == nil {
 		s.cond.Wait()
 	}
 	if err := ctx.Err(); err != nil {
 		return rollout.Group{}, false, err
 	}
-	b := s.l.opts.PromptsPerStep
-	// Rows are drawn B at a time by the curriculum's seeded draw, a block
-	// per B groups, the blocks of this session after those any earlier
-	// session of the run could have drawn.
-	block := s.first*1_000_000 + s.seq/b
-	p := s.l.drawRows(s.cur, b, rollout.DeriveSeed(s.l.opts.Seed, "stream", 0), block)[s.seq%b]
-	g := &streamGroup{id: rollout.GroupID(s.first, s.seq), model: s.served, version: s.version}
+	g := &streamGroup{id: rollout.GroupID(s.first, s.seq), model: s.served, version: s.version, slot: -1}
+	grp := rollout.Group{ID: g.id, Model: g.model, PolicyVersion: g.version}
+	if s.series != nil {
+		job, err := s.seriesGroup(s.series.freeSlot(), g)
+		if err != nil {
+			return rollout.Group{}, false, err
+		}
+		grp.Prompt, grp.State = job.Prompt, job
+	} else {
+		b := s.l.opts.PromptsPerStep
+		// Rows are drawn B at a time by the curriculum's seeded draw, a
+		// block per B groups, the blocks of this session after those any
+		// earlier session of the run could have drawn.
+		block := s.first*1_000_000 + s.seq/b
+		grp.Prompt = s.l.drawRows(s.cur, b, rollout.DeriveSeed(s.l.opts.Seed, "stream", 0), block)[s.seq%b]
+	}
+	if s.league != nil {
+		players, err := s.drawPlayers(ctx, s.seq)
+		if err != nil {
+			s.seriesCancelled(g)
+			return rollout.Group{}, false, err
+		}
+		grp.Players = players
+		for _, p := range players {
+			if p.Model != "" {
+				g.members = append(g.members, p.Model)
+			}
+		}
+	}
 	s.seq++
 	gctx, cancel := context.WithCancel(ctx)
 	g.cancel = cancel
+	grp.Ctx = gctx
 	s.live[g.id] = g
-	return rollout.Group{Prompt: p, ID: g.id, Model: g.model, PolicyVersion: g.version, Ctx: gctx}, true, nil
+	return grp, true, nil
 }
 
 // sink takes each finished rollout; a group complete is judged.
@@ -301,7 +346,11 @@ func (s *stream) sink(p rollout.Played) error {
 	if complete {
 		delete(s.live, g.id)
 		g.cancel()
+		if g.slot >= 0 {
+			s.seriesEnded(g)
+		}
 		s.unloadRetired()
+		s.cond.Broadcast()
 	}
 	s.mu.Unlock()
 	if !complete {
@@ -357,23 +406,38 @@ func (s *stream) serve(model string, step int) {
 // group in flight plays (a league member's is kept). Called with mu held.
 func (s *stream) unloadRetired() {
 	for name := range s.retired {
-		if s.playing(name) {
+		if s.playing(name) || s.leagueHolds(name) {
 			continue
 		}
 		delete(s.retired, name)
-		go func() {
-			if err := s.l.opts.Adapters.UnloadLoRA(s.ctx, name); err != nil && s.ctx.Err() == nil {
-				s.l.log.Warn("unload of a retired adapter failed", zap.String("adapter", name), zap.Error(err))
-			}
-		}()
+		s.unloadLater(name, "unload of a retired adapter failed")
 	}
 }
 
-// playing reports whether a group in flight plays model. Called with mu
-// held.
+// unloadLater unloads adapter name in the background, logging failed
+// when it fails; a load of the same name waits for it (drawPlayers).
+// Called with mu held.
+func (s *stream) unloadLater(name, failed string) {
+	done := make(chan struct{})
+	s.unloading[name] = done
+	go func() {
+		defer close(done)
+		if err := s.l.opts.Adapters.UnloadLoRA(s.ctx, name); err != nil && s.ctx.Err() == nil {
+			s.l.log.Warn(failed, zap.String("adapter", name), zap.Error(err))
+		}
+		s.mu.Lock()
+		if s.unloading[name] == done {
+			delete(s.unloading, name)
+		}
+		s.mu.Unlock()
+	}()
+}
+
+// playing reports whether a group in flight plays model, as its policy
+// or a league member. Called with mu held.
 func (s *stream) playing(model string) bool {
 	for _, g := range s.live {
-		if g.model == model {
+		if g.model == model || slices.Contains(g.members, model) {
 			return true
 		}
 	}
@@ -443,13 +507,26 @@ func (s *stream) take(ctx context.Context, step int) (sampled, error) {
 		s.cond.Wait()
 	}
 	s.next, s.lastTaken, s.taking, s.need = step+1, len(taken), 0, 0
+	var lg *league.State
+	if s.league != nil {
+		newest := s.version
+		if len(taken) > 0 {
+			newest = 0
+			for _, g := range taken {
+				newest = max(newest, g.version)
+			}
+		}
+		lg = s.takeLeague(step, newest, taken)
+	}
 	s.cond.Broadcast()
 	cancelled, dropped := s.cancelled, s.dropped
 	s.cancelled, s.dropped = 0, 0
 	s.mu.Unlock()
 	locked = false
 	crashpoint.Hit("stream-taken") // groups taken from the stream, nothing of the step written
-	return s.sampled(ctx, step, taken, informative, cancelled, dropped), nil
+	out := s.sampled(ctx, step, taken, informative, cancelled, dropped)
+	out.league = lg
+	return out, nil
 }
 
 // dropStale cancels the groups in flight and drops the judged ones whose
@@ -460,6 +537,7 @@ func (s *stream) dropStale(step int) {
 		if g.version < oldest {
 			g.cancel()
 			delete(s.live, id)
+			s.seriesCancelled(g)
 			s.cancelled++
 		}
 	}

@@ -37,7 +37,8 @@ type Layer struct {
 	Pkgs []string
 }
 
-// Module is this module's layers, bottom first. The order is the one
+// Module is this module's layers, bottom first, as README's Layout lists
+// them (TestReadmeLayers compares the two). The order is the one
 // `go list` shows, not an aspiration: config validates a game's section
 // through rollout's registry and judge kinds through reward, so it sits
 // above the games; league, train, eval, app and cmd/parley sit above it,
@@ -58,7 +59,7 @@ var Module = []Layer{
 	{"training loop", []string{"train/..."}},
 	{"evaluation", []string{"eval/..."}},
 	{"composition root", []string{"app/..."}},
-	{"binary", []string{"cmd/..."}},
+	{"binary", []string{"cmd/parley/..."}},
 }
 
 // Games are the games Registrar does not import: internal/toygame, which

@@ -1,9 +1,11 @@
 package layers
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -98,6 +100,74 @@ func TestModuleLayersPatterns(t *testing.T) {
 	}
 	if !matches(func(p string) bool { return p == Registrar }) {
 		t.Errorf("Registrar %q is no package", Registrar)
+	}
+}
+
+// TestReadmeLayers: README's Layout lists the layers of Module, in order,
+// each with the same packages.
+func TestReadmeLayers(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(moduleRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := readmeLayers(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want [][]string
+	for _, l := range Module {
+		var pkgs []string
+		for _, p := range l.Pkgs {
+			pkgs = append(pkgs, strings.TrimSuffix(p, "/..."))
+		}
+		slices.Sort(pkgs)
+		want = append(want, pkgs)
+	}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("README's layers = %q,\nModule's = %q", got, want)
+	}
+}
+
+// readmeLayers returns the packages (in backquotes, sorted) of each item of
+// the numbered list that follows "The packages stand in layers" in readme.
+func readmeLayers(readme string) ([][]string, error) {
+	_, rest, ok := strings.Cut(readme, "The packages stand in layers")
+	if !ok {
+		return nil, fmt.Errorf("README has no paragraph \"The packages stand in layers\"")
+	}
+	var layers [][]string
+	inList := false
+	for line := range strings.Lines(rest) {
+		line = strings.TrimSpace(line)
+		n, item, ok := strings.Cut(line, ". ")
+		if _, err := strconv.Atoi(n); !ok || err != nil {
+			if inList {
+				break
+			}
+			continue
+		}
+		inList = true
+		var pkgs []string
+		for i, part := range strings.Split(item, "`") {
+			if i%2 == 1 {
+				pkgs = append(pkgs, part)
+			}
+		}
+		slices.Sort(pkgs)
+		layers = append(layers, pkgs)
+	}
+	return layers, nil
+}
+
+func TestReadmeLayersParse(t *testing.T) {
+	const readme = "x\nThe packages stand in layers, bottom first:\n\n1. leaf: `b`, `a`\n2. `c`\n\nThe end. 3. `d`\n"
+	got, err := readmeLayers(readme)
+	want := [][]string{{"a", "b"}, {"c"}}
+	if err != nil || !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("readmeLayers = %q, %v, want %q", got, err, want)
+	}
+	if _, err := readmeLayers("no layers here"); err == nil {
+		t.Error("readmeLayers of a README without the paragraph: no error")
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
-	"github.com/parleyhq/parley/eval/tournament"
+	"github.com/parleyhq/parley/eval/tournament/schedule"
 	"github.com/parleyhq/parley/internal/textfile"
 	"github.com/parleyhq/parley/rollout"
 	"gopkg.in/yaml.v3"
@@ -153,7 +153,7 @@ func DefaultTournament(env string) (Tournament, error) {
 		return Tournament{}, fmt.Errorf("the %s game cannot be played as a tournament (games that can: %s)", env, strings.Join(TournamentGames(), ", "))
 	}
 	t := Tournament{
-		Env: env, Seed: 1, Rounds: 5, Conditions: slices.Clone(spec.Tournament.Conditions), Schedule: tournament.ScheduleAlternate,
+		Env: env, Seed: 1, Rounds: 5, Conditions: slices.Clone(spec.Tournament.Conditions), Schedule: schedule.Alternate,
 		Scenarios:   spec.Curriculum.Default,
 		Judge:       TournamentJudge{MaxRetries: 3, Timeout: 2 * time.Minute, Concurrency: 16, StructuredOutput: true},
 		Sampling:    TournamentSampling{Temperature: 0.7, TopP: 1, MaxTokens: 1024},
@@ -342,8 +342,8 @@ func (t *Tournament) Validate() error {
 		}
 		seen[c] = true
 	}
-	if !slices.Contains(tournament.Schedules, t.Schedule) {
-		bad("schedule", "must be %s, got %q", quoteAll(tournament.Schedules), t.Schedule)
+	if !slices.Contains(schedule.Names, t.Schedule) {
+		bad("schedule", "must be %s, got %q", quoteAll(schedule.Names), t.Schedule)
 	}
 	if v, ok := t.Game.(interface{ Validate() error }); ok {
 		if err := v.Validate(); err != nil {

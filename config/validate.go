@@ -12,7 +12,7 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
-	"github.com/parleyhq/parley/league"
+	"github.com/parleyhq/parley/league/draw"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
 	"gopkg.in/yaml.v3"
@@ -357,7 +357,7 @@ func (c Config) validateLeague(k *checker, key, role string, r RoleModel, player
 	k.nonNegative(lk+".snapshot_every", r.League.SnapshotEvery)
 	k.nonNegative(lk+".max_loaded", r.League.MaxLoaded)
 	if r.League.Draw != "" {
-		oneOf(k, lk+".draw", r.League.Draw, league.DrawRules)
+		oneOf(k, lk+".draw", r.League.Draw, draw.Rules)
 	}
 	if r.League.PFSPPower < 0 {
 		k.bad(lk+".pfsp_power", "must not be negative, got %g", r.League.PFSPPower)

@@ -39,23 +39,20 @@ import (
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/internal/crashpoint"
 	"github.com/parleyhq/parley/internal/fsutil"
+	"github.com/parleyhq/parley/league/draw"
 	"github.com/parleyhq/parley/stats"
 )
 
-// Draw rules (roles.<role>.league.draw).
+// Draw rules (roles.<role>.league.draw), named in package draw so that
+// config validates them without importing league.
 const (
-	// DrawUniform draws every available member alike (the default).
-	DrawUniform = "uniform"
-	// DrawLatest draws the newest snapshot (uniform over the frozen
-	// members before the first snapshot is available).
-	DrawLatest = "latest"
-	// DrawPFSP weighs a member by (1 − p)^power, p the trained policy's
-	// estimated win probability against it.
-	DrawPFSP = "pfsp"
+	DrawUniform = draw.Uniform // every available member alike (the default)
+	DrawLatest  = draw.Latest  // the newest snapshot
+	DrawPFSP    = draw.PFSP    // by (1 − p)^power, p the win probability against it
 )
 
-// DrawRules are the draw rules.
-var DrawRules = []string{DrawUniform, DrawLatest, DrawPFSP}
+// DrawRules are the draw rules (draw.Rules).
+var DrawRules = draw.Rules
 
 // Defaults of Options.
 const (

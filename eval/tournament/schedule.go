@@ -14,23 +14,18 @@ import (
 	"fmt"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/eval/tournament/schedule"
 )
 
-// Schedules.
+// Schedules, named in package schedule so that config validates them
+// without importing tournament.
 const (
-	// ScheduleAlternate: one game per unordered pair per round and
-	// condition, seats alternating with the round and swapped between the
-	// conditions, so every ordered pairing plays `rounds` games over two
-	// conditions (seed 001's table 9: 15 agents, 5 rounds, 1,050 games).
-	ScheduleAlternate = "alternate"
-	// ScheduleBoth: every unordered pair meets in both seat assignments
-	// every round and condition (twice the games: 2,100 at 15 agents and
-	// 5 rounds).
-	ScheduleBoth = "both"
+	ScheduleAlternate = schedule.Alternate // one game per pair, seats alternating (the default)
+	ScheduleBoth      = schedule.Both      // both seat assignments every round
 )
 
-// Schedules lists the schedules, the default first.
-var Schedules = []string{ScheduleAlternate, ScheduleBoth}
+// Schedules lists the schedules, the default first (schedule.Names).
+var Schedules = schedule.Names
 
 // Match is one scheduled game.
 type Match struct {

@@ -128,17 +128,19 @@ func loadSplit(cfg config.Config, split string) ([]dataset.Prompt, error) {
 }
 
 // newJudge builds the configured reward judge; cacheDir holds the judge
-// cache ("" for none). The returned func releases it.
+// cache ("" for none). The returned func releases it. Its switch is the
+// one place judge kinds are compared: what else a kind does is its entry
+// in reward's kind table (reward.JudgeKind).
 func newJudge(cfg config.Config, cacheDir string, observe func(time.Duration, error), log *zap.Logger) (reward.Judge, func(), error) {
-	if cfg.Judge.Kind == reward.JudgeGame {
+	switch cfg.Judge.Kind {
+	case reward.JudgeGame:
 		spec, _ := rollout.Lookup(cfg.Game.Env)
 		j, err := spec.Scorer(cfg.Game.Active())
 		if err != nil {
 			return nil, nil, fmt.Errorf("config key judge.kind: the %s game's scorer: %w", cfg.Game.Env, err)
 		}
 		return j, func() {}, nil
-	}
-	if cfg.Judge.Kind == reward.JudgeRule {
+	case reward.JudgeRule:
 		j, err := reward.NewRuleJudge(reward.RuleOptions{
 			Kind:            cfg.Judge.Rule.Kind,
 			Keywords:        cfg.Judge.Rule.Keywords,
@@ -150,14 +152,16 @@ func newJudge(cfg config.Config, cacheDir string, observe func(time.Duration, er
 			return nil, nil, fmt.Errorf("config key judge.rule: %w", err)
 		}
 		return j, func() {}, nil
+	case reward.JudgeCA:
+		opts := judgeClient(cfg, cacheDir, log)
+		opts.Observe = observe
+		c, err := chat.New(opts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("config key judge: %w", err)
+		}
+		return reward.NewCAJudge(c), func() { _ = c.Close() }, nil
 	}
-	opts := judgeClient(cfg, cacheDir, log)
-	opts.Observe = observe
-	c, err := chat.New(opts)
-	if err != nil {
-		return nil, nil, fmt.Errorf("config key judge: %w", err)
-	}
-	return reward.NewCAJudge(c), func() { _ = c.Close() }, nil
+	return nil, nil, fmt.Errorf("config key judge.kind: unknown kind %q (want one of %v)", cfg.Judge.Kind, reward.JudgeKinds)
 }
 
 // judgeClient is the judge API configuration; the key is read from the

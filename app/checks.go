@@ -12,7 +12,6 @@ import (
 	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/llm/chat"
-	"github.com/parleyhq/parley/reward"
 	"go.uber.org/zap"
 )
 
@@ -75,7 +74,7 @@ func preflightPolicy(ctx context.Context, c *llm.Client, model string) error {
 // preflightJudge checks that an LLM judge's key variable is set and that
 // its API answers and accepts the key (one cheap call).
 func preflightJudge(ctx context.Context, cfg config.Config, log *zap.Logger) error {
-	if cfg.Judge.Kind != reward.JudgeCA {
+	if !cfg.Judge.Kind.UsesChat() {
 		return nil
 	}
 	if cfg.Judge.APIKeyEnv != "" && os.Getenv(cfg.Judge.APIKeyEnv) == "" {

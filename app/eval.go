@@ -59,7 +59,7 @@ func Pairwise(ctx context.Context, cfg config.Config, env Env, fl PairwiseOption
 	if err != nil {
 		return err
 	}
-	if cfg.Judge.Kind != reward.JudgeCA {
+	if !cfg.Judge.Kind.UsesChat() {
 		return fmt.Errorf("eval pairwise: judge.kind is %q: pairwise comparison needs an LLM judge (judge.kind ca)", cfg.Judge.Kind)
 	}
 	for _, p := range []string{fl.Out, fl.Details} {

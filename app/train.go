@@ -439,24 +439,25 @@ func loopEval(every int, o harness.StepEvalOptions, ro rollout.RunnerOptions, pr
 	return train.EvalOptions{Every: every, Evaluator: ev}, nil
 }
 
-// evalAspect is what compares the two sides' finals in an evaluation: for
-// judge.kind ca the pairwise Collective Agency judge (both orders, its
-// own client on the judge's API and cache), else the run's judge's scores
-// (harness.ScoreComparer).
+// evalAspect is what compares the two sides' finals in an evaluation: when
+// judge.kind has a pairwise aspect (ca: Collective Agency), a pairwise
+// judge of it (both orders, its own client on the judge's API and cache),
+// else the run's judge's scores (harness.ScoreComparer).
 func evalAspect(cfg config.Config, judge reward.Judge, cacheDir string, log *zap.Logger) (harness.Aspect, func(), error) {
-	if cfg.Judge.Kind != reward.JudgeCA {
+	aspect := cfg.Judge.Kind.PairwiseAspect()
+	if aspect == "" {
 		return harness.Aspect{Name: "score", Judge: harness.ScoreComparer{Judge: judge}}, func() {}, nil
 	}
 	c, err := chat.New(judgeClient(cfg, cacheDir, log))
 	if err != nil {
 		return harness.Aspect{}, nil, fmt.Errorf("train: the evaluation's pairwise judge: config key judge: %w", err)
 	}
-	pj, err := reward.NewPairwiseJudge(c, reward.AspectCollectiveAgency)
+	pj, err := reward.NewPairwiseJudge(c, aspect)
 	if err != nil {
 		_ = c.Close()
 		return harness.Aspect{}, nil, fmt.Errorf("train: the evaluation's pairwise judge: %w", err)
 	}
-	return harness.Aspect{Name: reward.AspectCollectiveAgency, Judge: pj}, func() { _ = c.Close() }, nil
+	return harness.Aspect{Name: aspect, Judge: pj}, func() { _ = c.Close() }, nil
 }
 
 // TrainOptions are `parley train`'s settings beside the config.

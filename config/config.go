@@ -635,17 +635,20 @@ func Default() Config {
 // the game's own scorer's (rollout.Spec.ScoreScale). Exports, reports and
 // charts label scores with it.
 func (c Config) ScoreScale() dataset.ScoreScale {
-	switch c.Judge.Kind {
-	case reward.JudgeRule:
-		return reward.RuleScale(reward.RuleLabel(c.Judge.Rule.Kind, c.Judge.Rule.AgreementWeight), 0, 0)
-	case reward.JudgeGame:
-		spec, _ := rollout.Lookup(c.Game.Env)
-		if spec.ScoreScale.IsZero() {
-			return dataset.ScoreScale{Name: c.Game.Env + " score"}
-		}
-		return spec.ScoreScale
+	return c.Judge.Kind.Scale(reward.ScaleInputs{
+		Rule: reward.RuleOptions{Kind: c.Judge.Rule.Kind, AgreementWeight: c.Judge.Rule.AgreementWeight},
+		Game: c.gameScale(),
+	})
+}
+
+// gameScale is the scale of the game's own scorer: its Spec's, else one
+// named for the game.
+func (c Config) gameScale() dataset.ScoreScale {
+	spec, _ := rollout.Lookup(c.Game.Env)
+	if spec.ScoreScale.IsZero() {
+		return dataset.ScoreScale{Name: c.Game.Env + " score"}
 	}
-	return reward.CAScale
+	return spec.ScoreScale
 }
 
 // ScoreScaleOf is the ScoreScale of a config file's YAML (a run's frozen

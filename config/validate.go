@@ -406,10 +406,10 @@ func validateRole(k *checker, key string, r RoleModel) {
 func (c Config) validateJudge(k *checker) {
 	oneOf(k, "judge.kind", c.Judge.Kind, reward.JudgeKinds)
 	spec, _ := rollout.Lookup(c.Game.Env)
-	if c.Judge.Kind == reward.JudgeGame && spec.Scorer == nil && spec.Name != "" {
+	if c.Judge.Kind.UsesGameScorer() && spec.Scorer == nil && spec.Name != "" {
 		k.bad("judge.kind", "the %s game has no scorer of its own: use ca or rule", c.Game.Env)
 	}
-	if c.Judge.Kind == reward.JudgeCA || spec.UsesJudge {
+	if c.Judge.Kind.UsesChat() || spec.UsesJudge {
 		k.httpURL("judge.base_url", c.Judge.BaseURL, "judge.api_key_env")
 		if c.Judge.Model == "" {
 			k.bad("judge.model", "must not be empty")
@@ -423,7 +423,7 @@ func (c Config) validateJudge(k *checker) {
 	k.nonNegative("judge.requests_per_minute", c.Judge.RequestsPerMinute)
 	k.nonNegative("judge.tokens_per_minute", c.Judge.TokensPerMinute)
 	k.nonNegative("judge.max_retries", c.Judge.MaxRetries)
-	if c.Judge.Kind == reward.JudgeRule {
+	if c.Judge.Kind.UsesRule() {
 		r := c.Judge.Rule
 		oneOf(k, "judge.rule.kind", r.Kind, reward.RuleKinds)
 		if (r.Kind == reward.RuleKeywords || r.Kind == reward.RuleKeywordShare) && len(r.Keywords) == 0 {

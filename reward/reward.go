@@ -16,22 +16,6 @@ import (
 	"github.com/parleyhq/parley/dataset"
 )
 
-// JudgeKind is which judge scores a run's rollouts (config judge.kind).
-type JudgeKind string
-
-// Judge kinds.
-const (
-	// JudgeCA is the Collective Agency rubric judge, an LLM (NewCAJudge).
-	JudgeCA JudgeKind = "ca"
-	// JudgeRule is a rule scorer (NewRuleJudge).
-	JudgeRule JudgeKind = "rule"
-	// JudgeGame is the game's own programmatic scorer (rollout.Spec.Scorer).
-	JudgeGame JudgeKind = "game"
-)
-
-// JudgeKinds lists the judge kinds.
-var JudgeKinds = []JudgeKind{JudgeCA, JudgeRule, JudgeGame}
-
 // Result is a judge's verdict on one rollout.
 type Result struct {
 	// Score is the judge's score of the rollout as a whole: 1 to 5 for the

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/parleyhq/parley/reward"
-
 	"github.com/parleyhq/parley/config"
 	"go.uber.org/zap"
 )
@@ -16,7 +14,7 @@ const (
 	// usesPolicy: the policy's vLLM servers (policy.endpoints, policy.model).
 	usesPolicy uses = 1 << iota
 	// usesJudge: the reward judge (judge.base_url, judge.model), when
-	// judge.kind is the LLM rubric judge.
+	// judge.kind asks an LLM (reward.JudgeKind.UsesChat).
 	usesJudge
 	// usesChatJudge: the judge's chat endpoint whatever judge.kind says
 	// (eval pairwise always asks an LLM).
@@ -41,7 +39,7 @@ func warnDefaults(cfg config.Config, path string, u uses, log *zap.Logger) {
 		check("policy.endpoints", cfg.Policy.Endpoints)
 		check("policy.model", cfg.Policy.Model)
 	}
-	if u&usesChatJudge != 0 || (u&usesJudge != 0 && cfg.Judge.Kind == reward.JudgeCA) {
+	if u&usesChatJudge != 0 || (u&usesJudge != 0 && cfg.Judge.Kind.UsesChat()) {
 		check("judge.base_url", cfg.Judge.BaseURL)
 		check("judge.model", cfg.Judge.Model)
 	}

@@ -196,6 +196,11 @@ const (
 	// policy's Glicko-2 rating and deviation against the role's league.
 	LeagueRatingPrefix Key = "league/rating/"
 	LeagueRDPrefix     Key = "league/rd/"
+	// EndpointInFlightPrefix + "e<i>" and EndpointAtTargetPrefix + "e<i>"
+	// are KeyEndpointInFlightMean and KeyEndpointAtTargetShare of the
+	// policy's i-th endpoint alone, written when it has several.
+	EndpointInFlightPrefix = KeyEndpointInFlightMean + "/"
+	EndpointAtTargetPrefix = KeyEndpointAtTargetShare + "/"
 	// TrainerPrefix + name is the trainer's metric name from the step's
 	// DONE.
 	TrainerPrefix Key = "trainer/"

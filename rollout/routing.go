@@ -85,10 +85,12 @@ func (sum *Summary) AddRouting(a, b RoutingSnap, log *zap.Logger) {
 	sum.SessionMoves = b.moves - a.moves
 	if dt := b.at.Sub(a.at).Seconds(); dt > 0 && len(b.stats.Endpoints) > 0 {
 		var in, full float64
+		sum.Occupancy = sum.Occupancy[:0]
 		for _, e := range b.stats.Endpoints {
 			ea := endpointStats(a.stats, e.Endpoint)
-			in += e.InFlightSeconds - ea.InFlightSeconds
-			full += e.AtTargetSeconds - ea.AtTargetSeconds
+			ein, efull := e.InFlightSeconds-ea.InFlightSeconds, e.AtTargetSeconds-ea.AtTargetSeconds
+			in, full = in+ein, full+efull
+			sum.Occupancy = append(sum.Occupancy, Occupancy{Endpoint: e.Endpoint, InFlightMean: ein / dt, AtTargetShare: efull / dt})
 		}
 		n := float64(len(b.stats.Endpoints))
 		sum.EndpointInFlightMean, sum.EndpointAtTargetShare = in/dt/n, full/dt/n

@@ -210,11 +210,13 @@ type Summary struct {
 	// the mean over endpoints of the share of the run's time during which
 	// every one of the endpoint's slots (policy.max_concurrent_per_endpoint,
 	// its in-flight target) was held. Read from the client's counters.
-	EndpointInFlightMean  float64       `json:"endpoint_inflight_mean"`
-	EndpointAtTargetShare float64       `json:"endpoint_at_target_share"`
-	Elapsed               time.Duration `json:"elapsed_ns"`
-	PerSecond             float64       `json:"rollouts_per_second"`
-	FailedIDs             []string      `json:"failed_ids,omitempty"`
+	EndpointInFlightMean  float64 `json:"endpoint_inflight_mean"`
+	EndpointAtTargetShare float64 `json:"endpoint_at_target_share"`
+	// Occupancy is each endpoint's, in the client's order.
+	Occupancy []Occupancy   `json:"occupancy,omitempty"`
+	Elapsed   time.Duration `json:"elapsed_ns"`
+	PerSecond float64       `json:"rollouts_per_second"`
+	FailedIDs []string      `json:"failed_ids,omitempty"`
 	// Errors counts the failed rollouts by cause (the innermost error's
 	// message), so one line per kind of failure can be reported.
 	Errors map[string]int `json:"errors,omitempty"`
@@ -224,6 +226,15 @@ type Summary struct {
 	// FirstErr is the first failure, with its error chain (errors.Is works
 	// on it: llm.ErrEngineDead, llm.ErrNotRunning, …); nil when none failed.
 	FirstErr error `json:"-"`
+}
+
+// Occupancy is one policy endpoint's occupancy over a run: the requests
+// in flight on it averaged over the run's time, and the share of that
+// time every one of its slots was held.
+type Occupancy struct {
+	Endpoint      string  `json:"endpoint"`
+	InFlightMean  float64 `json:"inflight_mean"`
+	AtTargetShare float64 `json:"at_target_share"`
 }
 
 // countError adds a failed rollout's error to the counts.

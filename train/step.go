@@ -317,6 +317,12 @@ func (l *Loop) stepMetrics(step int, s sampled, j judged) metrics.Line {
 		m[metrics.KeyRoundsToAgreement] = *sum.RoundsToAgree
 	}
 	addRoleMetrics(m, adv.Roles)
+	if len(sum.Occupancy) > 1 {
+		for i, o := range sum.Occupancy {
+			e := metrics.Key(fmt.Sprintf("e%d", i))
+			m[metrics.EndpointInFlightPrefix+e], m[metrics.EndpointAtTargetPrefix+e] = o.InFlightMean, o.AtTargetShare
+		}
+	}
 	l.serving.drain(m)
 	if s.pre != nil {
 		for k, v := range s.pre.metrics {

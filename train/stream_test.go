@@ -3,6 +3,7 @@ package train_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -24,6 +25,9 @@ func TestLoopStream(t *testing.T) {
 	srv, _ := sim.New(sim.Options{})
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
+	// A second endpoint of the same server: staleness 2 samples on both.
+	ts2 := httptest.NewServer(srv.Handler())
+	defer ts2.Close()
 	const steps = 6
 	for _, tc := range []struct {
 		staleness int
@@ -39,7 +43,11 @@ func TestLoopStream(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go ft.run(ctx)
-			l := newLoopClientURL(t, dir, ts.URL, steps, tc.staleness, func(o *train.LoopOptions) {
+			copts := llmOpts(ts.URL)
+			if tc.staleness == 2 {
+				copts.Endpoints = append(copts.Endpoints, ts2.URL)
+			}
+			l := newLoopClient(t, dir, copts, steps, tc.staleness, func(o *train.LoopOptions) {
 				o.Stream = true
 				o.ServingSampleEvery = 5 * time.Millisecond
 				if tc.dynamic {
@@ -68,6 +76,24 @@ func TestLoopStream(t *testing.T) {
 				// step's line has readings unless the step took under 5 ms.
 				if n, ok := m["policy/server_running_samples"].(float64); ok && (n < 1 || m["policy/server_running_min"].(float64) > m["policy/server_running_mean"].(float64)) {
 					t.Errorf("step %d: %v readings of the requests running, min %v, mean %v", step, n, m["policy/server_running_min"], m["policy/server_running_mean"])
+				}
+				// Several endpoints: each one's occupancy, whose mean is
+				// the step's.
+				if n := len(copts.Endpoints); n > 1 {
+					var sum float64
+					for e := range n {
+						v, ok := m[fmt.Sprintf("policy/inflight_mean/e%d", e)].(float64)
+						_, ok2 := m[fmt.Sprintf("policy/at_target_share/e%d", e)].(float64)
+						if !ok || !ok2 || !(v > 0) {
+							t.Errorf("step %d: endpoint %d's occupancy %v, %v: want both measured", step, e, m[fmt.Sprintf("policy/inflight_mean/e%d", e)], m[fmt.Sprintf("policy/at_target_share/e%d", e)])
+						}
+						sum += v
+					}
+					if mean := m["policy/inflight_mean"].(float64); math.Abs(sum/float64(n)-mean) > 1e-9 {
+						t.Errorf("step %d: endpoints' in-flight means average %v, the step's is %v", step, sum/float64(n), mean)
+					}
+				} else if _, ok := m["policy/inflight_mean/e0"]; ok {
+					t.Errorf("step %d: one endpoint, and a per-endpoint key", step)
 				}
 				if tc.rare {
 					if m["groups_sampled"] != float64(12) || m["groups_trained"] != m["groups_informative"] {

@@ -318,10 +318,16 @@ var servingKeys = []metrics.Key{metrics.KeyPrefixCacheHitRate, metrics.KeyEndpoi
 // load, when metrics.jsonl has them (runs before dialogue-affine routing
 // have not).
 func (g *generator) servingSection(m *Metrics, w int) {
-	for _, k := range servingKeys {
+	keys := slices.Clone(servingKeys)
+	for _, k := range m.Keys() {
+		if strings.HasPrefix(string(k), string(metrics.EndpointInFlightPrefix)) || strings.HasPrefix(string(k), string(metrics.EndpointAtTargetPrefix)) {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
 		if m.Has(k) {
 			g.printf("### Policy serving\n\n")
-			g.summaryTable(m, servingKeys, w)
+			g.summaryTable(m, keys, w)
 			return
 		}
 	}
@@ -345,6 +351,11 @@ func (g *generator) metricLabel(key metrics.Key) string {
 		return "score (" + g.scoreLabel() + "), group mean"
 	case metrics.KeyScoreMax:
 		return "score (" + g.scoreLabel() + "), group max"
+	}
+	for prefix, what := range map[metrics.Key]string{metrics.EndpointInFlightPrefix: "requests in flight (time mean)", metrics.EndpointAtTargetPrefix: "share of sampling time at the in-flight target"} {
+		if e, ok := strings.CutPrefix(string(key), string(prefix)); ok {
+			return "endpoint " + strings.TrimPrefix(e, "e") + ": " + what
+		}
 	}
 	return metricLabels[key]
 }

@@ -101,6 +101,8 @@ type Seat struct {
 func (c Config) RoleSeat(role, key string, r RoleModel) Seat {
 	s := Seat{Name: role, Key: key, Kind: r.Policy, Model: r.Model, Sampling: c.Sampling}
 	switch r.Policy {
+	case dataset.PolicyBase:
+		s.Model = ""
 	case dataset.PolicyAdapter:
 		s.Model, s.Adapter, s.AdapterPath = "", r.Model, r.AdapterPath
 	case dataset.PolicyEndpoint:

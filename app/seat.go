@@ -98,6 +98,8 @@ type seats struct {
 	closers []func()
 }
 
+// newSeats is a seat builder over the run's policy client (nil in a
+// tournament) and conn; shared gives the seats on one endpoint one client.
 func newSeats(policy *llm.Client, policyModel string, conn connection, shared bool, log *zap.Logger) *seats {
 	return &seats{policy: policy, policyModel: policyModel, conn: conn, shared: shared, log: log,
 		tokens: map[string]*llm.Client{}, bridges: map[string]*rollout.Bridge{}}

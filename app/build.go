@@ -39,19 +39,7 @@ func newPolicy(cfg config.Config, log *zap.Logger) (*llm.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := llm.New(llm.Options{
-		Endpoints:                cfg.Policy.Endpoints,
-		APIKey:                   key,
-		MaxConcurrentPerEndpoint: cfg.Policy.MaxConcurrentPerEndpoint,
-		RequestTimeout:           cfg.Policy.RequestTimeout,
-		HealthInterval:           cfg.Policy.HealthInterval,
-		SessionHeader:            cfg.Policy.SessionHeader,
-		SessionBound:             cfg.Policy.SessionBound,
-		ResolveInterval:          cfg.Policy.ResolveInterval,
-		Logger:                   log.Named("policy"),
-		JitterSeed:               cfg.Run.Seed,
-		Retry:                    retry.Count(llm.DefaultRetry, cfg.Policy.MaxRetries),
-	})
+	c, err := newTokens(cfg.Policy.Endpoints, key, 0, policyConnection(cfg), log.Named("policy"))
 	if err != nil {
 		return nil, fmt.Errorf("config key policy.endpoints: %w", err)
 	}
@@ -167,19 +155,9 @@ func newJudge(cfg config.Config, cacheDir string, observe func(time.Duration, er
 // judgeClient is the judge API configuration; the key is read from the
 // environment variable the config names.
 func judgeClient(cfg config.Config, cacheDir string, log *zap.Logger) chat.Options {
-	return chat.Options{
-		BaseURL:                 cfg.Judge.BaseURL,
-		Model:                   cfg.Judge.Model,
-		APIKey:                  apiKey("judge", cfg.Judge.APIKeyEnv, log),
-		Concurrency:             cfg.Judge.Concurrency,
-		RequestsPerMinute:       cfg.Judge.RequestsPerMinute,
-		TokensPerMinute:         cfg.Judge.TokensPerMinute,
-		Retry:                   retryPolicy(cfg.Judge.MaxRetries),
-		Timeout:                 cfg.Judge.Timeout,
-		CacheDir:                cacheDir,
-		DisableStructuredOutput: !cfg.Judge.StructuredOutput,
-		Logger:                  log.Named("judge"),
-	}
+	o := chatOptions("judge", cfg.Judge.ChatEndpoint, apiKey("judge", cfg.Judge.APIKeyEnv, log), log)
+	o.CacheDir = cacheDir
+	return o
 }
 
 // unsetKeys holds the API key variables found unset ("judge\x00VAR"), so
@@ -229,19 +207,15 @@ func runnerOptions(cfg config.Config, policy *llm.Client, log *zap.Logger) (roll
 	}, func() { closePlayers(); closeGame() }, nil
 }
 
-// newPlayers builds what plays each role of roles.*: the base model or an
-// adapter on the policy's endpoints, another vLLM server, an external chat
-// model, the game's own script, or (policy pool) a pool of these drawn per
-// group. The returned func closes the clients it made.
+// newPlayers builds what plays each role of roles.* (config.Config.RoleSeat):
+// the base model or an adapter on the policy's endpoints, another vLLM
+// server, an external chat model, the game's own script, or (policy pool)
+// a pool of these drawn per group. Adapters named with adapter_path are
+// loaded now. The returned func closes the clients it made.
 func newPlayers(cfg config.Config, policy *llm.Client, log *zap.Logger) (map[string]rollout.Player, map[string][]rollout.Player, func(), error) {
 	players := map[string]rollout.Player{}
 	pools := map[string][]rollout.Player{}
-	var closers []func()
-	closeAll := func() {
-		for _, c := range closers {
-			c()
-		}
-	}
+	b := newSeats(policy, cfg.Policy.Model, policyConnection(cfg), false, log)
 	for role, r := range cfg.Roles {
 		key := "roles." + role
 		if r.Policy == dataset.PolicyTrained {
@@ -261,69 +235,24 @@ func newPlayers(cfg config.Config, policy *llm.Client, log *zap.Logger) (map[str
 			}
 		}
 		for i, m := range members {
-			pl, closer, err := newPlayer(cfg, policy, log, role, mkeys[i], m)
+			sp, err := b.build(cfg.RoleSeat(role, mkeys[i], m))
+			if err == nil && sp.load != nil {
+				if err = sp.load(context.Background()); err != nil {
+					err = fmt.Errorf("config key %s.adapter_path: %w", mkeys[i], err)
+				}
+			}
 			if err != nil {
-				closeAll()
+				b.close()
 				return nil, nil, nil, err
 			}
-			if closer != nil {
-				closers = append(closers, closer)
-			}
 			if pooled {
-				pools[role] = append(pools[role], pl)
+				pools[role] = append(pools[role], sp.player)
 			} else {
-				players[role] = pl
+				players[role] = sp.player
 			}
 		}
 	}
-	return players, pools, closeAll, nil
-}
-
-// newPlayer builds the player of one roles.* entry (key is its config
-// path); the returned func, when not nil, closes its client.
-func newPlayer(cfg config.Config, policy *llm.Client, log *zap.Logger, role, key string, r config.RoleModel) (rollout.Player, func(), error) {
-	pl := rollout.Player{Kind: r.Policy, Model: r.Model}
-	switch r.Policy {
-	case dataset.PolicyScripted:
-		if pl.Model == "" {
-			pl.Model = "scripted"
-		}
-	case dataset.PolicyBase:
-		pl.Model, pl.Tokens = cfg.Policy.Model, policy
-	case dataset.PolicyAdapter:
-		pl.Tokens = policy
-		if r.AdapterPath != "" {
-			if err := policy.LoadLoRA(context.Background(), r.Model, r.AdapterPath); err != nil {
-				return pl, nil, fmt.Errorf("config key %s.adapter_path: %w", key, err)
-			}
-		}
-	case dataset.PolicyEndpoint:
-		apiKey, err := secretFromEnv(key+".api_key_env", r.APIKeyEnv)
-		if err != nil {
-			return pl, nil, err
-		}
-		c, err := llm.New(llm.Options{Endpoints: r.Endpoints, APIKey: apiKey, MaxConcurrentPerEndpoint: cfg.Policy.MaxConcurrentPerEndpoint,
-			RequestTimeout: cfg.Policy.RequestTimeout, Logger: log.Named(role), JitterSeed: cfg.Run.Seed, Retry: retry.Count(llm.DefaultRetry, cfg.Policy.MaxRetries)})
-		if err != nil {
-			return pl, nil, fmt.Errorf("config key %s: %w", key, err)
-		}
-		pl.Tokens, pl.Endpoint = c, strings.Join(r.Endpoints, ",")
-		return pl, c.Close, nil
-	case dataset.PolicyExternal:
-		apiKey, err := secretFromEnv(key+".api_key_env", r.APIKeyEnv)
-		if err != nil {
-			return pl, nil, err
-		}
-		c, err := chat.New(chat.Options{Name: role, BaseURL: r.BaseURL, Model: r.Model, APIKey: apiKey,
-			Concurrency: cfg.Rollout.Concurrency, Temperature: cfg.Sampling.Temperature, MaxTokens: cfg.Sampling.MaxTokens,
-			Timeout: cfg.Policy.RequestTimeout, Retry: retryPolicy(cfg.Policy.MaxRetries), Logger: log.Named(role)})
-		if err != nil {
-			return pl, nil, fmt.Errorf("config key %s: %w", key, err)
-		}
-		pl.Chat, pl.Endpoint = c, r.BaseURL
-		return pl, func() { _ = c.Close() }, nil
-	}
-	return pl, nil, nil
+	return players, pools, b.close, nil
 }
 
 // leagueRoles are the training loop's leagues (roles.<role>.policy:

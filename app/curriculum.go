@@ -132,21 +132,9 @@ func (s tickSink) Write(p dataset.Prompt) error {
 // the environment variable the config names.
 func generatorClient(cfg config.Config, log *zap.Logger) chat.Options {
 	g := cfg.Generator
-	return chat.Options{
-		Name:                    "generator",
-		BaseURL:                 g.BaseURL,
-		Model:                   g.Model,
-		APIKey:                  apiKey("generator", g.APIKeyEnv, log),
-		Concurrency:             g.Concurrency,
-		RequestsPerMinute:       g.RequestsPerMinute,
-		TokensPerMinute:         g.TokensPerMinute,
-		Retry:                   retryPolicy(g.MaxRetries),
-		Timeout:                 g.Timeout,
-		Temperature:             g.Temperature,
-		MaxTokens:               g.MaxTokens,
-		DisableStructuredOutput: !g.StructuredOutput,
-		Logger:                  log.Named("generator"),
-	}
+	o := chatOptions("generator", g.ChatEndpoint, apiKey("generator", g.APIKeyEnv, log), log)
+	o.Temperature, o.MaxTokens = g.Temperature, g.MaxTokens
+	return o
 }
 
 // formatCounts renders counts as "a 1, b 2" in key order, or "none".

@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
+	"reflect"
 
 	"github.com/parleyhq/parley/config"
 	"github.com/parleyhq/parley/dataset"
@@ -17,7 +17,6 @@ import (
 	"github.com/parleyhq/parley/rollout"
 	"github.com/parleyhq/parley/train"
 	"go.uber.org/zap"
-	"gopkg.in/yaml.v3"
 )
 
 // CrossPlayOptions are `parley league crossplay`'s settings.
@@ -150,10 +149,11 @@ func crossPlaySteps(rd dataset.RunDir, every, upTo int) ([]int, error) {
 	return steps, nil
 }
 
-// crossPlaySpec is the tournament of the cross-play: the run's game, its
-// section and judge, the checkpoints of steps on endpoint, the league's
-// frozen agents that are served models (scripted ones play one seat:
-// returned as skipped).
+// crossPlaySpec is the tournament of the cross-play, built as a typed
+// value: the run's game, its section and judge (its chat endpoint whole:
+// timeout and rate limits too), the checkpoints of steps on endpoint, the
+// league's frozen agents that are served models (scripted ones play one
+// seat: returned as skipped).
 func crossPlaySpec(cfg config.Config, rd dataset.RunDir, steps []int, o CrossPlayOptions) (config.Tournament, []string, error) {
 	if o.Endpoint == "" {
 		return config.Tournament{}, nil, errors.New("league crossplay: --endpoint is required: a vLLM server of its own, serving " + cfg.Policy.Model)
@@ -172,19 +172,30 @@ func crossPlaySpec(cfg config.Config, rd dataset.RunDir, steps []int, o CrossPla
 			return config.Tournament{}, nil, fmt.Errorf("league crossplay: %w", err)
 		}
 	}
-	var agents []map[string]any
+	t, err := config.DefaultTournament(cfg.Game.Env)
+	if err != nil {
+		return config.Tournament{}, nil, fmt.Errorf("league crossplay: %w", err)
+	}
+	t.Seed, t.Rounds, t.Schedule, t.Scenarios = cfg.Run.Seed, max(o.Rounds, 1), tournament.ScheduleBoth, scen
+	if t.Game != nil {
+		// The run's section, copied: the cross-play's is its own.
+		reflect.ValueOf(t.Game).Elem().Set(reflect.ValueOf(cfg.Game.Active()).Elem())
+	}
+	t.Judge = cfg.Judge.ChatEndpoint
+	t.Judge.Concurrency = max(t.Judge.Concurrency, 1)
+	t.Sampling = config.TournamentSampling{Temperature: cfg.Sampling.Temperature, TopP: cfg.Sampling.TopP, TopK: cfg.Sampling.TopK,
+		MaxTokens: cfg.Sampling.MaxTokens, EnableThinking: cfg.Policy.EnableThinking}
+	t.Concurrency, t.MaxAttempts, t.RequestTimeout, t.Preflight = max(o.Concurrency, 8), 2, cfg.Policy.RequestTimeout, true
 	for _, s := range steps {
-		a := map[string]any{"name": "base", "endpoint": o.Endpoint, "model": cfg.Policy.Model, "max_concurrent": max(o.Concurrency, 8)}
+		a := config.Agent{Name: "base", Endpoint: o.Endpoint, Model: cfg.Policy.Model, MaxConcurrent: max(o.Concurrency, 8)}
 		if s > 0 {
 			dir, err := train.CheckpointAdapter(rd, s)
 			if err != nil {
 				return config.Tournament{}, nil, fmt.Errorf("league crossplay: %w", err)
 			}
-			a["name"] = dataset.StepName(s)
-			a["adapter"] = fmt.Sprintf("xp-%s-%s", cfg.Run.Name, dataset.StepName(s))
-			a["adapter_path"] = dir
+			a.Name, a.Adapter, a.AdapterPath = dataset.StepName(s), fmt.Sprintf("xp-%s-%s", cfg.Run.Name, dataset.StepName(s)), dir
 		}
-		agents = append(agents, a)
+		t.Agents = append(t.Agents, a)
 	}
 	var skipped []string
 	for role, r := range cfg.Roles {
@@ -193,45 +204,33 @@ func crossPlaySpec(cfg config.Config, rd dataset.RunDir, steps []int, o CrossPla
 		}
 		for i, m := range r.Pool {
 			id := fmt.Sprintf("%s-pool%d", role, i) // league.FrozenID(i); agent names take letters, digits, . _ -
-			switch m.Policy {
-			case dataset.PolicyAdapter:
-				agents = append(agents, map[string]any{"name": id, "endpoint": o.Endpoint, "model": cfg.Policy.Model, "adapter": m.Model, "adapter_path": m.AdapterPath})
-			case dataset.PolicyEndpoint:
-				agents = append(agents, map[string]any{"name": id, "endpoint": m.Endpoints[0], "model": m.Model, "api_key_env": m.APIKeyEnv})
-			case dataset.PolicyExternal:
-				agents = append(agents, map[string]any{"name": id, "kind": "external", "base_url": m.BaseURL, "model": m.Model, "api_key_env": m.APIKeyEnv})
-			default:
+			if a, ok := crossPlayAgent(id, cfg.RoleSeat(role, fmt.Sprintf("roles.%s.pool[%d]", role, i), m), o.Endpoint, cfg.Policy.Model); ok {
+				t.Agents = append(t.Agents, a)
+			} else {
 				skipped = append(skipped, fmt.Sprintf("%s (%s)", id, m.Policy))
 			}
 		}
 	}
-	section, err := yaml.Marshal(cfg.Game.Active())
-	if err != nil {
-		return config.Tournament{}, nil, fmt.Errorf("league crossplay: %w", err)
-	}
-	var game map[string]any
-	if err := yaml.Unmarshal(section, &game); err != nil {
-		return config.Tournament{}, nil, fmt.Errorf("league crossplay: %w", err)
-	}
-	rounds := max(o.Rounds, 1)
-	spec := map[string]any{
-		"env": cfg.Game.Env, "seed": cfg.Run.Seed, "rounds": rounds, "schedule": tournament.ScheduleBoth, "scenarios": scen, "game": game,
-		"judge": map[string]any{"base_url": cfg.Judge.BaseURL, "model": cfg.Judge.Model, "api_key_env": cfg.Judge.APIKeyEnv,
-			"max_retries": cfg.Judge.MaxRetries, "structured_output": cfg.Judge.StructuredOutput, "concurrency": max(cfg.Judge.Concurrency, 1)},
-		"sampling": map[string]any{"temperature": cfg.Sampling.Temperature, "top_p": cfg.Sampling.TopP, "top_k": cfg.Sampling.TopK,
-			"max_tokens": cfg.Sampling.MaxTokens, "enable_thinking": cfg.Policy.EnableThinking},
-		"concurrency": max(o.Concurrency, 8), "max_attempts": 2, "request_timeout": cfg.Policy.RequestTimeout.String(),
-		"preflight": true, "agents": agents,
-	}
-	b, err := yaml.Marshal(spec)
-	if err != nil {
-		return config.Tournament{}, nil, fmt.Errorf("league crossplay: %w", err)
-	}
-	t, err := config.ParseTournament(b)
-	if err != nil {
-		return config.Tournament{}, nil, fmt.Errorf("league crossplay: the cross-play tournament: %w\n%s", err, strings.TrimSpace(string(b)))
+	if err := t.Validate(); err != nil {
+		return config.Tournament{}, nil, fmt.Errorf("league crossplay: the cross-play tournament: %w", err)
 	}
 	return t, skipped, nil
+}
+
+// crossPlayAgent is the agent id of a league's frozen seat s in
+// cross-play: an adapter on the cross-play's endpoint, another vLLM
+// server's model, an external model. A seat that cannot take both seats
+// (scripted) has none.
+func crossPlayAgent(id string, s config.Seat, endpoint, policyModel string) (config.Agent, bool) {
+	switch s.Kind {
+	case dataset.PolicyAdapter:
+		return config.Agent{Name: id, Endpoint: endpoint, Model: policyModel, Adapter: s.Adapter, AdapterPath: s.AdapterPath}, true
+	case dataset.PolicyEndpoint:
+		return config.Agent{Name: id, Endpoint: s.Endpoints[0], Model: s.Model, APIKeyEnv: s.APIKeyEnv}, true
+	case dataset.PolicyExternal:
+		return config.Agent{Name: id, Kind: dataset.PolicyExternal, BaseURL: s.Chat.BaseURL, Model: s.Chat.Model, APIKeyEnv: s.Chat.APIKeyEnv}, true
+	}
+	return config.Agent{}, false
 }
 
 // crossPlayOptions is train.crossplay_every's cross-play beside training:

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -138,139 +137,50 @@ func tournamentJudge(t config.Tournament, log *zap.Logger) (*chat.Client, error)
 	if err != nil {
 		return nil, err
 	}
-	c, err := chat.New(chat.Options{Name: "judge", BaseURL: t.Judge.BaseURL, Model: t.Judge.Model, APIKey: key,
-		Concurrency: t.Judge.Concurrency, Timeout: t.Judge.Timeout, DisableStructuredOutput: !t.Judge.StructuredOutput,
-		Retry: tournamentRetry(retry.Default, t.Judge.MaxRetries, t), Logger: log.Named("judge")})
+	o := chatOptions("judge", t.Judge, key, log)
+	o.Retry = tournamentRetry(retry.Default, t.Judge.MaxRetries, t)
+	c, err := chat.New(o)
 	if err != nil {
 		return nil, fmt.Errorf("key judge: %w", err)
 	}
 	return c, nil
 }
 
-// tournamentAgents holds the agents' players and the clients behind them:
-// one policy client per distinct endpoint (so its per-endpoint bound holds
-// across the agents that share it), one chat client per external agent.
+// tournamentAgents holds the agents' players, what readies each, and the
+// clients behind them (the seats builder's: one token client per distinct
+// endpoint, so its per-endpoint bound holds across the agents that share
+// it, one chat client per external agent).
 type tournamentAgents struct {
+	*seats
 	players map[string]rollout.Player
-	tokens  map[string]*llm.Client // by endpoint URL
-	bridges map[string]*rollout.Bridge
-	chats   []*chat.Client
-	// checks check an agent's server (and load its adapter), by name.
-	checks map[string]func(context.Context) error
+	ready   map[string]seatPlayer
 }
 
-func (p *tournamentAgents) close() {
-	for _, c := range p.tokens {
-		c.Close()
-	}
-	for _, c := range p.chats {
-		_ = c.Close()
-	}
-}
-
-// newTournamentAgents builds every agent's player; adapters named with
-// adapter_path and trained agents' checkpoints are loaded by prepare.
+// newTournamentAgents builds every agent's player (config.Tournament.Seat);
+// adapters named with adapter_path and trained agents' checkpoints are
+// loaded by prepare.
 func newTournamentAgents(t config.Tournament, log *zap.Logger) (*tournamentAgents, error) {
-	p := &tournamentAgents{players: map[string]rollout.Player{}, tokens: map[string]*llm.Client{}, bridges: map[string]*rollout.Bridge{},
-		checks: map[string]func(context.Context) error{}}
-	limits := map[string]int{}
-	keys := map[string]string{}
-	for _, a := range t.Agents {
-		if a.Kind == dataset.PolicyExternal {
-			continue
-		}
-		if l, ok := limits[a.Endpoint]; !ok || a.MaxConcurrent < l {
-			limits[a.Endpoint] = a.MaxConcurrent
-		}
-		if a.APIKeyEnv != "" {
-			keys[a.Endpoint] = a.APIKeyEnv
-		}
-	}
-	eps := make([]string, 0, len(limits))
-	for ep := range limits {
-		eps = append(eps, ep)
-	}
-	sort.Strings(eps)
-	for _, ep := range eps {
-		key, err := secretFromEnv("agents[].api_key_env", keys[ep])
+	conn := connection{requestTimeout: t.RequestTimeout, maxRetries: t.MaxRetries, seed: t.Seed,
+		retry: func(def retry.Policy, n int) retry.Policy { return tournamentRetry(def, n, t) }}
+	p := &tournamentAgents{seats: newSeats(nil, "", conn, true, log), players: map[string]rollout.Player{}, ready: map[string]seatPlayer{}}
+	for i, a := range t.Agents {
+		sp, err := p.build(t.Seat(i))
 		if err != nil {
 			p.close()
 			return nil, err
 		}
-		c, err := llm.New(llm.Options{Endpoints: []string{ep}, APIKey: key, MaxConcurrentPerEndpoint: limits[ep],
-			RequestTimeout: t.RequestTimeout, Retry: tournamentRetry(llm.DefaultRetry, t.MaxRetries, t), Logger: log.Named("agents"), JitterSeed: t.Seed})
-		if err != nil {
-			p.close()
-			return nil, fmt.Errorf("endpoint %s: %w", ep, err)
-		}
-		p.tokens[ep] = c
-	}
-	for i := range t.Agents {
-		a := t.Agents[i]
-		key := fmt.Sprintf("agents[%d] (%s)", i, a.Name)
-		switch a.Kind {
-		case dataset.PolicyEndpoint, dataset.PolicyTrained:
-			c := p.tokens[a.Endpoint]
-			if p.bridges[a.Endpoint] == nil {
-				p.bridges[a.Endpoint] = rollout.NewBridge(c)
-			}
-			pl := rollout.Player{Kind: dataset.PolicyEndpoint, Model: a.Model, Endpoint: a.Endpoint, Tokens: c, Bridge: p.bridges[a.Endpoint]}
-			p.checks[a.Name] = c.Health
-			if a.Adapter != "" {
-				pl.Kind, pl.Model = dataset.PolicyAdapter, a.Adapter
-			}
-			adapter, adapterPath := a.Adapter, a.AdapterPath
-			if a.Kind == dataset.PolicyTrained {
-				name, path, err := newestCheckpoint(a)
-				if err != nil {
-					p.close()
-					return nil, fmt.Errorf("key %s.run: %w", key, err)
-				}
-				pl.Kind, pl.Model = dataset.PolicyTrained, name
-				adapter, adapterPath = name, path
-			}
-			p.players[a.Name] = pl
-			if adapterPath != "" {
-				p.checks[a.Name] = func(ctx context.Context) error {
-					if err := c.Health(ctx); err != nil {
-						return err
-					}
-					return c.LoadLoRA(ctx, adapter, adapterPath)
-				}
-			}
-		case dataset.PolicyExternal:
-			apiKey, err := secretFromEnv(key+".api_key_env", a.APIKeyEnv)
-			if err != nil {
-				p.close()
-				return nil, err
-			}
-			c, err := chat.New(chat.Options{Name: a.Name, BaseURL: a.BaseURL, Model: a.Model, APIKey: apiKey, Concurrency: a.MaxConcurrent,
-				Temperature: t.Sampling.Temperature, MaxTokens: t.Sampling.MaxTokens, Timeout: t.RequestTimeout,
-				Retry: tournamentRetry(retry.Default, t.MaxRetries, t), Logger: log.Named(a.Name)})
-			if err != nil {
-				p.close()
-				return nil, fmt.Errorf("key %s: %w", key, err)
-			}
-			p.chats = append(p.chats, c)
-			p.players[a.Name] = rollout.Player{Kind: dataset.PolicyExternal, Model: a.Model, Endpoint: a.BaseURL, Chat: c}
-		}
+		p.players[a.Name], p.ready[a.Name] = sp.player, sp
 	}
 	return p, nil
 }
 
-// prepare runs the agents' checks: health (when preflight is on) and the
-// adapter loads (always: a resumed tournament needs them again).
+// prepare readies the agents: their servers' health (when preflight is
+// on) and the adapter loads (always: a resumed tournament needs them
+// again).
 func (p *tournamentAgents) prepare(ctx context.Context, t config.Tournament) error {
 	var errs []error
 	for _, a := range t.Agents {
-		check := p.checks[a.Name]
-		if check == nil {
-			continue
-		}
-		if !t.Preflight && a.AdapterPath == "" && a.Kind != dataset.PolicyTrained {
-			continue
-		}
-		if err := check(ctx); err != nil {
+		if err := p.ready[a.Name].ready(ctx, t.Preflight); err != nil {
 			errs = append(errs, fmt.Errorf("agent %s (%s, %s): %w", a.Name, a.Kind, a.Endpoint, err))
 		}
 	}
@@ -288,10 +198,10 @@ func tournamentRetry(def retry.Policy, maxRetries int, t config.Tournament) retr
 	return p
 }
 
-// newestCheckpoint finds the newest finished checkpoint of a run: the
-// highest checkpoints/step-N holding DONE.
-func newestCheckpoint(a config.Agent) (name, path string, err error) {
-	rd := dataset.RunDir(a.Run)
+// newestCheckpoint finds the newest finished checkpoint of agent's run:
+// the highest checkpoints/step-N holding DONE, and its adapter's name.
+func newestCheckpoint(agent, run string) (name, path string, err error) {
+	rd := dataset.RunDir(run)
 	entries, err := os.ReadDir(rd.CheckpointsDir())
 	if err != nil {
 		return "", "", err
@@ -315,5 +225,5 @@ func newestCheckpoint(a config.Agent) (name, path string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	return fmt.Sprintf("%s-%s", strings.ReplaceAll(a.Name, "/", "-"), dataset.StepName(best)), abs, nil
+	return fmt.Sprintf("%s-%s", strings.ReplaceAll(agent, "/", "-"), dataset.StepName(best)), abs, nil
 }

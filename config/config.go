@@ -236,22 +236,9 @@ type Judge struct {
 	// Kind is ca (the Collective Agency rubric judge, an LLM), rule (a
 	// rule scorer) or game (the game's own scorer).
 	Kind reward.JudgeKind `yaml:"kind"`
-	// BaseURL is the OpenAI-compatible API of the judge.
-	BaseURL string `yaml:"base_url"`
-	// Model is the judge model.
-	Model string `yaml:"model"`
-	// APIKeyEnv names the environment variable holding the judge's API key.
-	APIKeyEnv string `yaml:"api_key_env"`
-	// Concurrency bounds judge requests in flight.
-	Concurrency int `yaml:"concurrency"`
-	// RequestsPerMinute and TokensPerMinute rate-limit the judge (0: unlimited).
-	RequestsPerMinute int `yaml:"requests_per_minute"`
-	TokensPerMinute   int `yaml:"tokens_per_minute"`
-	// MaxRetries and Timeout govern each judge request.
-	MaxRetries int           `yaml:"max_retries"`
-	Timeout    time.Duration `yaml:"timeout"`
-	// StructuredOutput asks for a JSON schema response format.
-	StructuredOutput bool `yaml:"structured_output"`
+	// ChatEndpoint is the judge's API (an LLM judge's, and the judge a
+	// game consults during play).
+	ChatEndpoint `yaml:",inline"`
 	// Rule configures the rule scorer when Kind is rule.
 	Rule Rule `yaml:"rule"`
 }
@@ -259,27 +246,13 @@ type Judge struct {
 // Generator is the LLM that writes curricula (parley curriculum generate):
 // any OpenAI-compatible chat endpoint, and the checks its prompts pass.
 type Generator struct {
-	// BaseURL is the OpenAI-compatible API of the generator.
-	BaseURL string `yaml:"base_url"`
-	// Model is the generator model.
-	Model string `yaml:"model"`
-	// APIKeyEnv names the environment variable holding the generator's API key.
-	APIKeyEnv string `yaml:"api_key_env"`
-	// Concurrency bounds generator requests in flight.
-	Concurrency int `yaml:"concurrency"`
-	// RequestsPerMinute and TokensPerMinute rate-limit the generator (0: unlimited).
-	RequestsPerMinute int `yaml:"requests_per_minute"`
-	TokensPerMinute   int `yaml:"tokens_per_minute"`
-	// MaxRetries and Timeout govern each generator request.
-	MaxRetries int           `yaml:"max_retries"`
-	Timeout    time.Duration `yaml:"timeout"`
+	// ChatEndpoint is the generator's API.
+	ChatEndpoint `yaml:",inline"`
 	// Temperature is the sampling temperature of generation requests
 	// (checks of generated persona pairs are asked at 0).
 	Temperature float64 `yaml:"temperature"`
 	// MaxTokens bounds each generator reply.
 	MaxTokens int `yaml:"max_tokens"`
-	// StructuredOutput asks for a JSON schema response format.
-	StructuredOutput bool `yaml:"structured_output"`
 	// BatchSize is the number of prompts asked for per request.
 	BatchSize int `yaml:"batch_size"`
 	// MinWords and MaxWords bound the length of an accepted prompt.
@@ -607,15 +580,14 @@ func Default() Config {
 				RetireAfter: curriculum.DefaultRetireAfter, Cooldown: curriculum.DefaultCooldown},
 		},
 		Rollout: Rollout{GroupSize: 8, PromptsPerStep: 16, Concurrency: 256, History: "tokens"},
-		Judge: Judge{
-			Kind: reward.JudgeCA, BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini",
-			APIKeyEnv: "OPENAI_API_KEY", Concurrency: 32, MaxRetries: 6,
-			Timeout: 60 * time.Second, StructuredOutput: true,
-		},
-		Generator: Generator{
+		Judge: Judge{Kind: reward.JudgeCA, ChatEndpoint: ChatEndpoint{
 			BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini", APIKeyEnv: "OPENAI_API_KEY",
-			Concurrency: 8, MaxRetries: 6, Timeout: 120 * time.Second, Temperature: 1.0, MaxTokens: 4096,
-			StructuredOutput: true, BatchSize: 5, MinWords: 15, MaxWords: 120, NearDupThreshold: 0.7,
+			Concurrency: 32, MaxRetries: 6, Timeout: 60 * time.Second, StructuredOutput: true,
+		}},
+		Generator: Generator{
+			ChatEndpoint: ChatEndpoint{BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini", APIKeyEnv: "OPENAI_API_KEY",
+				Concurrency: 8, MaxRetries: 6, Timeout: 120 * time.Second, StructuredOutput: true},
+			Temperature: 1.0, MaxTokens: 4096, BatchSize: 5, MinWords: 15, MaxWords: 120, NearDupThreshold: 0.7,
 			EvalFraction: 0.1,
 		},
 		GRPO: GRPO{Advantage: "group", Epsilon: 1e-6, BaselineMomentum: 0.9, Mask: "dialogue"},

@@ -36,6 +36,10 @@ func walkKeys(v reflect.Value, prefix string, fn func(key string, sf reflect.Str
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
 		sf := t.Field(i)
+		if inline(sf) {
+			walkKeys(v.Field(i), prefix, fn)
+			continue
+		}
 		name := yamlName(sf)
 		if name == "" {
 			continue

@@ -174,8 +174,32 @@ func Parse(data []byte) (Config, error) {
 
 // decodeStrict decodes data into cfg, rejecting unknown keys, type
 // mismatches and numbers that are not whole for integer keys, each with its
-// line and key path.
+// line and key path; it records the keys given and their lines.
 func decodeStrict(data []byte, cfg *Config) error {
+	return strictDecode(data, cfg, "of sections", func(doc *yaml.Node) {
+		if cfg.given != nil {
+			givenKeys(doc, "", cfg.given)
+		}
+		if cfg.origin != nil {
+			keyLines(doc, "", func(key string, line int) {
+				if cfg.file != "" {
+					cfg.origin[key] = fmt.Sprintf("%s:%d", cfg.file, line)
+				} else {
+					cfg.origin[key] = fmt.Sprintf("line %d", line)
+				}
+			})
+		}
+	})
+}
+
+// strictDecode is the one strict decoder of parley's YAML files (the run
+// config, a tournament file): it decodes data over out, a pointer to a
+// struct holding the defaults, rejecting unknown keys (checkKeys), type
+// mismatches and numbers that are not whole for integer keys, each with
+// its line and key path. seen, if not nil, is given the document's top
+// mapping once its keys are checked; top says what the top level maps
+// ("of sections"). An empty document keeps the defaults.
+func strictDecode(data []byte, out any, top string, seen func(doc *yaml.Node)) error {
 	data = textfile.StripBOM(data)
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
@@ -186,27 +210,18 @@ func decodeStrict(data []byte, cfg *Config) error {
 	}
 	doc := root.Content[0]
 	if doc.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: the top level must be a mapping of sections", doc.Line)
+		return fmt.Errorf("line %d: the top level must be a mapping %s", doc.Line, top)
 	}
-	if err := checkKeys(doc, reflect.TypeOf(*cfg), ""); err != nil {
+	if err := checkKeys(doc, reflect.TypeOf(out).Elem(), ""); err != nil {
 		return err
 	}
-	if cfg.given != nil {
-		givenKeys(doc, "", cfg.given)
-	}
-	if cfg.origin != nil {
-		keyLines(doc, "", func(key string, line int) {
-			if cfg.file != "" {
-				cfg.origin[key] = fmt.Sprintf("%s:%d", cfg.file, line)
-			} else {
-				cfg.origin[key] = fmt.Sprintf("line %d", line)
-			}
-		})
+	if seen != nil {
+		seen(doc)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil {
-		return fmt.Errorf("%s", strings.TrimSpace(strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:")))
+	if err := dec.Decode(out); err != nil {
+		return fmt.Errorf("%s", strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:"), "yaml: ")))
 	}
 	return nil
 }
@@ -214,6 +229,9 @@ func decodeStrict(data []byte, cfg *Config) error {
 // checkKeys walks a mapping node against a struct type and reports the
 // first unknown key with its full path, line and the keys that are known.
 func checkKeys(n *yaml.Node, t reflect.Type, prefix string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
 	if t.Kind() == reflect.Map && t.Elem().Kind() == reflect.Struct && n.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			if err := checkKeys(n.Content[i+1], t.Elem(), prefix+"."+n.Content[i].Value); err != nil {
@@ -237,12 +255,7 @@ func checkKeys(n *yaml.Node, t reflect.Type, prefix string) error {
 		return gameKeys(n, Default().Game)
 	}
 	fields := map[string]reflect.Type{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if name := yamlName(f); name != "" {
-			fields[name] = f.Type
-		}
-	}
+	keyTypes(t, fields)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		path := k.Value
@@ -364,6 +377,33 @@ func keyLines(n *yaml.Node, prefix string, set func(key string, line int)) {
 	}
 }
 
+// keyTypes adds to fields the type of every key of struct type t, the
+// keys of its inline fields included.
+func keyTypes(t reflect.Type, fields map[string]reflect.Type) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if inline(f) {
+			keyTypes(f.Type, fields)
+		} else if name := yamlName(f); name != "" {
+			fields[name] = f.Type
+		}
+	}
+}
+
+// inline reports whether f's keys are its parent's (`yaml:",inline"`,
+// as the judge's and the generator's ChatEndpoint).
+func inline(f reflect.StructField) bool {
+	_, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	t := f.Type
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return slices.Contains(strings.Split(opts, ","), "inline") && t.Kind() == reflect.Struct
+}
+
 func yamlName(f reflect.StructField) string {
 	tag := f.Tag.Get("yaml")
 	name, _, _ := strings.Cut(tag, ",")
@@ -384,6 +424,10 @@ type leaf struct {
 func leaves(v reflect.Value, prefix string, out []leaf) []leaf {
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
+		if inline(t.Field(i)) {
+			out = leaves(v.Field(i), prefix, out)
+			continue
+		}
 		name := yamlName(t.Field(i))
 		if name == "" {
 			continue

@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -46,8 +45,8 @@ type Tournament struct {
 	Game     any `yaml:"-"`
 	Analysis any `yaml:"-"`
 	// Judge is the judge the game consults during play (seed 001's ledger
-	// judge).
-	Judge TournamentJudge `yaml:"judge"`
+	// judge): the run config's chat-endpoint block.
+	Judge ChatEndpoint `yaml:"judge"`
 	// Sampling applies to every agent.
 	Sampling TournamentSampling `yaml:"sampling"`
 	// Concurrency bounds the games in flight (per-endpoint limits are the
@@ -115,19 +114,6 @@ func (a *Agent) UnmarshalYAML(n *yaml.Node) error {
 // AgentKinds are the kinds a tournament agent can be.
 var AgentKinds = []dataset.PolicyKind{dataset.PolicyEndpoint, dataset.PolicyTrained, dataset.PolicyExternal}
 
-// TournamentJudge is the API of the judge a tournament's game consults.
-type TournamentJudge struct {
-	BaseURL    string        `yaml:"base_url"`
-	Model      string        `yaml:"model"`
-	APIKeyEnv  string        `yaml:"api_key_env"`
-	MaxRetries int           `yaml:"max_retries"`
-	Timeout    time.Duration `yaml:"timeout"`
-	// Concurrency bounds judge requests in flight.
-	Concurrency int `yaml:"concurrency"`
-	// StructuredOutput asks for the verdict's JSON schema (default true).
-	StructuredOutput bool `yaml:"structured_output"`
-}
-
 // TournamentSampling is every agent's sampling.
 type TournamentSampling struct {
 	Temperature float64 `yaml:"temperature"`
@@ -155,7 +141,7 @@ func DefaultTournament(env string) (Tournament, error) {
 	t := Tournament{
 		Env: env, Seed: 1, Rounds: 5, Conditions: slices.Clone(spec.Tournament.Conditions), Schedule: schedule.Alternate,
 		Scenarios:   spec.Curriculum.Default,
-		Judge:       TournamentJudge{MaxRetries: 3, Timeout: 2 * time.Minute, Concurrency: 16, StructuredOutput: true},
+		Judge:       ChatEndpoint{MaxRetries: 3, Timeout: 2 * time.Minute, Concurrency: 16, StructuredOutput: true},
 		Sampling:    TournamentSampling{Temperature: 0.7, TopP: 1, MaxTokens: 1024},
 		Concurrency: 8, MaxAttempts: 3, RetryWait: 5 * time.Second, RequestTimeout: 5 * time.Minute, MaxRetries: 4, Preflight: true,
 	}
@@ -209,113 +195,66 @@ func ParseTournament(data []byte) (Tournament, error) {
 	return t, nil
 }
 
-// tournamentAliases are keys read under another name.
-var tournamentAliases = map[string]string{"framings": "conditions"}
+// tournamentHead is what a tournament file is read for before its keys
+// can be checked: the game, whose section and analysis keys the file may
+// hold, and the conditions under both their names.
+type tournamentHead struct {
+	Env        *string  `yaml:"env"`
+	Conditions []string `yaml:"conditions"`
+	Framings   []string `yaml:"framings"`
+}
 
+// decodeTournament decodes a tournament file over the defaults of its
+// game, through the run config's strict decoder (strictDecode): one
+// document of the tournament's own keys, the game's section under game and
+// the game's analysis keys at the top (tournamentFile).
 func decodeTournament(data []byte) (Tournament, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return Tournament{}, fmt.Errorf("invalid YAML: %w", err)
-	}
+	var head tournamentHead
+	_ = yaml.Unmarshal(textfile.StripBOM(data), &head) // the strict decode reports what is wrong
 	env := DefaultTournamentEnv
-	var doc *yaml.Node
-	if len(root.Content) > 0 {
-		doc = root.Content[0]
-		if doc.Kind != yaml.MappingNode {
-			return Tournament{}, fmt.Errorf("line %d: the top level must be a mapping", doc.Line)
-		}
-		for i := 0; i+1 < len(doc.Content); i += 2 {
-			k, v := doc.Content[i], doc.Content[i+1]
-			if to, ok := tournamentAliases[k.Value]; ok {
-				k.Value = to
-			}
-			if k.Value == "env" {
-				if err := v.Decode(&env); err != nil {
-					return Tournament{}, err
-				}
-			}
-		}
+	if head.Env != nil {
+		env = *head.Env
 	}
 	t, err := DefaultTournament(env)
 	if err != nil {
 		return Tournament{}, fmt.Errorf("key env: %w", err)
 	}
-	if doc == nil {
-		return t, nil
+	if head.Conditions != nil && head.Framings != nil {
+		return Tournament{}, errors.New("key framings: is read as conditions, which the file gives too")
 	}
-	// The file's keys: the tournament's own, game (the game's section) and
-	// the game's analysis keys.
-	own := &yaml.Node{Kind: yaml.MappingNode}
-	extra := &yaml.Node{Kind: yaml.MappingNode}
-	var game *yaml.Node
-	analysisKeys := map[string]bool{}
-	if t.Analysis != nil {
-		for _, f := range reflect.VisibleFields(reflect.TypeOf(t.Analysis).Elem()) {
-			if name := yamlName(f); name != "" {
-				analysisKeys[name] = true
-			}
-		}
+	file := tournamentFile(&t)
+	if err := strictDecode(data, file.Interface(), "", nil); err != nil {
+		return Tournament{}, err
 	}
-	for i := 0; i+1 < len(doc.Content); i += 2 {
-		k, v := doc.Content[i], doc.Content[i+1]
-		switch {
-		case k.Value == "game":
-			game = v
-		case analysisKeys[k.Value]:
-			extra.Content = append(extra.Content, k, v)
-		default:
-			own.Content = append(own.Content, k, v)
-		}
-	}
-	if err := checkKeys(own, reflect.TypeOf(t), ""); err != nil {
-		return Tournament{}, withKnown(err, analysisKeys)
-	}
-	if err := own.Decode(&t); err != nil {
-		return Tournament{}, yamlError(err)
-	}
-	if game != nil {
-		if t.Game == nil {
-			return Tournament{}, fmt.Errorf("line %d: the %s game has no settings (key game)", game.Line, t.Env)
-		}
-		if err := checkKeys(game, reflect.TypeOf(t.Game).Elem(), "game"); err != nil {
-			return Tournament{}, err
-		}
-		if err := game.Decode(t.Game); err != nil {
-			return Tournament{}, yamlError(err)
-		}
-	}
-	if len(extra.Content) > 0 {
-		if err := checkKeys(extra, reflect.TypeOf(t.Analysis).Elem(), ""); err != nil {
-			return Tournament{}, err
-		}
-		if err := extra.Decode(t.Analysis); err != nil {
-			return Tournament{}, yamlError(err)
-		}
+	if fr := file.Elem().FieldByName("Framings"); fr.Len() > 0 || head.Framings != nil {
+		t.Conditions = fr.Interface().([]string)
 	}
 	return t, nil
 }
 
-// withKnown adds the game's analysis keys and game to an unknown-key
-// error's list of known keys at the top level.
-func withKnown(err error, analysis map[string]bool) error {
-	msg := err.Error()
-	const mark = "(known keys here: "
-	i := strings.Index(msg, mark)
-	if i < 0 || strings.Contains(msg[:i], ".") {
-		return err
+// tournamentFile is a pointer to a tournament file of t's game, over t:
+// its own keys are t's, framings is read as conditions, game is t.Game's
+// section and the game's analysis keys (t.Analysis) sit at the top.
+func tournamentFile(t *Tournament) reflect.Value {
+	fields := []reflect.StructField{
+		{Name: "Tournament", Type: reflect.TypeOf(t), Tag: `yaml:",inline"`},
+		{Name: "Framings", Type: reflect.TypeOf([]string(nil)), Tag: `yaml:"framings,omitempty"`},
 	}
-	known := strings.Split(strings.TrimSuffix(msg[i+len(mark):], ")"), ", ")
-	known = append(known, "game")
-	for k := range analysis {
-		known = append(known, k)
+	if t.Game != nil {
+		fields = append(fields, reflect.StructField{Name: "Game", Type: reflect.TypeOf(t.Game), Tag: `yaml:"game"`})
 	}
-	sort.Strings(known)
-	return fmt.Errorf("%s%s)", msg[:i+len(mark)], strings.Join(known, ", "))
-}
-
-// yamlError is a decoding error without yaml's prefix.
-func yamlError(err error) error {
-	return fmt.Errorf("%s", strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:"), "yaml: ")))
+	if t.Analysis != nil {
+		fields = append(fields, reflect.StructField{Name: "Analysis", Type: reflect.TypeOf(t.Analysis), Tag: `yaml:",inline"`})
+	}
+	file := reflect.New(reflect.StructOf(fields))
+	file.Elem().Field(0).Set(reflect.ValueOf(t))
+	if t.Game != nil {
+		file.Elem().FieldByName("Game").Set(reflect.ValueOf(t.Game))
+	}
+	if t.Analysis != nil {
+		file.Elem().FieldByName("Analysis").Set(reflect.ValueOf(t.Analysis))
+	}
+	return file
 }
 
 var agentNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -362,6 +301,9 @@ func (t *Tournament) Validate() error {
 	}
 	if t.Judge.Concurrency < 1 {
 		bad("judge.concurrency", "must be at least 1")
+	}
+	if t.Judge.RequestsPerMinute < 0 || t.Judge.TokensPerMinute < 0 {
+		bad("judge", "requests_per_minute and tokens_per_minute must not be negative (0: unlimited)")
 	}
 	if t.Sampling.MaxTokens < 1 {
 		bad("sampling.max_tokens", "must be at least 1")

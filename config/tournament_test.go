@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley/dataset"
 	_ "github.com/parleyhq/parley/rollout/endowment" // the game tournaments default to
@@ -30,6 +31,15 @@ func TestSpecErrors(t *testing.T) {
 		{"cohort names a stranger", head + "agents:\n  - {name: a, endpoint: http://x, model: m}\n  - {name: b, endpoint: http://x, model: m}\ncohorts:\n  - {name: c, drop: [z]}\n", "names agent \"z\""},
 		{"no judge", "agents:\n  - {name: a, endpoint: http://x, model: m}\n  - {name: b, endpoint: http://x, model: m}\n", "key judge.base_url"},
 		{"bad game section", head + "game: {max_turns: 0}\nagents:\n  - {name: a, endpoint: http://x, model: m}\n  - {name: b, endpoint: http://x, model: m}\n", "game: key max_turns"},
+		{"unknown top-level key", head + "rouns: 3\n", `line 2: unknown key "rouns" (known keys here: agents, analysis, cohorts, concurrency, conditions, env, framings, game, judge,`},
+		{"unknown game key", head + "game: {max_turn: 3}\n", `line 2: unknown key "game.max_turn"`},
+		{"unknown analysis key", head + "analysis: {bootstraps: 3}\n", `line 2: unknown key "analysis.bootstraps"`},
+		{"unknown judge key", "judge: {base_url: http://j/v1, model: j, temprature: 0}\n", `line 1: unknown key "judge.temprature"`},
+		{"bad judge timeout", "judge: {base_url: http://j/v1, model: j, timeout: soon}\n", "line 1: key judge.timeout"},
+		{"negative judge rate", "judge: {base_url: http://j/v1, model: j, requests_per_minute: -1}\n", "key judge: requests_per_minute"},
+		{"both framings and conditions", head + "framings: [group]\nconditions: [group]\n", "key framings: is read as conditions"},
+		{"unknown game", "env: chess\n", "key env: unknown game \"chess\""},
+		{"not a mapping", "- a\n", "line 1: the top level must be a mapping"},
 	}
 	for _, tt := range tests {
 		_, err := ParseTournament([]byte(tt.yaml))
@@ -41,6 +51,42 @@ func TestSpecErrors(t *testing.T) {
 	os.WriteFile(path, []byte(tests[1].yaml), 0o644)
 	if _, err := LoadTournament(path); err == nil || !strings.Contains(err.Error(), path) {
 		t.Errorf("LoadTournament error %v does not name the file", err)
+	}
+}
+
+// TestTournamentKeys: the judge takes the run config's chat-endpoint keys
+// (its rate limits too), framings is read as conditions, and the game's
+// section and analysis keys decode over the game's defaults.
+func TestTournamentKeys(t *testing.T) {
+	tt, err := ParseTournament([]byte(`judge: {base_url: http://j/v1, model: j, timeout: 7s, requests_per_minute: 60, tokens_per_minute: 9000}
+framings: [group]
+game: {max_turns: 3}
+analysis: {bootstrap: 11}
+agents:
+  - {name: a, endpoint: http://x, model: m}
+  - {name: b, endpoint: http://x, model: m}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := tt.Judge; j.Timeout != 7*time.Second || j.RequestsPerMinute != 60 || j.TokensPerMinute != 9000 || j.MaxRetries != 3 || j.Concurrency != 16 {
+		t.Errorf("judge %+v, want the file's timeout and limits over the defaults", j)
+	}
+	if len(tt.Conditions) != 1 || tt.Conditions[0] != "group" {
+		t.Errorf("conditions %v, want [group] (from framings)", tt.Conditions)
+	}
+	canon, err := tt.Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"max_turns: 3\n", "endowment: 100\n", "bootstrap: 11\n", "splits: 2000\n", "requests_per_minute: 60\n"} {
+		if !strings.Contains(string(canon), want) {
+			t.Errorf("canonical lacks %q:\n%s", want, canon)
+		}
+	}
+	again, err := CanonicalTournament(canon)
+	if err != nil || string(again) != string(canon) {
+		t.Errorf("the canonical file read back differs (%v):\n%s\n---\n%s", err, canon, again)
 	}
 }
 

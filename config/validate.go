@@ -420,9 +420,7 @@ func (c Config) validateJudge(k *checker) {
 			k.bad("judge.timeout", "must be positive, got %s", c.Judge.Timeout)
 		}
 	}
-	k.nonNegative("judge.requests_per_minute", c.Judge.RequestsPerMinute)
-	k.nonNegative("judge.tokens_per_minute", c.Judge.TokensPerMinute)
-	k.nonNegative("judge.max_retries", c.Judge.MaxRetries)
+	c.Judge.checkLimits(k, "judge")
 	if c.Judge.Kind.UsesRule() {
 		r := c.Judge.Rule
 		oneOf(k, "judge.rule.kind", r.Kind, reward.RuleKinds)
@@ -444,18 +442,8 @@ func (c Config) validateJudge(k *checker) {
 
 func (c Config) validateGenerator(k *checker) {
 	g := c.Generator
-	k.httpURL("generator.base_url", g.BaseURL, "generator.api_key_env")
-	if g.Model == "" {
-		k.bad("generator.model", "must not be empty")
-	}
-	k.envName("generator.api_key_env", g.APIKeyEnv, false)
-	k.positive("generator.concurrency", g.Concurrency)
-	k.nonNegative("generator.requests_per_minute", g.RequestsPerMinute)
-	k.nonNegative("generator.tokens_per_minute", g.TokensPerMinute)
-	k.nonNegative("generator.max_retries", g.MaxRetries)
-	if g.Timeout <= 0 {
-		k.bad("generator.timeout", "must be positive, got %s", g.Timeout)
-	}
+	g.checkUsed(k, "generator")
+	g.checkLimits(k, "generator")
 	k.inRange("generator.temperature", g.Temperature, 0, 2, false, false)
 	k.positive("generator.max_tokens", g.MaxTokens)
 	if g.BatchSize < 1 || g.BatchSize > 50 {

@@ -97,7 +97,7 @@ func Tournament(ctx context.Context, t config.Tournament, opts TournamentOptions
 		topK = -1
 	}
 	return tournament.Run(ctx, tournament.Options{
-		Dir: opts.Dir, Spec: canon, Canonical: config.CanonicalTournament, Files: files,
+		Dir: opts.Dir, Spec: canon, Canonical: config.TournamentIdentity, Files: files,
 		Plan: tournament.Plan{Agents: t.AgentNames(), Rounds: t.Rounds, Schedule: t.Schedule, Conditions: t.Conditions,
 			Condition: hook.Condition},
 		Scenarios: rows, Seed: t.Seed, Game: game, Seats: hook.Seats, Scorer: scorer,

@@ -465,6 +465,21 @@ func (t Tournament) Canonical() ([]byte, error) {
 	return b.Bytes(), enc.Close()
 }
 
+// TournamentIdentity is what must not change for a tournament to resume on
+// its directory: the file as Canonical writes it, without the judge's
+// concurrency, rate limits, retries and timeout, which change how the
+// judge is asked, never what it answers (a run's cross-play takes them
+// from its judge, and a resumed run may have changed them).
+func TournamentIdentity(data []byte) ([]byte, error) {
+	t, err := ParseTournament(data)
+	if err != nil {
+		return nil, err
+	}
+	j := &t.Judge
+	j.Concurrency, j.RequestsPerMinute, j.TokensPerMinute, j.MaxRetries, j.Timeout = 0, 0, 0, 0, 0
+	return t.Canonical()
+}
+
 // CanonicalTournament rewrites a tournament file as Canonical would (a
 // frozen copy, for comparing with the tournament resumed on it).
 func CanonicalTournament(data []byte) ([]byte, error) {

@@ -100,3 +100,37 @@ func TestExampleSpec(t *testing.T) {
 		t.Errorf("agents %+v", s.Agents)
 	}
 }
+
+// TestTournamentIdentity: a tournament resumes on its directory whatever
+// its judge's timeout, rate limits, retries and concurrency, and not when
+// what plays or judges the games changes.
+func TestTournamentIdentity(t *testing.T) {
+	const base = `judge: {base_url: http://j/v1, model: j, timeout: 2m}
+framings: [group]
+agents:
+  - {name: a, endpoint: http://x, model: m}
+  - {name: b, endpoint: http://x, model: m}
+`
+	id := func(s string) string {
+		t.Helper()
+		b, err := TournamentIdentity([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	want := id(base)
+	for _, tc := range []struct {
+		name, from, to string
+		same           bool
+	}{
+		{"judge timeout", "timeout: 2m", "timeout: 7s", true},
+		{"judge rate limits", "timeout: 2m", "timeout: 2m, requests_per_minute: 60, tokens_per_minute: 9000, max_retries: 1, concurrency: 2", true},
+		{"judge model", "model: j,", "model: k,", false},
+		{"agent model", "{name: b, endpoint: http://x, model: m}", "{name: b, endpoint: http://x, model: n}", false},
+	} {
+		if got := id(strings.Replace(base, tc.from, tc.to, 1)); (got == want) != tc.same {
+			t.Errorf("%s changed: identity equal %v, want %v", tc.name, got == want, tc.same)
+		}
+	}
+}

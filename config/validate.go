@@ -410,15 +410,7 @@ func (c Config) validateJudge(k *checker) {
 		k.bad("judge.kind", "the %s game has no scorer of its own: use ca or rule", c.Game.Env)
 	}
 	if c.Judge.Kind.UsesChat() || spec.UsesJudge {
-		k.httpURL("judge.base_url", c.Judge.BaseURL, "judge.api_key_env")
-		if c.Judge.Model == "" {
-			k.bad("judge.model", "must not be empty")
-		}
-		k.envName("judge.api_key_env", c.Judge.APIKeyEnv, false)
-		k.positive("judge.concurrency", c.Judge.Concurrency)
-		if c.Judge.Timeout <= 0 {
-			k.bad("judge.timeout", "must be positive, got %s", c.Judge.Timeout)
-		}
+		c.Judge.checkUsed(k, "judge")
 	}
 	c.Judge.checkLimits(k, "judge")
 	if c.Judge.Kind.UsesRule() {

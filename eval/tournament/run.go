@@ -24,7 +24,9 @@ type Options struct {
 	Dir string
 	// Spec is the tournament file as the loader rewrites it (canonical):
 	// frozen as tournament.yaml at the first start; on a resume the frozen
-	// file, rewritten by Canonical, must equal it.
+	// file and Spec, each rewritten by Canonical, must be equal (Canonical
+	// may leave out what does not change the games, such as a judge's
+	// timeout).
 	Spec      []byte
 	Canonical func(frozen []byte) ([]byte, error)
 	// Files are the game's files to freeze beside the spec.

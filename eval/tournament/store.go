@@ -184,7 +184,11 @@ func freeze(dir string, spec []byte, canonical func([]byte) ([]byte, error), fil
 	if err != nil {
 		return fmt.Errorf("%s: %w", specPath, err)
 	}
-	if string(frozen) != string(spec) {
+	now, err := canonical(spec)
+	if err != nil {
+		return fmt.Errorf("the tournament spec: %w", err)
+	}
+	if string(frozen) != string(now) {
 		return fmt.Errorf("the tournament spec differs from the one frozen in %s when this tournament started: restore it, or start a new directory", specPath)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, PromptsFile))

@@ -319,18 +319,24 @@ func EvalSetNames() []string {
 }
 
 // NewGame builds the registered game name from its section (nil: the
-// game's defaults) and the shared settings.
+// game's defaults) and the shared settings (Spec.NewGame).
 func NewGame(name string, section any, shared Shared) (Game, error) {
 	s, ok := Lookup(name)
 	if !ok {
 		return nil, fmt.Errorf("rollout.NewGame: unknown game %q (registered: %v)", name, GameNames())
 	}
+	return s.NewGame(section, shared)
+}
+
+// NewGame builds the game from its section (nil: its defaults) and the
+// shared settings.
+func (s Spec) NewGame(section any, shared Shared) (Game, error) {
 	if section == nil && s.Config != nil {
 		section = s.Config()
 	}
 	g, err := s.New(section, shared)
 	if err != nil {
-		return nil, fmt.Errorf("rollout.NewGame %s: %w", name, err)
+		return nil, fmt.Errorf("rollout.NewGame %s: %w", s.Name, err)
 	}
 	return g, nil
 }

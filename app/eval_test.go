@@ -16,18 +16,22 @@ import (
 // built its load options by hand, without the games' bundled curricula.
 func TestEvalPromptsGameBuiltin(t *testing.T) {
 	tests := []struct {
-		name, env, data string
-		n               int
-		want            []string
+		name, env, path, data string
+		n                     int
+		want                  []string
 	}{
-		{"another game configured", "deliberation", "", 0, []string{"toy-eval-1", "toy-eval-2", "toy-eval-3"}},
-		{"another game, two drawn", "single", "", 2, nil},
-		{"--data names it", "deliberation", toygame.EvalCurriculum, 0, []string{"toy-eval-1", "toy-eval-2", "toy-eval-3"}},
+		{"another game configured", "deliberation", "", "", 0, []string{"toy-eval-1", "toy-eval-2", "toy-eval-3"}},
+		{"another game, two drawn", "single", "", "", 2, nil},
+		{"the set's game configured on it", toygame.Name, toygame.EvalCurriculum, "", 0, []string{"toy-eval-1", "toy-eval-2", "toy-eval-3"}},
+		{"--data names it", "deliberation", "", toygame.EvalCurriculum, 0, []string{"toy-eval-1", "toy-eval-2", "toy-eval-3"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := config.Default()
 			cfg.Game.Env = tt.env
+			if tt.path != "" {
+				cfg.Curriculum.Path = tt.path
+			}
 			rows, err := evalPrompts(cfg, toygame.EvalSet.Name, tt.data, tt.n)
 			if err != nil {
 				t.Fatalf("evalPrompts(%s, %q, %d) with game %s: %v", toygame.EvalSet.Name, tt.data, tt.n, tt.env, err)

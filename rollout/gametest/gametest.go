@@ -26,7 +26,8 @@
 //     written, its tournament seats are two of its players and its
 //     conditions cover its rows, its files freeze, and its tournament
 //     report is written over the group played as two agents' games; a
-//     series plan is laid out for a SeriesGame);
+//     SeriesGame lays out a series plan and plays two games of it, the
+//     state carried from one to the next);
 //   - evalset: a held-out evaluation set loads as the game's rows
 //     (Spec.LoadOptions, as `parley eval pairwise` loads it) and is found
 //     by its name;
@@ -286,11 +287,17 @@ func (s *suite) playable(rows []dataset.Prompt, path string) error {
 	return nil
 }
 
+// runnerOptions play the game with the trained policy in every role on
+// serve-sim, a group of GroupSize.
+func (s *suite) runnerOptions() rollout.RunnerOptions {
+	return rollout.RunnerOptions{Game: s.game, Policy: s.env.policy, Model: sim.DefaultModel,
+		Sampling: llm.Sampling{MaxTokens: Tokens, Temperature: 1, TopP: 1, TopK: -1}, GroupSize: GroupSize, Concurrency: GroupSize,
+		Seed: 7, RunID: "gametest", Step: 1}
+}
+
 // checkPlay plays a group of the first row against serve-sim.
 func (s *suite) checkPlay(t *testing.T) error {
-	r, err := rollout.NewRunner(rollout.RunnerOptions{Game: s.game, Policy: s.env.policy, Model: sim.DefaultModel,
-		Sampling: llm.Sampling{MaxTokens: Tokens, Temperature: 1, TopP: 1, TopK: -1}, GroupSize: GroupSize, Concurrency: GroupSize,
-		Seed: 7, RunID: "gametest", Step: 1})
+	r, err := rollout.NewRunner(s.runnerOptions())
 	if err != nil {
 		return err
 	}

@@ -170,7 +170,9 @@ func filesSHA256(files []rollout.File) string {
 	return fmt.Sprintf("%x", sha256.Sum256([]byte(lines.String())))
 }
 
-// checkSeries lays out a series plan of the rows for a SeriesGame.
+// checkSeries lays out a series plan of the rows for a SeriesGame and
+// plays the first two games of its first series against serve-sim, the
+// state of the first carried into the second.
 func (s *suite) checkSeries(t *testing.T) error {
 	if _, ok := s.game.(rollout.SeriesGame); !ok {
 		return fmt.Errorf("the game lays out series but is no rollout.SeriesGame")
@@ -179,8 +181,27 @@ func (s *suite) checkSeries(t *testing.T) error {
 	if err != nil {
 		return fmt.Errorf("a series plan: %w", err)
 	}
-	if len(plan) == 0 {
+	if len(plan) == 0 || len(plan[0].Games) == 0 {
 		return fmt.Errorf("a series plan of one series per condition is empty")
+	}
+	first := plan[0]
+	first.Games = first.Games[:min(2, len(first.Games))]
+	dir := t.TempDir()
+	sum, err := rollout.RunSeries(t.Context(), s.runnerOptions(), dir, []rollout.Series{first})
+	if err != nil {
+		return fmt.Errorf("playing series %s: %w", first.ID, err)
+	}
+	if sum.Failed > 0 || sum.Played != len(first.Games) {
+		return fmt.Errorf("series %s: %d of %d games played, %d failed: %v", first.ID, sum.Played, len(first.Games), sum.Failed, sum.FirstErr)
+	}
+	recs, err := rollout.ReadSeries(dir, first.ID)
+	if err != nil || len(recs) != len(first.Games) {
+		return fmt.Errorf("series %s: %d games recorded, %v", first.ID, len(recs), err)
+	}
+	for _, r := range recs {
+		if len(r.State) == 0 || r.Rollout.Failed {
+			return fmt.Errorf("series %s game %d: state %q, failed %v (%s)", first.ID, r.Index, r.State, r.Rollout.Failed, r.Rollout.Error)
+		}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/internal/toygame"
 	"github.com/parleyhq/parley/reward"
 	"github.com/parleyhq/parley/rollout"
@@ -71,6 +72,16 @@ func TestSuiteFails(t *testing.T) {
 			tr.Conditions = tr.Conditions[:1]
 			s.Tournament = &tr
 		}, "want one of"},
+		{"a series plan for a game that carries no state", "single", "series", func(s *rollout.Spec) {
+			s.Series = func(_ any, rows []dataset.Prompt, _ int, _ int64) ([]rollout.Series, error) {
+				return []rollout.Series{{ID: "s", Games: rows[:2]}}, nil
+			}
+		}, "is no rollout.SeriesGame"},
+		{"a series plan of rows it refuses", "multiparty", "series", func(s *rollout.Spec) {
+			s.Series = func(_ any, _ []dataset.Prompt, _ int, _ int64) ([]rollout.Series, error) {
+				return []rollout.Series{{ID: "s", Games: []dataset.Prompt{{ID: "bare", Category: "2hb2g", Task: "negotiate"}}}}, nil
+			}
+		}, "playing series s"},
 		{"an eval set that is not bundled", toygame.Name, "evalset", func(s *rollout.Spec) {
 			es := *s.EvalSet
 			es.Curriculum = "builtin:gametest-missing"

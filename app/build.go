@@ -96,13 +96,9 @@ func LoadCurriculum(cfg config.Config) ([]dataset.Prompt, error) {
 // loadSplit loads the configured curriculum's prompts of split ("": all).
 func loadSplit(cfg config.Config, split string) ([]dataset.Prompt, error) {
 	spec, _ := rollout.Lookup(cfg.Game.Env)
-	opts := spec.LoadOptions()
-	if cfg.Curriculum.Personas != "" {
-		pairs, err := dataset.LoadPersonaPairs(cfg.Curriculum.Personas)
-		if err != nil {
-			return nil, fmt.Errorf("config key curriculum.personas: %w", err)
-		}
-		opts.Personas = pairs
+	opts, err := loadOptions(cfg, spec)
+	if err != nil {
+		return nil, err
 	}
 	prompts, err := dataset.LoadPrompts(cfg.Curriculum.Path, opts)
 	if err != nil {
@@ -113,6 +109,20 @@ func loadSplit(cfg config.Config, split string) ([]dataset.Prompt, error) {
 		return nil, fmt.Errorf("config key curriculum.split: no prompt of %s is in split %q", cfg.Curriculum.Path, split)
 	}
 	return prompts, nil
+}
+
+// loadOptions are the options to load rows of game spec with: the game's
+// (rollout.Spec.LoadOptions) and the configured persona library.
+func loadOptions(cfg config.Config, spec rollout.Spec) (dataset.LoadOptions, error) {
+	opts := spec.LoadOptions()
+	if cfg.Curriculum.Personas != "" {
+		pairs, err := dataset.LoadPersonaPairs(cfg.Curriculum.Personas)
+		if err != nil {
+			return opts, fmt.Errorf("config key curriculum.personas: %w", err)
+		}
+		opts.Personas = pairs
+	}
+	return opts, nil
 }
 
 // newJudge builds the configured reward judge; cacheDir holds the judge

@@ -171,8 +171,10 @@ func normAspect(s string) string {
 }
 
 // evalPrompts loads the prompts of an eval set: --data, else the set's
-// default curriculum; the eval split when there is one; n of them drawn
-// without repeats when n is positive and smaller than the set.
+// default curriculum, loaded as its game's rows (rollout.Spec.LoadOptions:
+// its bundled curricula, row requirements and checks); the eval split when
+// there is one; n of them drawn without repeats when n is positive and
+// smaller than the set.
 func evalPrompts(cfg config.Config, set, data string, n int) ([]dataset.Prompt, error) {
 	spec, _ := rollout.EvalSetGame(set)
 	path := data
@@ -182,13 +184,9 @@ func evalPrompts(cfg config.Config, set, data string, n int) ([]dataset.Prompt, 
 			path = cfg.Curriculum.Path
 		}
 	}
-	opts := dataset.LoadOptions{RequirePersonas: spec.Curriculum.RequirePersonas, Categories: spec.Curriculum.Categories}
-	if cfg.Curriculum.Personas != "" {
-		pairs, err := dataset.LoadPersonaPairs(cfg.Curriculum.Personas)
-		if err != nil {
-			return nil, fmt.Errorf("config key curriculum.personas: %w", err)
-		}
-		opts.Personas = pairs
+	opts, err := loadOptions(cfg, spec)
+	if err != nil {
+		return nil, err
 	}
 	rows, err := dataset.LoadPrompts(path, opts)
 	if err != nil {

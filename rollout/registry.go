@@ -13,59 +13,75 @@ import (
 )
 
 // Spec is a game as the rest of parley sees it: everything a game is lives
-// in its own package, which describes itself with a Spec and calls Register
-// from its init function. Config validation, the command line, evaluation
-// and the report find games through the registry (Lookup, Games), never by
-// switching on names.
+// in its own package, which describes itself with a Definition and
+// registers it from its init function (Register). Config validation, the
+// command line, evaluation and the report find games through the registry
+// (Lookup, Games), never by switching on names.
+//
+// A Spec holds four groups: the hooks that read the game's config section
+// (Config, New, Scorer, Series: Register builds them from the
+// Definition's typed ones, so that the section is asserted in one place),
+// what its curriculum rows need (Curriculum), the facts callers check
+// about its play (Traits) and the optional parts of parley it adds to
+// (Hooks). Traits and Hooks are embedded: spec.ZeroSum, spec.Tournament.
+// The rules that follow from a Spec are its methods (LoadOptions).
 //
 // A new game implements:
-//   - a config section type: a struct with yaml tags and defaults, whose
-//     keys are game.<name>.<key> (Config); a Validate() error method on it
-//     is called by config validation, with errors naming keys relative to
-//     the section;
+//   - a config section type C: a struct with yaml tags and defaults, whose
+//     keys are game.<name>.<key> (Definition.Config); a Validate() error
+//     method on *C is called by config validation, with errors naming
+//     keys relative to the section;
 //   - the Game interface (and SeriesGame if state carries from one game of
-//     a series to the next), built from the section by New;
+//     a series to the next), built from the section by Definition.New;
 //   - what its curriculum rows need, and its bundled curricula
 //     (Curriculum);
-//   - optionally its step metrics (Metrics), report section (Report) and
-//     serve-sim answers (Sim).
+//   - optionally a scorer, its step metrics, report section, evaluation
+//     set, tournament and serve-sim answers (Definition.Scorer, Hooks).
+//
+// package gametest checks a registered game against this contract.
 type Spec struct {
 	// Name is the game's env name: game.env, the rollouts' env column.
 	Name string
-	// Config returns a new section holding the game's defaults, as a
-	// pointer to a struct with yaml tags. Nil means the game has no
-	// settings.
+	// Config returns a new section holding the game's defaults (a *C of
+	// the game's Definition). Nil means the game has no settings.
 	Config func() any
 	// New builds the game from its section (the value Config returned,
-	// decoded and overridden; nil when Config is nil) and the settings
+	// decoded and overridden; nil means the defaults) and the settings
 	// every game shares.
 	New func(section any, shared Shared) (Game, error)
+	// Scorer, if set, builds the game's own programmatic scorer from its
+	// section, used when judge.kind is "game": per-role rewards computed
+	// from the game's outcome (seed 001's ledger share, seed 002's utility
+	// above BATNA) through reward.Result.Roles.
+	Scorer func(section any) (reward.Judge, error)
+	// Series, if set, lays out series of the game (a SeriesGame): n series
+	// per condition the section configures, drawn from prompts and seeded,
+	// each with its state before the first game (Series.Init). `parley
+	// series` plays such a plan; series training (train.SeriesOptions)
+	// takes one series per slot from a plan per generation.
+	Series func(section any, prompts []dataset.Prompt, n int, seed int64) ([]Series, error)
 	// Curriculum says what the game's prompt rows need.
 	Curriculum Curriculum
+	Traits
+	Hooks
+}
+
+// Traits are the facts about a game's play that config validation,
+// training and evaluation check: which sequences it records, which roles
+// a player plays, how its scores compare.
+type Traits struct {
 	// Kinds are the kinds of training sequences the game records
 	// (dataset.KindDialogue, dataset.KindFinal): a mask mode that trains
 	// none of them is refused.
 	Kinds []string
-	// Metrics, if set, returns the game's own step metrics from a step's
-	// rollouts (failed ones included): agreement rate, share transferred, …
-	// They join the rollout summary and metrics.jsonl.
-	Metrics func(rs []dataset.Rollout) map[string]float64
-	// Report, if set, writes the game's section of `parley report` for a
-	// run's rollouts: markdown, and PNG figures into the report's folder.
-	Report func(in ReportInput) (markdown string, err error)
-	// Scorer, if set, builds the game's own programmatic scorer, used when
-	// judge.kind is "game": per-role rewards computed from the game's
-	// outcome (seed 001's ledger share, seed 002's utility above BATNA)
-	// through reward.Result.Roles.
-	Scorer func(section any) (reward.Judge, error)
-	// ScoreScale names the Scorer's scores and their range ("ledger share
-	// 0–1"), for the labels of exports, reports and charts; zero means
-	// "<game> score" with no range.
-	ScoreScale dataset.ScoreScale
 	// Players are the roles a player plays when they do not depend on the
 	// row (nil when they come from the scenario): config validation checks
 	// roles.<role> against them.
 	Players []string
+	// ScoreScale names the Scorer's scores and their range ("ledger share
+	// 0–1"), for the labels of exports, reports and charts; zero means
+	// "<game> score" with no range.
+	ScoreScale dataset.ScoreScale
 	// ZeroSum is set by two-sided games where one side's gain is the
 	// other's loss (seed 001's share): a league rates a game by comparing
 	// the sides' scores (win, draw, loss); in any other game by the trained
@@ -79,18 +95,24 @@ type Spec struct {
 	// Agreed tells whether one was reached, so evaluations report rounds
 	// to agreement for them.
 	Negotiates bool
+}
+
+// Hooks are the optional parts of parley a game adds to, none of which
+// reads its section: each is nil when the game does without it.
+type Hooks struct {
+	// Metrics, if set, returns the game's own step metrics from a step's
+	// rollouts (failed ones included): agreement rate, share transferred, …
+	// They join the rollout summary and metrics.jsonl.
+	Metrics func(rs []dataset.Rollout) map[string]float64
+	// Report, if set, writes the game's section of `parley report` for a
+	// run's rollouts: markdown, and PNG figures into the report's folder.
+	Report func(in ReportInput) (markdown string, err error)
 	// EvalSet, if set, is the game's held-out evaluation set: `parley eval
 	// pairwise --set <EvalSet.Name>` plays the game on it by default.
 	EvalSet *EvalSet
 	// Tournament, if set, makes the game playable as a round robin among
 	// agents (`parley tournament`, see Tournament).
 	Tournament *Tournament
-	// Series, if set, lays out series of the game (a SeriesGame): n series
-	// per condition the section configures, drawn from prompts and seeded,
-	// each with its state before the first game (Series.Init). `parley
-	// series` plays such a plan; series training (train.SeriesOptions)
-	// takes one series per slot from a plan per generation.
-	Series func(section any, prompts []dataset.Prompt, n int, seed int64) ([]Series, error)
 	// Sim, if set, returns the game's answers in serve-sim (package sim):
 	// the replies of its scripted agents and the verdicts of its judge,
 	// for games whose prompts the simulator's persona agents and built-in
@@ -218,11 +240,11 @@ var (
 	registry   = map[string]Spec{}
 )
 
-// Register adds a game to the registry. It panics on an empty or duplicate
-// name, a missing New, or a bundled curriculum name another game or
-// package dataset already uses: a registration is a program's wiring,
-// checked at start.
-func Register(s Spec) {
+// register adds a game to the registry (Register). It panics on an empty
+// or duplicate name, a missing New, or a bundled curriculum name another
+// game or package dataset already uses: a registration is a program's
+// wiring, checked at start.
+func register(s Spec) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	if s.Name == "" || s.New == nil {
@@ -297,18 +319,24 @@ func EvalSetNames() []string {
 }
 
 // NewGame builds the registered game name from its section (nil: the
-// game's defaults) and the shared settings.
+// game's defaults) and the shared settings (Spec.NewGame).
 func NewGame(name string, section any, shared Shared) (Game, error) {
 	s, ok := Lookup(name)
 	if !ok {
 		return nil, fmt.Errorf("rollout.NewGame: unknown game %q (registered: %v)", name, GameNames())
 	}
+	return s.NewGame(section, shared)
+}
+
+// NewGame builds the game from its section (nil: its defaults) and the
+// shared settings.
+func (s Spec) NewGame(section any, shared Shared) (Game, error) {
 	if section == nil && s.Config != nil {
 		section = s.Config()
 	}
 	g, err := s.New(section, shared)
 	if err != nil {
-		return nil, fmt.Errorf("rollout.NewGame %s: %w", name, err)
+		return nil, fmt.Errorf("rollout.NewGame %s: %w", s.Name, err)
 	}
 	return g, nil
 }

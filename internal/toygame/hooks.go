@@ -2,6 +2,7 @@ package toygame
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -15,9 +16,21 @@ import (
 // What the toy game adds to evaluation, tournaments and the report, all
 // through its rollout.Spec: a new game needs nothing outside its package.
 
-// EvalSet is the game's held-out set for `parley eval pairwise --set toy`.
-var EvalSet = &rollout.EvalSet{Name: "toy", Label: "toy questions", Curriculum: "builtin:open-ended",
+// EvalSet is the game's held-out set for `parley eval pairwise --set toy`:
+// its own bundled curriculum (EvalCurriculum), as a game's eval set may be.
+var EvalSet = &rollout.EvalSet{Name: "toy", Label: "toy questions", Curriculum: EvalCurriculum,
 	Aspects: []string{reward.AspectCollectiveAgency}}
+
+// EvalCurriculum is the path of the game's bundled held-out set
+// (curricula/toy-eval.jsonl, embedded): three rows of the eval split and
+// one of the training split.
+const EvalCurriculum = dataset.BuiltinPrefix + evalName
+
+// evalName is the bundled set's name after dataset.BuiltinPrefix.
+const evalName = "toy-eval"
+
+//go:embed curricula/toy-eval.jsonl
+var evalJSONL []byte
 
 // Tournament makes the game (with rival: true) a round robin: each agent
 // as player and as rival; the report is the player's mean share of the

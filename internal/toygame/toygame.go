@@ -50,24 +50,25 @@ func (c *Config) Validate() error {
 }
 
 func init() {
-	rollout.Register(rollout.Spec{
+	rollout.Register(rollout.Definition[Config]{
 		Name:   Name,
-		Config: func() any { return &Config{Turns: 2} },
-		New: func(section any, _ rollout.Shared) (rollout.Game, error) {
-			c := section.(*Config)
+		Config: func() *Config { return &Config{Turns: 2} },
+		New: func(c *Config, _ rollout.Shared) (rollout.Game, error) {
 			return &Game{turns: c.Turns, rival: c.Rival}, nil
 		},
-		Curriculum: rollout.Curriculum{Default: "builtin:open-ended"},
-		Kinds:      []string{dataset.KindFinal},
-		Scorer:     func(any) (reward.Judge, error) { return Scorer{}, nil },
-		Report:     Report,
-		EvalSet:    EvalSet,
-		Tournament: Tournament,
-		Sim: func(options map[string]string) (rollout.SimAnswerer, error) {
-			if len(options) > 0 {
-				return nil, errors.New("toygame: the game takes no serve-sim options")
-			}
-			return Sim{}, nil
+		Scorer:     func(*Config) (reward.Judge, error) { return Scorer{}, nil },
+		Curriculum: rollout.Curriculum{Default: "builtin:open-ended", Builtins: map[string][]byte{evalName: evalJSONL}},
+		Traits:     rollout.Traits{Kinds: []string{dataset.KindFinal}},
+		Hooks: rollout.Hooks{
+			Report:     Report,
+			EvalSet:    EvalSet,
+			Tournament: Tournament,
+			Sim: func(options map[string]string) (rollout.SimAnswerer, error) {
+				if len(options) > 0 {
+					return nil, errors.New("toygame: the game takes no serve-sim options")
+				}
+				return Sim{}, nil
+			},
 		},
 	})
 }

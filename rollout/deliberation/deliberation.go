@@ -52,20 +52,19 @@ func (c *Config) Validate() error {
 }
 
 func init() {
-	rollout.Register(rollout.Spec{
+	rollout.Register(rollout.Definition[Config]{
 		Name:   Name,
-		Config: func() any { return DefaultConfig() },
-		New: func(section any, shared rollout.Shared) (rollout.Game, error) {
-			c := section.(*Config)
+		Config: DefaultConfig,
+		New: func(c *Config, shared rollout.Shared) (rollout.Game, error) {
 			return New(Options{MaxRounds: c.MaxRounds, Marker: c.AgreementMarker, TurnTokens: shared.TurnTokens, FinalTokens: shared.FinalTokens}), nil
 		},
 		Curriculum: rollout.Curriculum{Default: "builtin:dilemmas", RequirePersonas: true},
-		Kinds:      []string{dataset.KindDialogue, dataset.KindFinal},
-		Negotiates: true,
-		Players:    []string{"A", "B"},
-		Tournament: Tournament,
-		EvalSet: &rollout.EvalSet{Name: "conflict", Label: SetLabel, Curriculum: "builtin:dilemmas",
-			Aspects: []string{reward.AspectCollectiveAgency, reward.AspectConflictResolution}},
+		Traits:     rollout.Traits{Kinds: []string{dataset.KindDialogue, dataset.KindFinal}, Negotiates: true, Players: []string{"A", "B"}},
+		Hooks: rollout.Hooks{
+			Tournament: Tournament,
+			EvalSet: &rollout.EvalSet{Name: "conflict", Label: SetLabel, Curriculum: "builtin:dilemmas",
+				Aspects: []string{reward.AspectCollectiveAgency, reward.AspectConflictResolution}},
+		},
 	})
 }
 

@@ -158,27 +158,31 @@ func (c *Config) Validate() error {
 }
 
 func init() {
-	rollout.Register(rollout.Spec{
+	rollout.Register(rollout.Definition[Config]{
 		Name:   Name,
-		Config: func() any { return DefaultConfig() },
-		New: func(section any, shared rollout.Shared) (rollout.Game, error) {
-			return New(*section.(*Config), shared)
+		Config: DefaultConfig,
+		New: func(c *Config, shared rollout.Shared) (rollout.Game, error) {
+			return New(*c, shared)
 		},
+		Scorer:     func(*Config) (reward.Judge, error) { return Scorer{}, nil },
 		Curriculum: curriculum,
-		Kinds:      []string{dataset.KindDialogue},
-		Metrics:    Metrics,
-		Players:    []string{RoleRequester, RoleHolder},
-		ZeroSum:    true,
-		Report:     Report,
-		Scorer:     func(any) (reward.Judge, error) { return Scorer{}, nil },
-		UsesJudge:  true,
-		Tournament: TournamentHook,
-		Sim: func(options map[string]string) (rollout.SimAnswerer, error) {
-			s, err := NewSim(options)
-			if err != nil {
-				return nil, err
-			}
-			return s, nil
+		Traits: rollout.Traits{
+			Kinds:     []string{dataset.KindDialogue},
+			Players:   []string{RoleRequester, RoleHolder},
+			ZeroSum:   true,
+			UsesJudge: true,
+		},
+		Hooks: rollout.Hooks{
+			Metrics:    Metrics,
+			Report:     Report,
+			Tournament: TournamentHook,
+			Sim: func(options map[string]string) (rollout.SimAnswerer, error) {
+				s, err := NewSim(options)
+				if err != nil {
+					return nil, err
+				}
+				return s, nil
+			},
 		},
 	})
 }

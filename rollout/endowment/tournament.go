@@ -26,7 +26,11 @@ var TournamentHook = &rollout.Tournament{
 		return sc.Framing, err
 	},
 	Files: func(section any) ([]rollout.File, string, error) {
-		dir := section.(*Config).PromptsDir
+		c, err := rollout.SectionOf[Config](section)
+		if err != nil {
+			return nil, "", fmt.Errorf("endowment: tournament files: %w", err)
+		}
+		dir := c.PromptsDir
 		p, err := LoadPrompts(dir)
 		if err != nil {
 			return nil, "", err
@@ -139,9 +143,9 @@ type tournamentView struct {
 }
 
 func newTournamentView(in rollout.TournamentReport) (*tournamentView, error) {
-	cfg, ok := in.Section.(*Config)
-	if !ok {
-		return nil, fmt.Errorf("endowment: a tournament report needs the game's section, got %T", in.Section)
+	cfg, err := rollout.SectionOf[Config](in.Section)
+	if err != nil {
+		return nil, fmt.Errorf("endowment: a tournament report: %w", err)
 	}
 	settings, ok := in.Analysis.(*TournamentSettings)
 	if !ok {

@@ -42,11 +42,17 @@ import (
 const Name = "multiparty"
 
 func init() {
-	rollout.Register(rollout.Spec{
+	rollout.Register(rollout.Definition[Config]{
 		Name:   Name,
-		Config: func() any { return DefaultConfig() },
-		New: func(section any, shared rollout.Shared) (rollout.Game, error) {
-			return New(*section.(*Config), shared.TurnTokens), nil
+		Config: DefaultConfig,
+		New: func(c *Config, shared rollout.Shared) (rollout.Game, error) {
+			return New(*c, shared.TurnTokens), nil
+		},
+		Scorer: func(c *Config) (reward.Judge, error) {
+			return NewScorer(c.InvalidPenalty, c.Reward), nil
+		},
+		Series: func(c *Config, prompts []dataset.Prompt, n int, seed int64) ([]rollout.Series, error) {
+			return Plan(*c, prompts, n, seed)
 		},
 		Curriculum: rollout.Curriculum{
 			Default:         dataset.BuiltinPrefix + scenario.Type2HB2G,
@@ -55,22 +61,17 @@ func init() {
 			Builtins:        scenario.Builtins(),
 			Check:           checkRow,
 		},
-		Kinds:   []string{dataset.KindDialogue},
-		Metrics: StepMetrics,
-		Report:  Report,
-		Scorer: func(section any) (reward.Judge, error) {
-			c := section.(*Config)
-			return NewScorer(c.InvalidPenalty, c.Reward), nil
-		},
-		Series: func(section any, prompts []dataset.Prompt, n int, seed int64) ([]rollout.Series, error) {
-			return Plan(*section.(*Config), prompts, n, seed)
-		},
-		Sim: func(options map[string]string) (rollout.SimAnswerer, error) {
-			s, err := NewSim(options)
-			if err != nil {
-				return nil, err
-			}
-			return s, nil
+		Traits: rollout.Traits{Kinds: []string{dataset.KindDialogue}},
+		Hooks: rollout.Hooks{
+			Metrics: StepMetrics,
+			Report:  Report,
+			Sim: func(options map[string]string) (rollout.SimAnswerer, error) {
+				s, err := NewSim(options)
+				if err != nil {
+					return nil, err
+				}
+				return s, nil
+			},
 		},
 	})
 }

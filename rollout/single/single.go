@@ -18,16 +18,15 @@ import (
 const Name = "single"
 
 func init() {
-	rollout.Register(rollout.Spec{
+	rollout.Register(rollout.Definition[rollout.NoSettings]{
 		Name: Name,
-		New: func(_ any, shared rollout.Shared) (rollout.Game, error) {
+		New: func(_ *rollout.NoSettings, shared rollout.Shared) (rollout.Game, error) {
 			return New(Options{Tokens: shared.FinalTokens}), nil
 		},
 		Curriculum: rollout.Curriculum{Default: "builtin:open-ended"},
-		Kinds:      []string{dataset.KindFinal},
-		Players:    []string{"single"},
-		EvalSet: &rollout.EvalSet{Name: "open-ended", Label: SetLabel, Curriculum: "builtin:open-ended",
-			Aspects: []string{reward.AspectCollectiveAgency}},
+		Traits:     rollout.Traits{Kinds: []string{dataset.KindFinal}, Players: []string{"single"}},
+		Hooks: rollout.Hooks{EvalSet: &rollout.EvalSet{Name: "open-ended", Label: SetLabel, Curriculum: "builtin:open-ended",
+			Aspects: []string{reward.AspectCollectiveAgency}}},
 	})
 }
 

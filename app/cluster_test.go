@@ -220,8 +220,13 @@ func TestKubernetesManifests(t *testing.T) {
 	if i < 1 || args[i-1] != "-m" {
 		t.Fatalf("trainer Job args %v: want torchrun ... -m parley_trainer <flags>", args)
 	}
-	if got, want := args[i+1:], trainerArgs(cfg, root); !slices.Equal(got, want) {
+	if got, want := args[i+1:], cfg.TrainerArgs(root); !slices.Equal(got, want) {
 		t.Errorf("trainer Job flags:\n got %q\nwant %q (what parley derives from the trainer.* keys)", got, want)
+	}
+	for _, a := range cfg.Trainer.ExtraArgs {
+		if f, ok := config.LookupTrainerFlag(a); strings.HasPrefix(a, "--") && (!ok || f.Passed()) {
+			t.Errorf("trainer.extra_args has %s: want a flag of the trainer's own (config's trainerFlags, no key)", a)
+		}
 	}
 	nodes := *tj.Spec.Completions
 	if !slices.Contains(args, fmt.Sprintf("--nnodes=%d", nodes)) || tj.Spec.CompletionMode == nil || *tj.Spec.CompletionMode != batchv1.IndexedCompletion {

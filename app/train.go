@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -112,30 +111,6 @@ func trainerEnv(cfg config.Config) []string {
 		return []string{wandbKeyEnv}
 	}
 	return nil
-}
-
-// trainerArgs builds the PyTorch trainer's flags from the config (the
-// handshake URL is added by train.Run in HTTP mode).
-func trainerArgs(cfg config.Config, runDir string) []string {
-	t := cfg.Trainer
-	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	args := []string{
-		"--run-dir", runDir, "--model", t.Model, "--mode", cfg.Train.Handshake,
-		"--lr", f(t.LR), "--epsilon-low", f(t.EpsilonLow), "--epsilon-high", f(t.EpsilonHigh),
-		"--beta", f(t.KLBeta), "--tis-cap", f(t.TISCap), "--aggregation", t.Aggregation,
-		"--micro-batch-tokens", strconv.Itoa(t.MicroBatchTokens), "--max-grad-norm", f(t.MaxGradNorm),
-		"--weight-decay", f(t.WeightDecay), "--seed", strconv.FormatInt(cfg.Run.Seed, 10),
-		"--report-to", strings.Join(t.ReportTo, ","), "--keep-optimizer-states", strconv.Itoa(t.KeepStates),
-	}
-	if t.FullFinetune {
-		args = append(args, "--full-finetune", "--keep-weights", strconv.Itoa(t.KeepWeights))
-		if w := cfg.Train.WeightSync; w.Transfer == config.TransferNCCL {
-			args = append(args, "--weight-transfer", "nccl", "--nccl-addr", w.NCCLAddr)
-		}
-	} else {
-		args = append(args, "--lora-r", strconv.Itoa(t.LoRAR), "--lora-alpha", strconv.Itoa(t.LoRAAlpha), "--lora-dropout", f(t.LoRADropout))
-	}
-	return append(args, t.ExtraArgs...)
 }
 
 // runTrain wires the config into train.Run.
@@ -285,7 +260,7 @@ func trainPrompts(cfg config.Config) ([]dataset.Prompt, error) {
 // server and the trainer it starts or waits for, the handshake, and what
 // each child process may see of the environment.
 func supervision(cfg config.Config, runDir dataset.RunDir, frozen []byte, policy *llm.Client, log *zap.Logger) train.RunOptions {
-	args := trainerArgs(cfg, runDir.Root())
+	args := cfg.TrainerArgs(runDir.Root())
 	var command []string
 	if len(cfg.Train.TrainerCommand) > 0 {
 		command = append(slices.Clone(cfg.Train.TrainerCommand), args...)

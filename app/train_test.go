@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/config"
+	"github.com/parleyhq/parley/dataset"
 	"go.uber.org/zap"
 )
 
@@ -30,7 +31,7 @@ func TestTrainerArgsReportTo(t *testing.T) {
 		if err != nil {
 			t.Fatalf("config.Parse(%q) = %v", tc.body, err)
 		}
-		args := trainerArgs(cfg, "/runs/r")
+		args := cfg.TrainerArgs("/runs/r")
 		got := ""
 		for i, a := range args {
 			if a == "--report-to" && i+1 < len(args) {
@@ -38,7 +39,7 @@ func TestTrainerArgsReportTo(t *testing.T) {
 			}
 		}
 		if got != tc.flag {
-			t.Errorf("trainerArgs(%q) --report-to = %q, want %q (args %v)", tc.body, got, tc.flag, args)
+			t.Errorf("TrainerArgs(%q) --report-to = %q, want %q (args %v)", tc.body, got, tc.flag, args)
 		}
 		if env := trainerEnv(cfg); strings.Join(env, ",") != strings.Join(tc.wantEnv, ",") {
 			t.Errorf("trainerEnv(%q) = %v, want %v", tc.body, env, tc.wantEnv)
@@ -66,7 +67,7 @@ func TestTrainerArgsKeep(t *testing.T) {
 		if err != nil {
 			t.Fatalf("config.Parse(%q) = %v", tc.body, err)
 		}
-		args := trainerArgs(cfg, "/runs/r")
+		args := cfg.TrainerArgs("/runs/r")
 		flag := func(name string) string {
 			if i := slices.Index(args, name); i >= 0 && i+1 < len(args) {
 				return args[i+1]
@@ -74,11 +75,40 @@ func TestTrainerArgsKeep(t *testing.T) {
 			return ""
 		}
 		if got := flag("--keep-optimizer-states"); got != tc.states {
-			t.Errorf("trainerArgs(%q) --keep-optimizer-states = %q, want %q (args %v)", tc.body, got, tc.states, args)
+			t.Errorf("TrainerArgs(%q) --keep-optimizer-states = %q, want %q (args %v)", tc.body, got, tc.states, args)
 		}
 		if got := flag("--keep-weights"); got != tc.wghts {
-			t.Errorf("trainerArgs(%q) --keep-weights = %q, want %q (args %v)", tc.body, got, tc.wghts, args)
+			t.Errorf("TrainerArgs(%q) --keep-weights = %q, want %q (args %v)", tc.body, got, tc.wghts, args)
 		}
+	}
+}
+
+// TestSupervisionTrainerFlags: the trainer parley starts gets the argv
+// config declares, and the HTTP handshake's flags (train.Run adds them once
+// its server listens) are the ones config declares as such.
+func TestSupervisionTrainerFlags(t *testing.T) {
+	cfg, err := config.Parse([]byte("train: {handshake: http, trainer_command: [python, -m, parley_trainer]}\ntrainer: {model: m}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := supervision(cfg, dataset.RunDir("/runs/r"), nil, nil, zap.NewNop())
+	if got, want := opts.TrainerCommand, append([]string{"python", "-m", "parley_trainer"}, cfg.TrainerArgs("/runs/r")...); !slices.Equal(got, want) {
+		t.Errorf("TrainerCommand = %q, want %q", got, want)
+	}
+	var handshake []string
+	for _, f := range config.TrainerFlags() {
+		if f.Handshake {
+			handshake = append(handshake, f.Flag)
+		}
+	}
+	var got []string
+	for _, a := range opts.OnURL("http://h:1") {
+		if strings.HasPrefix(a, "--") {
+			got = append(got, a)
+		}
+	}
+	if !slices.Equal(got, handshake) {
+		t.Errorf("OnURL passes %q, want the handshake flags config declares, %q", got, handshake)
 	}
 }
 

@@ -24,9 +24,6 @@ import (
 var (
 	// HandshakeKinds are train.handshake's values.
 	HandshakeKinds = []string{"file", "http"}
-	// Aggregations are trainer.aggregation's values (the trainer's loss
-	// aggregations).
-	Aggregations = []string{"token_mean", "seq_mean_token_mean", "dr_grpo"}
 	// ReportTargets are trainer.report_to's values (HF Trainer's names).
 	ReportTargets = []string{ReportTensorBoard, ReportWandb, ReportNone}
 	// LogLevels and LogFormats are log.level's and log.format's values.

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/parleyhq/parley/internal/pystr"
 )
 
 // LMEvalVersion is the lm-evaluation-harness release whose GPQA filters
@@ -37,7 +39,7 @@ func LMEvalStrict(response string) string {
 		}
 		if line != "" {
 			_, w := utf8.DecodeLastRuneInString(line)
-			return pyStrip(line[:len(line)-w])
+			return pystr.Strip(line[:len(line)-w])
 		}
 		off += i + 1
 	}
@@ -48,7 +50,7 @@ var (
 	lmEvalParenRe = regexp.MustCompile(`\([A-Z]\)`)
 	// MultiChoiceRegexFilter's last fallback for four choices:
 	// rf":[\s]*({A|B|C|D})", with Python's (Unicode) \s.
-	lmEvalColonRe = regexp.MustCompile(`:[` + pySpaceClass + `]*(A|B|C|D)`)
+	lmEvalColonRe = regexp.MustCompile(`:` + pystr.SpaceClass + `*(A|B|C|D)`)
 )
 
 // LMEvalChoices are the choices as lm-eval's GPQA tasks hold them
@@ -57,7 +59,7 @@ var (
 func LMEvalChoices(choices [4]string) []string {
 	out := make([]string, len(choices))
 	for i, c := range choices {
-		c = pyStrip(c)
+		c = pystr.Strip(c)
 		c = strings.ReplaceAll(c, " [title]", ". ")
 		out[i] = strings.ReplaceAll(c, "  ", " ")
 	}
@@ -80,19 +82,19 @@ func LMEvalChoices(choices [4]string) []string {
 // LMEvalInvalid when none does.
 func LMEvalFlexible(response string, choices []string) string {
 	if m := lmEvalParenRe.FindAllString(response, -1); len(m) > 0 {
-		return pyStrip(m[len(m)-1])
+		return pystr.Strip(m[len(m)-1])
 	}
 	keys := make([]string, len(choices))
 	toLetter := make(map[string]string, len(choices))
 	for i, c := range choices {
-		keys[i] = lmEvalIgnore(pyStrip(c))
+		keys[i] = lmEvalIgnore(pystr.Strip(c))
 		toLetter[keys[i]] = "(" + string(rune('A'+i)) + ")"
 	}
 	// sorted(fallback_regexes, key=len, reverse=True): stable, by the length
 	// of the escaped pattern.
-	slices.SortStableFunc(keys, func(a, b string) int { return pyEscapedLen(b) - pyEscapedLen(a) })
-	if m := pyFindAllLiterals(lmEvalIgnore(response), keys); len(m) > 0 {
-		if s := pyStrip(m[len(m)-1]); s != "" {
+	slices.SortStableFunc(keys, func(a, b string) int { return pystr.EscapedLen(b) - pystr.EscapedLen(a) })
+	if m := pystr.FindAllLiterals(lmEvalIgnore(response), keys); len(m) > 0 {
+		if s := pystr.Strip(m[len(m)-1]); s != "" {
 			if l, ok := toLetter[s]; ok {
 				return l
 			}
@@ -107,13 +109,13 @@ func LMEvalFlexible(response string, choices []string) string {
 
 // lmEvalIgnore is MultiChoiceRegexFilter.filter_ignores with ignore_case and
 // ignore_punctuation: lower case, then no Unicode punctuation.
-func lmEvalIgnore(s string) string { return removeUnicodePunct(pyLower(s)) }
+func lmEvalIgnore(s string) string { return pystr.RemovePunct(pystr.Lower(s)) }
 
 // LMEvalExactMatch is lm-eval's exact_match metric as the GPQA tasks
 // configure it (ignore_case, ignore_punctuation: Python's str.lower and
 // string.punctuation, on numpy strings, which drop trailing NULs): it
 // compares a filtered response with the target letter's "(X)".
 func LMEvalExactMatch(filtered, letter string) bool {
-	norm := func(s string) string { return removeASCIIPunct(pyLower(strings.TrimRight(s, "\x00"))) }
+	norm := func(s string) string { return pystr.RemoveASCIIPunct(pystr.Lower(strings.TrimRight(s, "\x00"))) }
 	return norm(filtered) == norm("("+letter+")")
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/parleyhq/parley/internal/pystr"
 )
 
 // Scorer names: how answers are read from responses. ScorerParley is
@@ -83,7 +85,7 @@ func DescribeScorer(scorer string) string {
 // answer — unlike ScorerParley, which gives it no answer (StripThinking).
 func ReferenceText(response string) string {
 	if i := strings.LastIndex(response, "</think>"); i >= 0 {
-		return pyLStrip(response[i+len("</think>"):])
+		return pystr.LStrip(response[i+len("</think>"):])
 	}
 	return response
 }

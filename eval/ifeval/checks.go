@@ -7,8 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/parleyhq/parley/eval/ifeval/internal/punkt"
-	"github.com/parleyhq/parley/eval/ifeval/internal/pystr"
 	"github.com/parleyhq/parley/eval/ifeval/internal/wordtok"
+	"github.com/parleyhq/parley/internal/pystr"
 )
 
 // The checks below follow instructions.py class by class; each comment names

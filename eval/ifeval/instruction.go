@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/parleyhq/parley/eval/ifeval/internal/pystr"
+	"github.com/parleyhq/parley/internal/pystr"
 )
 
 // Instruction is one verifiable instruction with its kwargs bound.

@@ -4,7 +4,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/parleyhq/parley/eval/ifeval/internal/pystr"
+	"github.com/parleyhq/parley/internal/pystr"
 )
 
 // splitIntoSentences is instructions_util.split_into_sentences, the

@@ -6,6 +6,11 @@ told on its command line) and the command line that fills it.
 build_parser() is the CLI (its flags are parley's trainer.* config keys and
 trainer_args); config_from_args() checks the parsed flags and turns them into
 a TrainConfig. The train loop (train.py) reads only the TrainConfig.
+
+Which flags parley passes, from which keys, and the choices of --mode,
+--aggregation and --weight-transfer are declared in Go (config/trainer.go)
+and read from options.json (options.py); tests/test_options.py fails when
+this parser and that declaration disagree.
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .loss import AGGREGATIONS, LossConfig
+from .loss import LossConfig
 from .modeling import LoraSettings
+from .options import AGGREGATIONS, choices
 from .reporting import DEFAULT as DEFAULT_REPORT_TO
 from .reporting import ReportError, parse_report_to
 
@@ -91,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("run")
     g.add_argument("--run-dir", type=Path, help="run directory (batches/, checkpoints/); in http mode the local work directory")
     g.add_argument("--model", type=Path, required=True, help="base model folder (Hugging Face format)")
-    g.add_argument("--mode", choices=("file", "http"), default="file")
+    g.add_argument("--mode", choices=choices("--mode"), default="file")
     g.add_argument("--url", default="", help="handshake base URL (http mode)")
     g.add_argument("--token-env", default="PARLEY_TRAINER_TOKEN", help="environment variable holding the bearer token (http mode)")
     g.add_argument("--poll-interval", type=float, default=1.0, help="seconds between looks at batches/ (file mode)")
@@ -124,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="trained tokens sampled by a policy more than this many updates older than the one trained get no gradient "
         "(counted as tokens_dropped_stale; -1: none dropped)",
     )
-    g.add_argument("--weight-transfer", choices=("disk", "nccl"), default="disk", help="full weights: how they reach vLLM (nccl: broadcast on parley's request)")
+    g.add_argument("--weight-transfer", choices=choices("--weight-transfer"), default="disk", help="full weights: how they reach vLLM (nccl: broadcast on parley's request)")
     g.add_argument("--nccl-addr", default="", help="host:port of the NCCL rendezvous (--weight-transfer nccl)")
     g.add_argument(
         "--tis-cap",

@@ -31,7 +31,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-AGGREGATIONS = ("token_mean", "seq_mean_token_mean", "dr_grpo")
+# the aggregations, declared in Go (config.Aggregations) and read from options.json
+from .options import AGGREGATIONS
 
 # Log-ratios are clamped to this range before exp() so that one stale token
 # cannot overflow the loss (the gradient there is zero; such tokens are

@@ -26,7 +26,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/parleyhq/parley/eval/ifeval/internal/pystr"
+	"github.com/parleyhq/parley/internal/pystr"
 )
 
 //go:embed profiles.tsv.gz

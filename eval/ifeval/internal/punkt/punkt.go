@@ -18,7 +18,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/parleyhq/parley/eval/ifeval/internal/pystr"
+	"github.com/parleyhq/parley/internal/pystr"
 )
 
 // Orthographic context flags, as in NLTK.

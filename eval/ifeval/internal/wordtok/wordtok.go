@@ -16,7 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/parleyhq/parley/eval/ifeval/internal/punkt"
-	"github.com/parleyhq/parley/eval/ifeval/internal/pystr"
+	"github.com/parleyhq/parley/internal/pystr"
 )
 
 // WordTokenize is nltk.word_tokenize(text) with the English Punkt model.

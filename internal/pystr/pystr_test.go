@@ -3,6 +3,7 @@ package pystr
 import (
 	"regexp"
 	"testing"
+	"unicode"
 )
 
 // Expected values below are CPython 3.11's.
@@ -33,6 +34,12 @@ func TestCase(t *testing.T) {
 		{"Σ", true, false, "σ"},
 		{"ΑΣa", false, false, "ασa"},
 		{"ΑΣ'", true, false, "ας'"},
+		// U+055F (Armenian abbreviation mark) is Word_Break MidLetter, so
+		// Case_Ignorable: skipped when testing the sigma's neighbours.
+		{"Α\u055fΣ", true, false, "α\u055fς"},
+		{"ΑΣ\u055fΑ", true, false, "ασ\u055fα"},
+		{"ΑΣ Σ ΑΣ.Α ΑΣ\u0301", true, false, "ας σ ασ.α ας\u0301"},
+		{"ABC déF", false, false, "abc déf"},
 	} {
 		if got := IsUpper(c.s); got != c.isUpper {
 			t.Errorf("IsUpper(%q) = %v, want %v", c.s, got, c.isUpper)
@@ -95,10 +102,43 @@ func TestClasses(t *testing.T) {
 	}
 }
 
+// TestSpaceEverywhere: IsSpace and SpaceClass are str.isspace over every
+// code point: bidirectional class WS, B or S, or category Zs (CPython's
+// _PyUnicode_IsWhitespace), listed here as CPython 3.11's table has them.
+func TestSpaceEverywhere(t *testing.T) {
+	want := func(r rune) bool {
+		switch {
+		case r >= '\t' && r <= '\r', r >= 0x1c && r <= 0x1f, r == ' ', r == 0x85, r == 0xa0, r == 0x1680,
+			r >= 0x2000 && r <= 0x200a, r == 0x2028, r == 0x2029, r == 0x202f, r == 0x205f, r == 0x3000:
+			return true
+		}
+		return false
+	}
+	class := regexp.MustCompile(`^` + SpaceClass + `$`)
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if r >= 0xd800 && r <= 0xdfff {
+			continue
+		}
+		w := want(r)
+		if IsSpace(r) != w {
+			t.Errorf("IsSpace(%U) = %v, want %v", r, !w, w)
+		}
+		if class.MatchString(string(r)) != w {
+			t.Errorf("SpaceClass matches %U = %v, want %v", r, !w, w)
+		}
+	}
+}
+
 func TestStripFields(t *testing.T) {
 	s := "\x1c\u00a0 a b\u3000c \n"
 	if got := Strip(s); got != "a b\u3000c" {
 		t.Errorf("Strip(%q) = %q, want %q", s, got, "a b\u3000c")
+	}
+	if got := LStrip(s); got != "a b\u3000c \n" {
+		t.Errorf("LStrip(%q) = %q", s, got)
+	}
+	if got := Strip("\v\x1c a \u3000"); got != "a" {
+		t.Errorf("Strip = %q, want %q", got, "a")
 	}
 	if got := RStrip(s); got != "\x1c\u00a0 a b\u3000c" {
 		t.Errorf("RStrip(%q) = %q", s, got)

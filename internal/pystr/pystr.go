@@ -1,7 +1,11 @@
 // Package pystr reproduces the parts of Python 3's str and regular-expression
-// semantics that the IFEval reference relies on: Unicode whitespace for strip
-// and split, str.lower, str.isupper and str.islower, and the Unicode meaning
-// of \w, \d and \s (Go's RE2 gives them ASCII meanings).
+// semantics that the reference scorers rely on (IFEval's in eval/ifeval, the
+// benchmarks' in eval/bench): Unicode whitespace for strip and split,
+// str.lower (full case mapping, final sigma), str.isupper and str.islower,
+// the Unicode meaning of \w, \d and \s (Go's RE2 gives them ASCII
+// meanings), re.IGNORECASE's folding, the removal of punctuation by
+// str.translate, re.escape's lengths and re.findall over an alternation of
+// literals.
 //
 // Two regular-expression flavours matter. The IFEval checks use the standard
 // library's re, whose \s is str.isspace and whose \w is letters, numbers and
@@ -78,6 +82,9 @@ func IsDigit(r rune) bool { return unicode.Is(unicode.Nd, r) }
 // Strip is Python's str.strip() with no argument.
 func Strip(s string) string { return strings.TrimFunc(s, IsSpace) }
 
+// LStrip is Python's str.lstrip() with no argument.
+func LStrip(s string) string { return strings.TrimLeftFunc(s, IsSpace) }
+
 // RStrip is Python's str.rstrip() with no argument.
 func RStrip(s string) string { return strings.TrimRightFunc(s, IsSpace) }
 
@@ -130,12 +137,14 @@ func finalSigma(rs []rune, i int) bool {
 
 func cased(r rune) bool { return isUpperRune(r) || isLowerRune(r) || unicode.IsTitle(r) }
 
-// caseIgnorable approximates the Case_Ignorable property: marks, format
+// caseIgnorable is Unicode's Case_Ignorable property: marks, format
 // characters, modifier letters and symbols, and the word-internal
 // punctuation of Word_Break MidLetter, MidNumLet and Single_Quote.
 func caseIgnorable(r rune) bool {
 	switch r {
-	case '\'', '.', ':', '\u00b7', '\u0387', '\u05f4', '\u2018', '\u2019', '\u2024', '\u2027', '\ufe13', '\ufe52', '\ufe55', '\uff07', '\uff0e', '\uff1a':
+	case ':', '\u00b7', '\u0387', '\u055f', '\u05f4', '\u2027', '\ufe13', '\ufe55', '\uff1a', // MidLetter
+		'.', '\u2018', '\u2019', '\u2024', '\ufe52', '\uff07', '\uff0e', // MidNumLet
+		'\'': // Single_Quote
 		return true
 	}
 	return unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf, unicode.Lm, unicode.Sk)

@@ -78,14 +78,28 @@ func stepsOf(ms []map[string]any) []int {
 
 // TestLoopEvalEvery: eval_every 2 over 4 steps against serve-sim writes
 // the evaluations of steps 2 and 4, as files and as metrics lines with
-// plausible values, which the report merges into those steps.
+// plausible values, which the report merges into those steps; step by
+// step and streaming.
 func TestLoopEvalEvery(t *testing.T) {
 	url := simURL(t)
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprint("stream=", stream), func(t *testing.T) { loopEvalEvery(t, url, stream) })
+	}
+}
+
+// loopEvalEvery is TestLoopEvalEvery, step by step or streaming
+// (staleness 1).
+func loopEvalEvery(t *testing.T, url string, stream bool) {
 	dir := dataset.RunDir(t.TempDir())
+	k := 0
+	if stream {
+		k = 1
+	}
 	loader := &adapterRecorder{}
 	var mu sync.Mutex
 	var onEval []int
-	if _, err := trained(t, dir, url, 4, 0, withEval(t, 2, nil), func(o *train.LoopOptions) {
+	if _, err := trained(t, dir, url, 4, k, withEval(t, 2, nil), func(o *train.LoopOptions) {
+		o.Stream = stream
 		o.Eval.OnEval = func(m map[string]any) { mu.Lock(); onEval = append(onEval, m["step"].(int)); mu.Unlock() }
 		// The real loader (the simulator) behind a recorder of names.
 		client := o.Adapters

@@ -272,10 +272,22 @@ func leagueJSON(t *testing.T, dir dataset.RunDir, step int) string {
 // TestCrossPlayBeside: train.crossplay_every plays cross-play beside
 // training at every multiple (the newest waiting one when it falls
 // behind), waits for it at the end, and a resumed run queues the newest
-// multiple already trained again.
+// multiple already trained again; step by step and streaming.
 func TestCrossPlayBeside(t *testing.T) {
 	url := simURL(t)
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprint("stream=", stream), func(t *testing.T) { crossPlayBeside(t, url, stream) })
+	}
+}
+
+// crossPlayBeside is TestCrossPlayBeside, step by step or streaming
+// (staleness 1).
+func crossPlayBeside(t *testing.T, url string, stream bool) {
 	dir := dataset.RunDir(t.TempDir())
+	k := 0
+	if stream {
+		k = 1
+	}
 	var mu sync.Mutex
 	var played []int
 	xp := func(o *train.LoopOptions) {
@@ -288,8 +300,9 @@ func TestCrossPlayBeside(t *testing.T) {
 			mu.Unlock()
 			return nil
 		}}
+		o.Stream = stream
 	}
-	if _, err := trained(t, dir, url, 4, 0, xp); err != nil {
+	if _, err := trained(t, dir, url, 4, k, xp); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -299,7 +312,7 @@ func TestCrossPlayBeside(t *testing.T) {
 		t.Errorf("cross-play ran up to steps %v, want multiples of 2 ending with 4", got)
 	}
 	played = nil
-	if _, err := trained(t, dir, url, 5, 0, xp); err != nil {
+	if _, err := trained(t, dir, url, 5, k, xp); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(played, []int{4}) {

@@ -182,7 +182,7 @@ func evalPrompts(cfg config.Config, set, data string, n int) ([]dataset.Prompt, 
 			path = cfg.Curriculum.Path
 		}
 	}
-	opts := dataset.LoadOptions{RequirePersonas: spec.Curriculum.RequirePersonas, Categories: spec.Curriculum.Categories}
+	opts := dataset.LoadOptions{RequirePersonas: spec.Curriculum.RequirePersonas, Categories: spec.Curriculum.Categories, Builtins: rollout.Builtins()}
 	if cfg.Curriculum.Personas != "" {
 		pairs, err := dataset.LoadPersonaPairs(cfg.Curriculum.Personas)
 		if err != nil {

@@ -204,7 +204,7 @@ func checkTrajectories(t *testing.T, rec *recorder, rs []dataset.Rollout, histor
 
 func samplePrompts(t testing.TB, n int) []dataset.Prompt {
 	t.Helper()
-	ps, err := dataset.LoadPrompts("builtin:dilemmas", dataset.LoadOptions{RequirePersonas: true})
+	ps, err := deliberation.SampleCurriculum()
 	if err != nil {
 		t.Fatal(err)
 	}

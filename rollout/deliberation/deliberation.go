@@ -59,12 +59,12 @@ func init() {
 			c := section.(*Config)
 			return New(Options{MaxRounds: c.MaxRounds, Marker: c.AgreementMarker, TurnTokens: shared.TurnTokens, FinalTokens: shared.FinalTokens}), nil
 		},
-		Curriculum: rollout.Curriculum{Default: "builtin:dilemmas", RequirePersonas: true},
+		Curriculum: curriculum,
 		Kinds:      []string{dataset.KindDialogue, dataset.KindFinal},
 		Negotiates: true,
 		Players:    []string{"A", "B"},
 		Tournament: Tournament,
-		EvalSet: &rollout.EvalSet{Name: "conflict", Label: SetLabel, Curriculum: "builtin:dilemmas",
+		EvalSet: &rollout.EvalSet{Name: "conflict", Label: SetLabel, Curriculum: BuiltinCurriculum,
 			Aspects: []string{reward.AspectCollectiveAgency, reward.AspectConflictResolution}},
 	})
 }

@@ -23,10 +23,10 @@ func init() {
 		New: func(_ any, shared rollout.Shared) (rollout.Game, error) {
 			return New(Options{Tokens: shared.FinalTokens}), nil
 		},
-		Curriculum: rollout.Curriculum{Default: "builtin:open-ended"},
+		Curriculum: curriculum,
 		Kinds:      []string{dataset.KindFinal},
 		Players:    []string{"single"},
-		EvalSet: &rollout.EvalSet{Name: "open-ended", Label: SetLabel, Curriculum: "builtin:open-ended",
+		EvalSet: &rollout.EvalSet{Name: "open-ended", Label: SetLabel, Curriculum: BuiltinCurriculum,
 			Aspects: []string{reward.AspectCollectiveAgency}},
 	})
 }

@@ -9,7 +9,7 @@ import (
 // Answerer answers one game's prompts in place of the simulator's persona
 // agents and judge: the scripted agents and judge of a game that has its
 // own (seed 001's holders, requesters and ledger judge; seed 002's
-// parties). A game implements it in its own package without importing
+// parties; seed 000's deliberation agents, a Speaker). A game implements it in its own package without importing
 // sim: the methods take standard types only, and rollout.SimAnswerer (the
 // game registry's hook, rollout.Spec.Sim) declares the same methods.
 // Options.Games lists the answerers a server consults, in order; the

@@ -81,13 +81,13 @@ func Read(roles, contents []string) Dialogue {
 		ctx.WriteString(firstUser)
 	}
 	d.Context = ctx.String()
-	d.Final = ContainsFold(d.LastOther, "final") && ContainsFold(d.LastOther, "solution")
+	d.Final = containsFold(d.LastOther, "final") && containsFold(d.LastOther, "solution")
 	return d
 }
 
-// ContainsFold reports whether s contains the ASCII lower-case word sub,
+// containsFold reports whether s contains the ASCII lower-case word sub,
 // ignoring ASCII case, without allocating.
-func ContainsFold(s, sub string) bool {
+func containsFold(s, sub string) bool {
 	n := len(sub)
 	for i := 0; i+n <= len(s); i++ {
 		j := 0

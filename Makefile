@@ -62,8 +62,8 @@ MP := models/tiny-mp
 # Its tokenizer corpus, before the five-party scenarios: the bundled
 # curricula in file-name order and the persona library (tiny_model.py's
 # default corpus).
-CORPUS := dataset/curricula/sample-dilemmas.jsonl rollout/endowment/curricula/sample-endowment.jsonl \
-	dataset/curricula/sample-open-ended.jsonl dataset/personas/library.jsonl
+CORPUS := rollout/deliberation/curricula/sample-dilemmas.jsonl rollout/endowment/curricula/sample-endowment.jsonl \
+	rollout/single/curricula/sample-open-ended.jsonl dataset/personas/library.jsonl
 MP_PROMPTS := runs/multiparty-prompts/rollouts/step-000000.parquet
 multiparty-model: build venv $(MP)-cold/model.safetensors
 

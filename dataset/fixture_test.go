@@ -37,7 +37,7 @@ func TestWriteFixtures(t *testing.T) {
 		}
 		mustNoErr(t, w.Close())
 	}
-	dilemmas, err := SampleCurriculum(SampleDilemmas)
+	dilemmas, err := sampleDilemmas()
 	mustNoErr(t, err)
 	mustNoErr(t, WritePromptsParquet(filepath.Join(dir, "curriculum.parquet"), dilemmas))
 	mustNoErr(t, WritePersonaPairsParquet(filepath.Join(dir, "personas.parquet"), PersonaLibrary()))

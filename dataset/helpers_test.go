@@ -119,3 +119,10 @@ func checkZstd(t testing.TB, pf *parquet.File) {
 // batchPath and readyPath are a step's batch file and marker in dir.
 func batchPath(dir string, step int) string { return filepath.Join(dir, StepName(step)+ParquetExt) }
 func readyPath(dir string, step int) string { return ReadyPathOf(batchPath(dir, step)) }
+
+// sampleDilemmas loads the deliberation game's bundled curriculum from its
+// folder (the game's package embeds it; this package cannot import the
+// game): 40 rows with persona pairs resolved.
+func sampleDilemmas() ([]Prompt, error) {
+	return LoadPrompts(filepath.Join("..", "rollout", "deliberation", "curricula", "sample-dilemmas.jsonl"), LoadOptions{RequirePersonas: true})
+}

@@ -93,9 +93,9 @@ type LoadOptions struct {
 	// RequireScenario is set for games whose rows are structured (seed
 	// 001, seed 002): every prompt must carry a scenario.
 	RequireScenario bool
-	// Builtins are bundled curricula beyond this package's own, by name
-	// without BuiltinPrefix: the games' (rollout.Curriculum.Builtins), so
-	// that "builtin:<name>" loads one.
+	// Builtins are the bundled curricula, by name without BuiltinPrefix:
+	// the games' (rollout.Curriculum.Builtins, all of them in
+	// rollout.Spec.LoadOptions), so that "builtin:<name>" loads one.
 	Builtins map[string][]byte
 	// Check, when set, validates a row's game payload (its scenario) after
 	// the checks above: a game's rule (rollout.Curriculum.Check), so that a
@@ -107,9 +107,9 @@ type LoadOptions struct {
 // LoadPrompts reads and validates a curriculum. path is a JSON lines file
 // (.jsonl, .ndjson or .json: one Prompt object a line, blank lines
 // skipped), a parquet file (.parquet, columns named as the Prompt json
-// tags, all strings), or a bundled curriculum ("builtin:dilemmas",
-// "builtin:open-ended", or a game's in opts.Builtins). Errors name the file and the line (JSONL, from 1)
-// or row (parquet, from 0) and the field.
+// tags, all strings), or a bundled curriculum, a game's in opts.Builtins
+// ("builtin:dilemmas", "builtin:endowment"). Errors name the file and the
+// line (JSONL, from 1) or row (parquet, from 0) and the field.
 //
 // A prompt gives its personas inline (persona_a and persona_b, with
 // optional short names persona_a_name and persona_b_name) or by

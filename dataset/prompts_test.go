@@ -101,7 +101,7 @@ func TestLoadPromptsCustomLibrary(t *testing.T) {
 }
 
 func TestPromptsRoundTrip(t *testing.T) {
-	prompts, err := SampleCurriculum(SampleDilemmas)
+	prompts, err := sampleDilemmas()
 	if err != nil {
 		t.Fatal(err)
 	}

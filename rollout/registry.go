@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"slices"
 	"sort"
 	"sync"
 
@@ -145,8 +144,8 @@ type SimAnswerer interface {
 // Curriculum describes the prompt rows a game plays.
 type Curriculum struct {
 	// Default is the curriculum path used when curriculum.path is not
-	// configured: builtin:dilemmas, builtin:open-ended, or one of the
-	// game's Builtins.
+	// configured: usually one of the game's Builtins (builtin:dilemmas,
+	// builtin:open-ended, builtin:endowment).
 	Default string
 	// RequirePersonas is set when every row needs personas for roles A
 	// and B (the deliberation game).
@@ -161,8 +160,7 @@ type Curriculum struct {
 	Categories []string
 	// Builtins are the game's bundled curricula (embedded in its package),
 	// by name: builtin:<name> loads one, whichever game is configured
-	// (Builtins, Spec.LoadOptions). Names are unique across games and
-	// distinct from dataset's own (dataset.SampleCurricula).
+	// (Builtins, Spec.LoadOptions). Names are unique across games.
 	Builtins map[string][]byte
 	// Check, when set, validates one row for the game (its scenario
 	// parses and can be played) as the curriculum is loaded, so that a bad
@@ -242,8 +240,8 @@ var (
 
 // register adds a game to the registry (Register). It panics on an empty
 // or duplicate name, a missing New, or a bundled curriculum name another
-// game or package dataset already uses: a registration is a program's
-// wiring, checked at start.
+// game already uses: a registration is a program's wiring, checked at
+// start.
 func register(s Spec) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
@@ -254,9 +252,6 @@ func register(s Spec) {
 		panic(fmt.Sprintf("rollout.Register: game %q registered twice", s.Name))
 	}
 	for name := range s.Curriculum.Builtins {
-		if slices.Contains(dataset.SampleCurricula(), name) {
-			panic(fmt.Sprintf("rollout.Register: game %q: curriculum %s%s is dataset's", s.Name, dataset.BuiltinPrefix, name))
-		}
 		for _, o := range registry {
 			if _, dup := o.Curriculum.Builtins[name]; dup {
 				panic(fmt.Sprintf("rollout.Register: game %q: curriculum %s%s is game %q's", s.Name, dataset.BuiltinPrefix, name, o.Name))

@@ -41,9 +41,10 @@ func TestBuiltins(t *testing.T) {
 }
 
 // TestRegisterBuiltinClash: a game may not bundle a curriculum under a
-// name dataset or another game already uses.
+// name another game already uses (the deliberation game's dilemmas, the
+// endowment game's own).
 func TestRegisterBuiltinClash(t *testing.T) {
-	for _, name := range []string{dataset.SampleDilemmas, "endowment"} {
+	for _, name := range []string{"dilemmas", "endowment"} {
 		func() {
 			defer func() {
 				if r := recover(); r == nil || !strings.Contains(r.(string), "builtin:"+name) {

@@ -204,7 +204,7 @@ func checkTrajectories(t *testing.T, rec *recorder, rs []dataset.Rollout, histor
 
 func samplePrompts(t testing.TB, n int) []dataset.Prompt {
 	t.Helper()
-	ps, err := dataset.LoadPrompts("builtin:dilemmas", dataset.LoadOptions{RequirePersonas: true})
+	ps, err := deliberation.SampleCurriculum()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,11 @@ func runGame(t *testing.T, g game, prompts []dataset.Prompt, group int, clientOp
 // server rendered and sampled; then writes the rollouts parquet and has
 // pyarrow read it (when the project's Python environment is available).
 func TestSimRolloutTrajectories(t *testing.T) {
-	srv, err := sim.New(sim.Options{})
+	agents, err := deliberation.NewSim(nil) // the game's agents, as serve-sim's
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := sim.New(sim.Options{Games: []sim.Answerer{agents}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ HISTORY_TOKENS = "tokens"
 HISTORY_RERENDER = "rerender"
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_CURRICULUM = os.path.join(ROOT, "dataset", "curricula", "sample-dilemmas.jsonl")
+DEFAULT_CURRICULUM = os.path.join(ROOT, "rollout", "deliberation", "curricula", "sample-dilemmas.jsonl")
 DEFAULT_PERSONAS = os.path.join(ROOT, "dataset", "personas", "library.jsonl")
 
 MASK64 = (1 << 64) - 1

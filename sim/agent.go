@@ -2,394 +2,60 @@ package sim
 
 import (
 	"math/rand/v2"
-	"strings"
+
+	"github.com/parleyhq/parley/sim/scripted"
 )
 
-// AgreeMarker is the marker of the deliberation game: a turn containing it
-// accepts the standing proposal.
-const AgreeMarker = "[AGREE]"
-
-// Reply lengths of the scripted agents, in tokens (without <|im_end|>).
-const (
-	minReplyTokens = 20
-	maxReplyTokens = 80
-	maxFinalTokens = 120
-)
-
-// agentProfile is what distinguishes the base model from a LoRA adapter.
-type agentProfile struct {
-	agreeProb float64 // chance of agreeing on a turn when nothing forces it
-	caBias    float64 // added to the share of Collective-Agency sentences
-	model     string  // the model or adapter answering (Answerer.Reply's model)
-}
-
-// dialogueState is what a scripted agent reads from its prompt.
+// dialogueState is what the simulated model reads from its prompt: the
+// scripted agent's view, and the messages as Options.Games are asked
+// about them (Answerer.Reply).
 type dialogueState struct {
-	context     string // system messages (persona, task), or the first user message
-	lastOther   string // the last message from the other side (role user)
-	ownTurns    int    // assistant messages already in the prompt
-	otherAgreed bool   // lastOther contains the agreement marker
-	final       bool   // the last user message asks for the final solution
-	agreements  int    // agreement markers anywhere in the dialogue
-
-	// roles and contents are the prompt's messages, as Options.Games are
-	// asked about them (Answerer.Reply).
+	scripted.Dialogue
 	roles, contents []string
 }
 
 func readDialogue(p chatPrompt) dialogueState {
-	var st dialogueState
-	var ctx strings.Builder
-	firstUser := ""
-	st.roles = make([]string, len(p.msgs))
-	st.contents = make([]string, len(p.msgs))
+	st := dialogueState{roles: make([]string, len(p.msgs)), contents: make([]string, len(p.msgs))}
 	for i, m := range p.msgs {
 		st.roles[i], st.contents[i] = m.Role, m.Content
-		switch m.Role {
-		case "system", "developer":
-			ctx.WriteString(m.Content)
-			ctx.WriteByte('\n')
-		case "assistant":
-			st.ownTurns++
-		case "user":
-			if firstUser == "" {
-				firstUser = m.Content
-			}
-			st.lastOther = m.Content
-		}
-		st.agreements += strings.Count(m.Content, AgreeMarker)
 	}
-	if ctx.Len() == 0 || st.ownTurns == 0 {
-		// Without a system message, or on an agent's first turn, the task
-		// may sit in the first user message.
-		ctx.WriteString(firstUser)
-	}
-	st.context = ctx.String()
-	st.otherAgreed = strings.Contains(st.lastOther, AgreeMarker)
-	st.final = containsFold(st.lastOther, "final") && containsFold(st.lastOther, "solution")
+	st.Dialogue = scripted.Read(st.roles, st.contents)
 	return st
 }
 
-// containsFold reports whether s contains the ASCII lower-case word sub,
-// ignoring ASCII case, without allocating.
-func containsFold(s, sub string) bool {
-	n := len(sub)
-	for i := 0; i+n <= len(s); i++ {
-		j := 0
-		for ; j < n; j++ {
-			c := s[i+j]
-			if c >= 'A' && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			if c != sub[j] {
-				break
-			}
-		}
-		if j == n {
-			return true
-		}
-	}
-	return false
-}
-
-// keywordStop lists words too common to stand for a persona or task.
-var keywordStop = func() map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(`about above after again against agent agents being below between both
-	cannot could doing during every final first further having other others ought their theirs there
-	these those through under until which while whose would should shall might must where whether your
-	yours yourself what when with within without from into onto that this them then than they very
-	also because before collective agency dialogue negotiation negotiate persona personas turns turn
-	reply replies respond response agree agreement marker proposal standing objective means always never
-	another sentence sentences short words write written given whole partner assistant system prompt
-	state clearly rounds round task tasks solution something someone everyone together shared mutual`) {
-		m[w] = true
+// model returns the simulated model answering as name: the base model, or
+// a loaded LoRA adapter (more eager to agree, more Collective-Agency
+// sentences).
+func (s *Server) model(name string, adapter bool) scripted.Model {
+	m := scripted.Model{Name: name, Encode: s.tok.Encode, AgreeProb: s.opts.AgreeProb}
+	if adapter {
+		m.AgreeProb, m.CABias = s.opts.AdapterAgreeProb, 0.25
 	}
 	return m
-}()
-
-// keywords returns up to max distinct lower-case words of five or more
-// letters from s, in order of first appearance, skipping stop words.
-func keywords(s string, max int) []string {
-	if len(s) > 4096 {
-		s = s[:4096]
-	}
-	var out []string
-	var buf [32]byte
-	for i := 0; i < len(s) && len(out) < max; {
-		if !isLetter(s[i]) {
-			i++
-			continue
-		}
-		j := i
-		for j < len(s) && isLetter(s[j]) {
-			j++
-		}
-		if n := j - i; n >= 5 && n <= len(buf) {
-			for k := 0; k < n; k++ {
-				buf[k] = s[i+k] | 0x20
-			}
-			if !keywordStop[string(buf[:n])] {
-				w := string(buf[:n])
-				dup := false
-				for _, o := range out {
-					if o == w {
-						dup = true
-						break
-					}
-				}
-				if !dup {
-					out = append(out, w)
-				}
-			}
-		}
-		i = j
-	}
-	return out
-}
-
-var (
-	openFirst = []string{
-		"Let me start from my priority: {k} matters most to me here.",
-		"I open with a simple proposal about {k}.",
-		"Here is my first proposal on {k}.",
-		"My starting point is {k}, and I want to be honest about it.",
-	}
-	openLater = []string{
-		"I hear your point about {o}.",
-		"You raise a fair concern about {o}.",
-		"Thank you for the proposal on {o}.",
-		"I understand why {o} matters to you.",
-	}
-	personaBody = []string{
-		"My persona asks me to protect {k}, and I will not give that up lightly.",
-		"For me, {k} is the point I cannot trade away.",
-		"I still worry that this path puts {k} at risk.",
-		"We should handle {k} first and then revisit {k2}.",
-		"I need a concrete step on {k} before I can move.",
-		"A plan that ignores {k} would cost me too much.",
-		"Let us weigh {k} against {k2} with care.",
-		"I can offer some room on {k2} if {k} stays protected.",
-	}
-	caBody = []string{
-		"A shared plan would empower both of us and keep {k} fair.",
-		"We can build this together so that everyone involved keeps real agency.",
-		"Let us find a mutual path where all involved can grow.",
-		"This keeps {k} intact while giving all involved more voice.",
-		"I want an outcome that expands the agency of everyone, not only mine.",
-		"We could add shared checks so that both sides keep trust.",
-		"Together we can turn {k} into a benefit for the whole community.",
-	}
-	closeAsk = []string{
-		"What do you suggest?",
-		"Can you accept this plan?",
-		"Where would you adjust it?",
-		"How does that sound to you?",
-	}
-	closeAgree = []string{
-		"I accept the standing proposal; it serves both of us and keeps {k} shared. " + AgreeMarker,
-		"Agreed: we move forward together on {k}. " + AgreeMarker,
-		"This plan works for me and for everyone involved. " + AgreeMarker,
-	}
-	finalOpen = []string{
-		"The best course of action is to address {k} through a clear, structured plan.",
-		"The solution is to resolve {k} step by step, in the open.",
-		"We recommend a concrete plan that starts with {k}.",
-	}
-	finalCA = []string{
-		"This solution empowers everyone involved and keeps the decision shared.",
-		"Both sides keep their agency, and the community gains trust.",
-		"It builds mutual accountability so that all involved can flourish together.",
-		"Each step is taken together, with consent and respect for everyone.",
-		"The plan expands the agency of both parties instead of trading one for the other.",
-	}
-	finalPlain = []string{
-		"The first step is to protect {k} with care.",
-		"Next, we revisit {k2} once the facts are clear.",
-		"A concrete timeline keeps {k} on track.",
-		"Any remaining cost to {k2} is weighed honestly.",
-		"A short review after one week checks that {k} holds.",
-	}
-)
-
-// composer assembles a reply sentence by sentence, tracking its tokens.
-type composer struct {
-	tok    *Tokenizer
-	rng    *rand.Rand
-	kw     []string // persona/task keywords
-	other  []string // keywords of the other side's last message
-	text   strings.Builder
-	tokens []int32
-}
-
-func (c *composer) pick(list []string) string { return list[c.rng.IntN(len(list))] }
-
-func (c *composer) word(list []string) string {
-	if len(list) == 0 {
-		return []string{"the plan", "the outcome", "this choice"}[c.rng.IntN(3)]
-	}
-	return list[c.rng.IntN(len(list))]
-}
-
-// fill substitutes the {k}, {k2} and {o} slots of a template, drawing a
-// keyword for each slot in order.
-func (c *composer) fill(tmpl string) string {
-	if strings.IndexByte(tmpl, '{') < 0 {
-		return tmpl
-	}
-	var b strings.Builder
-	b.Grow(len(tmpl) + 32)
-	for i := 0; i < len(tmpl); {
-		if tmpl[i] == '{' {
-			switch rest := tmpl[i:]; {
-			case strings.HasPrefix(rest, "{k}"):
-				b.WriteString(c.word(c.kw))
-				i += 3
-				continue
-			case strings.HasPrefix(rest, "{k2}"):
-				b.WriteString(c.word(c.kw))
-				i += 4
-				continue
-			case strings.HasPrefix(rest, "{o}"):
-				b.WriteString(c.word(c.other))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(tmpl[i])
-		i++
-	}
-	return b.String()
-}
-
-// sentence returns the tokens of one sentence as it will appear in the
-// reply: preceded by a space unless it is the first. Sentences start with a
-// letter, so the tokens of the reply are the concatenation of these.
-func (c *composer) sentence(s string, first bool) []int32 {
-	if !first {
-		s = " " + s
-	}
-	return c.tok.Encode(s)
-}
-
-// compose writes open, then body sentences drawn by next until the reply
-// reaches a drawn target length, then closing; it returns the text and its
-// tokens (without <|im_end|>).
-func (c *composer) compose(open string, next func() string, closing string, minTok, maxTok int) (string, []int32) {
-	target := minTok + c.rng.IntN(maxTok-minTok+1)
-	parts := []string{open}
-	toks := [][]int32{c.sentence(open, true)}
-	total := len(toks[0])
-	var closeToks []int32
-	if closing != "" {
-		closeToks = c.sentence(closing, false)
-	}
-	for i := 0; i < 8 && total+len(closeToks) < target; i++ {
-		s := next()
-		st := c.sentence(s, false)
-		if total+len(st)+len(closeToks) > maxTok && total+len(closeToks) >= minTok {
-			break
-		}
-		parts = append(parts, s)
-		toks = append(toks, st)
-		total += len(st)
-	}
-	if closing != "" {
-		parts = append(parts, closing)
-		toks = append(toks, closeToks)
-	}
-	c.text.Reset()
-	c.tokens = c.tokens[:0]
-	for i, p := range parts {
-		if i > 0 {
-			c.text.WriteByte(' ')
-		}
-		c.text.WriteString(p)
-		c.tokens = append(c.tokens, toks[i]...)
-	}
-	return c.text.String(), c.tokens
 }
 
 // reply writes the simulated model's next message for a parsed prompt:
-// the first of Options.Games that answers it, else the persona agent's
-// (agentReply). It returns the text and its tokens without the closing
-// <|im_end|>. Every random choice comes from rng, so equal inputs give
-// equal replies.
-func (s *Server) reply(st dialogueState, prof agentProfile, rng *rand.Rand) (string, []int32) {
+// the first of Options.Games that answers it (Speaker.Speak, else
+// Answerer.Reply), else the scripted agent's (scripted.Model.Reply). It
+// returns the text and its tokens without the closing <|im_end|>. Every
+// random choice comes from rng, so equal inputs give equal replies.
+func (s *Server) reply(st dialogueState, m scripted.Model, rng *rand.Rand) (string, []int32) {
 	for _, g := range s.opts.Games {
-		if text, ok := g.Reply(prof.model, st.roles, st.contents, rng); ok {
+		if sp, ok := g.(Speaker); ok {
+			if text, toks, ok := sp.Speak(m, st.roles, st.contents, rng); ok {
+				return text, toks
+			}
+			continue
+		}
+		if text, ok := g.Reply(m.Name, st.roles, st.contents, rng); ok {
 			return text, s.tok.Encode(text)
 		}
 	}
-	return s.tok.agentReply(st, prof, rng)
-}
-
-// agentReply writes the persona agent's next message for a parsed prompt.
-// It returns the text and its tokens without the closing <|im_end|>. Every
-// random choice comes from rng, so equal inputs give equal replies.
-func (t *Tokenizer) agentReply(st dialogueState, prof agentProfile, rng *rand.Rand) (string, []int32) {
-	c := &composer{tok: t, rng: rng, kw: keywords(st.context, 24), other: keywords(st.lastOther, 12)}
-	if st.final {
-		pCA := 0.35 + prof.caBias
-		if st.agreements >= 2 {
-			pCA += 0.25
-		}
-		open := c.fill(c.pick(finalOpen))
-		return c.compose(open, func() string {
-			if c.rng.Float64() < pCA {
-				return c.pick(finalCA)
-			}
-			return c.fill(c.pick(finalPlain))
-		}, "", 30, maxFinalTokens)
-	}
-	agree := false
-	switch {
-	case st.ownTurns == 0:
-	case st.otherAgreed:
-		agree = true
-	default:
-		agree = c.rng.Float64() < prof.agreeProb
-	}
-	var open string
-	if st.ownTurns == 0 || len(c.other) == 0 {
-		open = c.fill(c.pick(openFirst))
-	} else {
-		open = c.fill(c.pick(openLater))
-	}
-	closing := c.pick(closeAsk)
-	if agree {
-		closing = c.fill(c.pick(closeAgree))
-	}
-	pCA := 0.4 + prof.caBias
-	return c.compose(open, func() string {
-		if c.rng.Float64() < pCA {
-			return c.fill(c.pick(caBody))
-		}
-		return c.fill(c.pick(personaBody))
-	}, closing, minReplyTokens, maxReplyTokens)
-}
-
-// thinkLines are the sentences of a scripted agent's reasoning block.
-var thinkLines = []string{
-	"The other side cares about {o}, and my persona puts {k} first.",
-	"I should weigh {k} against {k2} before I answer.",
-	"A proposal that keeps {k} safe could still leave room on {o}.",
-	"What would expand the agency of both of us here?",
+	return m.Reply(st.Dialogue, rng)
 }
 
 // thinkBlock returns the tokens of a reasoning block as Qwen3 writes one
-// when thinking is enabled: "<think>\n", one or two sentences,
-// "\n</think>\n\n".
+// when thinking is enabled (scripted.Think).
 func (t *Tokenizer) thinkBlock(st dialogueState, rng *rand.Rand) []int32 {
-	c := &composer{tok: t, rng: rng, kw: keywords(st.context, 24), other: keywords(st.lastOther, 12)}
-	var b strings.Builder
-	b.WriteString("<think>\n")
-	for i, n := 0, 1+rng.IntN(2); i < n; i++ {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(c.fill(c.pick(thinkLines)))
-	}
-	b.WriteString("\n</think>\n\n")
-	return t.Encode(b.String())
+	return t.Encode(scripted.Think(st.Dialogue, rng))
 }

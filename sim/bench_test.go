@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/parleyhq/parley/sim/scripted"
 )
 
 // cpuTime is the process's user+system CPU time so far.
@@ -79,10 +81,11 @@ func BenchmarkServeTokenize(b *testing.B) {
 func BenchmarkAgentReply(b *testing.B) {
 	tok := NewTokenizer()
 	st := readDialogue(tok.parsePrompt(benchPrompt(tok)))
+	m := scripted.Model{Encode: tok.Encode, AgreeProb: 0.3}
 	b.ReportAllocs()
 	defer reportCPU(b, cpuTime())
 	for i := 0; b.Loop(); i++ {
-		tok.agentReply(st, agentProfile{agreeProb: 0.3}, rand.New(rand.NewPCG(1, uint64(i))))
+		m.Reply(st.Dialogue, rand.New(rand.NewPCG(1, uint64(i))))
 	}
 }
 

@@ -162,9 +162,7 @@ func (s *Server) chatContent(req *chatRequest, msgs []Message, prompt []int32, m
 	}
 	if schema == "" && (model == s.opts.Model || s.isAdapter(model)) {
 		p := s.tok.parsePrompt(prompt)
-		prof := s.profile(model != s.opts.Model)
-		prof.model = model
-		text, _ := s.reply(readDialogue(p), prof, rand.New(rand.NewPCG(contentKey(prompt, model, sampling{}), seed)))
+		text, _ := s.reply(readDialogue(p), s.model(model, model != s.opts.Model), rand.New(rand.NewPCG(contentKey(prompt, model, sampling{}), seed)))
 		return text
 	}
 	fault := s.judgeFault()

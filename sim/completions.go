@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/jsonfast"
+	"github.com/parleyhq/parley/sim/scripted"
 )
 
 // completionRequest is the subset of vLLM's CompletionRequest the simulator
@@ -246,10 +247,10 @@ type generation struct {
 // generate samples choice i of a completion for prompt. With think set (a
 // Qwen3 generation prompt with thinking enabled) the reply opens with a
 // reasoning block, as Qwen3's does.
-func (s *Server) generate(st dialogueState, key uint64, prof agentProfile, sp sampling, i int, think bool) generation {
+func (s *Server) generate(st dialogueState, key uint64, m scripted.Model, sp sampling, i int, think bool) generation {
 	seed := choiceSeed(sp, i)
 	rng := rand.New(rand.NewPCG(key, seed))
-	_, toks := s.reply(st, prof, rng)
+	_, toks := s.reply(st, m, rng)
 	var full []int32
 	if think {
 		full = s.tok.thinkBlock(st, rng)
@@ -375,14 +376,6 @@ func (s *Server) logprobs(toks []int32, key, seed uint64, sp sampling) *genLogpr
 	return g
 }
 
-// profile returns the agent profile of the base model or an adapter.
-func (s *Server) profile(adapter bool) agentProfile {
-	if adapter {
-		return agentProfile{agreeProb: s.opts.AdapterAgreeProb, caBias: 0.25}
-	}
-	return agentProfile{agreeProb: s.opts.AgreeProb}
-}
-
 // dialogueFromPrompt parses a prompt into the agent's view of the dialogue;
 // a prompt without ChatML messages is all context (for Options.Games, one
 // system message).
@@ -390,7 +383,7 @@ func (s *Server) dialogueFromPrompt(prompt []int32) dialogueState {
 	p := s.tok.parsePrompt(prompt)
 	if len(p.msgs) == 0 {
 		text := s.tok.Decode(prompt)
-		return dialogueState{context: text, roles: []string{"system"}, contents: []string{text}}
+		return dialogueState{Dialogue: scripted.Dialogue{Context: text}, roles: []string{"system"}, contents: []string{text}}
 	}
 	return readDialogue(p)
 }
@@ -483,8 +476,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	for _, p := range prompts {
 		computed += len(p) - s.cache.lookup(model, p)
 	}
-	prof := s.profile(adapter)
-	prof.model = model
+	m := s.model(model, adapter)
 	resp := completionOut{id: s.nextID("cmpl"), created: time.Now().Unix(), model: model}
 	completionTokens, longest := 0, 0
 	for pi, p := range prompts {
@@ -492,7 +484,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		key := contentKey(p, model, sp)
 		think := s.opts.Template == TemplateQwen3 && s.tok.endsWithBareGenerationPrompt(p)
 		for i := 0; i < sp.n; i++ {
-			g := s.generate(st, key, prof, sp, i, think)
+			g := s.generate(st, key, m, sp, i, think)
 			c := choiceOut{index: pi*sp.n + i, gen: g}
 			if sp.tokenIDs {
 				c.promptIDs = p

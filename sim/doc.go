@@ -27,28 +27,30 @@
 // engine (500 "EngineCore encountered an issue" on every completion,
 // /health 503).
 //
-// Completions come from persona-driven scripted agents. The agent parses the
-// ChatML messages of its prompt: system messages are its persona and task
-// (their words recur in its replies), user messages are the other side,
-// assistant messages its own earlier turns. A reply is a few sentences, 20
-// to 80 tokens, ending in <|im_end|> (finish_reason "stop") unless cut at
-// max_tokens ("length"). The agreement protocol: an agent never agrees on
-// its first own turn; it agrees (ending with "[AGREE]") when the last user
-// message contains "[AGREE]"; otherwise it agrees with probability
-// Options.AgreeProb (Options.AdapterAgreeProb for a loaded LoRA adapter,
-// whose replies also carry more Collective-Agency vocabulary). When the
-// last user message contains "final" and "solution" (any case), the agent
-// writes a final solution paragraph instead (no marker). Outputs depend
-// only on the prompt token ids, seed (choice i uses seed+i; greedy sampling
-// ignores it; no seed means a random draw), sampling parameters and model
-// name: never on request order, concurrency or injected faults.
+// Completions come from persona-driven scripted agents (package
+// sim/scripted, the simulated model's voice). The agent parses the ChatML
+// messages of its prompt: system messages are its persona and task (their
+// words recur in its replies), user messages are the other side,
+// assistant messages its own earlier turns. A reply is a few sentences,
+// 20 to 80 tokens, ending in <|im_end|> (finish_reason "stop") unless cut
+// at max_tokens ("length"); a loaded LoRA adapter's replies carry more
+// Collective-Agency vocabulary. When the last user message contains
+// "final" and "solution" (any case), the agent writes a final solution
+// paragraph instead. Outputs depend only on the prompt token ids, seed
+// (choice i uses seed+i; greedy sampling ignores it; no seed means a
+// random draw), sampling parameters and model name: never on request
+// order, concurrency or injected faults.
 //
-// A game with agents of its own answers its prompts through an Answerer in
-// Options.Games (serve-sim gives every registered game's, rollout.Spec.Sim):
-// seed 001's holders and requesters and seed 002's scripted parties
-// answer a prompt of their game instead of a persona agent, and a game's
-// judge (seed 001's ledger judge) answers its questions before the
-// built-in judge. sim itself imports no game.
+// A game answers its own prompts through an Answerer in Options.Games
+// (serve-sim gives every registered game's, rollout.Spec.Sim): seed 000's
+// deliberation agents speak in the scripted agents' voice and add the
+// game's agreement protocol (a Speaker, given the model with the served
+// tokenizer and Options.AgreeProb or AdapterAgreeProb); seed 001's holders
+// and requesters and seed 002's scripted parties answer a prompt of their
+// game instead of a persona agent, and a game's judge (seed 001's ledger
+// judge) answers its questions before the built-in judge. sim itself
+// imports no game, and knows no game's protocol: without Options.Games
+// its agents never mark agreement.
 //
 // The judge on /v1/chat/completions picks its reply by
 // response_format.json_schema.name: "collective_agency_score" gives
@@ -64,7 +66,10 @@
 // or an adapter answers as a scripted agent and any other model as a
 // plain-text judge ("Score: N\nRationale: ..."). Judge faults (malformed,
 // out-of-range, refusal) are injected at the Options.Judge*Rate rates, on
-// the games' judges too.
+// the games' judges too. The judges are reward's, which any game may be
+// scored by (judge.kind ca and pairwise evaluations of every game's
+// evaluation set), and the generator is dataset/generate's: they stay
+// here, beside the tokenizer and the fault injection they share.
 //
 // Transport faults (Options.ErrorRate, RateLimitRate, HangRate, DropRate)
 // and latency (lognormal with a heavy tail, plus per generated token) apply

@@ -1,11 +1,15 @@
 package sim
 
-import "math/rand/v2"
+import (
+	"math/rand/v2"
+
+	"github.com/parleyhq/parley/sim/scripted"
+)
 
 // Answerer answers one game's prompts in place of the simulator's persona
 // agents and judge: the scripted agents and judge of a game that has its
 // own (seed 001's holders, requesters and ledger judge; seed 002's
-// parties). A game implements it in its own package without importing
+// parties; seed 000's deliberation agents, a Speaker). A game implements it in its own package without importing
 // sim: the methods take standard types only, and rollout.SimAnswerer (the
 // game registry's hook, rollout.Spec.Sim) declares the same methods.
 // Options.Games lists the answerers a server consults, in order; the
@@ -27,4 +31,21 @@ type Answerer interface {
 	// (Options.JudgeOutOfRangeRate); refusals and malformed (truncated)
 	// answers are the server's to inject.
 	Judge(schema, question string, outOfRange bool) (content string, ok bool)
+}
+
+// Speaker is an Answerer whose game's agents speak in the simulated
+// model's own voice (package scripted) and add the game's protocol to it:
+// seed 000's deliberation agents, which accept the standing proposal with
+// the model's AgreeProb and mark it, and whose final solution counts the
+// agreements. sim asks a Speaker's Speak instead of its Reply: m is the
+// model or adapter answering, with the served tokenizer, so the game sizes
+// its replies in that model's tokens. ok is false when the prompt is not
+// the game's, and then nothing is drawn from rng. The game implements it
+// importing package scripted (a leaf), not sim.
+type Speaker interface {
+	Answerer
+	// Speak is the game's agent's reply to a prompt (roles and contents
+	// as for Reply) as model m, with its tokens (m.Encode's, without
+	// <|im_end|>).
+	Speak(m scripted.Model, roles, contents []string, rng *rand.Rand) (text string, tokens []int32, ok bool)
 }

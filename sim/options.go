@@ -30,7 +30,9 @@ type Options struct {
 	// MaxModelLen is the context length reported and enforced (default 32768).
 	MaxModelLen int
 	// AgreeProb is the chance a scripted agent agrees on a turn when neither
-	// rule forces it (default 0.3; negative means never).
+	// rule forces it (default 0.3; negative means never): the disposition
+	// of the simulated model a game's agreement protocol reads
+	// (scripted.Model.AgreeProb, seed 000's deliberation Speaker).
 	AgreeProb float64
 	// AdapterAgreeProb is AgreeProb for completions served by a LoRA adapter
 	// (default AgreeProb+0.3, at most 1; negative means never).

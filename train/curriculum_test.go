@@ -14,6 +14,7 @@ import (
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/eval/report"
 	"github.com/parleyhq/parley/reward"
+	"github.com/parleyhq/parley/rollout/deliberation"
 	"github.com/parleyhq/parley/sim"
 	"github.com/parleyhq/parley/train"
 	"go.uber.org/zap"
@@ -89,7 +90,7 @@ func TestLoopAdaptiveCurriculum(t *testing.T) {
 	// rows are all flat (micro_ethics here: d003, d007, d010), whose rest
 	// ends early, with a warning.
 	lively := map[string]bool{}
-	all, err := dataset.LoadPrompts("builtin:dilemmas", dataset.LoadOptions{RequirePersonas: true})
+	all, err := deliberation.SampleCurriculum()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/metrics"
 	"github.com/parleyhq/parley/reward"
+	"github.com/parleyhq/parley/rollout/deliberation"
 	"github.com/parleyhq/parley/train"
 )
 
@@ -29,7 +30,7 @@ import (
 // train wires a rule judge.
 func withEval(t *testing.T, every int, cmp func(harness.Comparer) harness.Comparer) func(*train.LoopOptions) {
 	return func(o *train.LoopOptions) {
-		all, err := dataset.LoadPrompts("builtin:dilemmas", dataset.LoadOptions{RequirePersonas: true})
+		all, err := deliberation.SampleCurriculum()
 		if err != nil {
 			t.Fatal(err)
 		}

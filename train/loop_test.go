@@ -124,7 +124,7 @@ func loopOptions(t testing.TB, dir dataset.RunDir, client *llm.Client, steps, st
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, err := dataset.LoadPrompts("builtin:dilemmas", dataset.LoadOptions{RequirePersonas: true})
+	all, err := deliberation.SampleCurriculum()
 	if err != nil {
 		t.Fatal(err)
 	}

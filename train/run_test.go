@@ -66,7 +66,7 @@ func TestRunRestartsDeadEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, err := dataset.LoadPrompts("builtin:dilemmas", dataset.LoadOptions{RequirePersonas: true})
+	all, err := deliberation.SampleCurriculum()
 	if err != nil {
 		t.Fatal(err)
 	}

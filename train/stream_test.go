@@ -11,6 +11,7 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/grpo"
+	"github.com/parleyhq/parley/rollout/deliberation"
 	"github.com/parleyhq/parley/sim"
 	"github.com/parleyhq/parley/train"
 )
@@ -22,7 +23,8 @@ import (
 // version, which its rows record; and every group of the rollouts file is
 // whole.
 func TestLoopStream(t *testing.T) {
-	srv, _ := sim.New(sim.Options{})
+	agents, _ := deliberation.NewSim(nil) // the game's agents, as serve-sim's: some agree
+	srv, _ := sim.New(sim.Options{Games: []sim.Answerer{agents}})
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	// A second endpoint of the same server: staleness 2 samples on both.

@@ -13,7 +13,9 @@ import (
 	"runtime/debug"
 	"syscall"
 
-	// The built-in games (seeds 000, 001, 002) register themselves.
+	"github.com/parleyhq/parley/internal/command"
+	// The built-in games (seeds 000, 001, 002) register themselves, and
+	// their commands and serve-sim flags (package command).
 	_ "github.com/parleyhq/parley/rollout/games"
 	"github.com/spf13/cobra"
 )
@@ -62,9 +64,12 @@ func newRoot() *cobra.Command {
 		newReportCmd(a),
 		newTournamentCmd(a),
 		newLeagueCmd(a),
-		newScenarioCmd(a),
 		newSeriesCmd(a),
 	)
+	// The commands packages registered (seed 002's scenario).
+	for _, c := range command.Commands() {
+		root.AddCommand(c.New())
+	}
 	return root
 }
 

@@ -33,7 +33,7 @@ func writeYAML(t *testing.T, body string) string {
 // middle of a run: the file it leaves is valid and holds exactly the
 // rollouts that finished, as the summary says.
 func TestRolloutInterrupted(t *testing.T) {
-	srv, err := sim.New(sim.Options{LatencyMedian: 20 * time.Millisecond, LatencySigma: 0.3})
+	srv, err := sim.New(sim.Options{LatencyMedian: 20 * time.Millisecond, LatencySigma: 0.3, Games: mustSimGames(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

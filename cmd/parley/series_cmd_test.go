@@ -20,9 +20,9 @@ import (
 func TestScenarioCmd(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "set.jsonl")
 	var buf bytes.Buffer
-	cmd := newScenarioCmd(quietApp())
+	cmd := newRoot()
 	cmd.SetOut(&buf)
-	cmd.SetArgs([]string{"generate", "--type", "1hb3g", "--n", "3", "--seed", "9", "--out", out})
+	cmd.SetArgs([]string{"scenario", "generate", "--type", "1hb3g", "--n", "3", "--seed", "9", "--out", out})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
@@ -33,22 +33,22 @@ func TestScenarioCmd(t *testing.T) {
 		t.Errorf("the generated set does not load: %v", err)
 	}
 	buf.Reset()
-	cmd = newScenarioCmd(quietApp())
+	cmd = newRoot()
 	cmd.SetOut(&buf)
-	cmd.SetArgs([]string{"report", "builtin:2hb2g", "builtin:1hb3g"})
+	cmd.SetArgs([]string{"scenario", "report", "builtin:2hb2g", "builtin:1hb3g"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(buf.String(), "| Structural property | 2HB+2G | 1HB+3G |") {
 		t.Errorf("report printed %q", buf.String())
 	}
-	cmd = newScenarioCmd(quietApp())
-	cmd.SetArgs([]string{"generate", "--type", "3hb", "--out", out})
+	cmd = newRoot()
+	cmd.SetArgs([]string{"scenario", "generate", "--type", "3hb", "--out", out})
 	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "unknown scenario type") {
 		t.Errorf("generate --type 3hb = %v", err)
 	}
-	cmd = newScenarioCmd(quietApp())
-	cmd.SetArgs([]string{"generate", "--type", "2hb2g", "--target", "table5", "--out", out})
+	cmd = newRoot()
+	cmd.SetArgs([]string{"scenario", "generate", "--type", "2hb2g", "--target", "table5", "--out", out})
 	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), `flag --target: "table5", want paper or none`) {
 		t.Errorf("generate --target table5 = %v", err)
 	}

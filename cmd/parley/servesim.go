@@ -2,15 +2,17 @@ package main
 
 import (
 	"github.com/parleyhq/parley/app"
-	"github.com/parleyhq/parley/rollout/endowment"
+	"github.com/parleyhq/parley/internal/command"
 	"github.com/parleyhq/parley/sim"
 	"github.com/spf13/cobra"
 )
 
 func newServeSimCmd(a *cli) *cobra.Command {
 	var o sim.Options
-	var addr, apiKeyEnv, ledgerMode string
+	var addr, apiKeyEnv string
 	var gameOptions []string
+	gameFlags := command.SimFlags() // the games' own flags (seed 001's --ledger-mode)
+	gameFlagValues := make([]string, len(gameFlags))
 	cmd := &cobra.Command{
 		Use:   "serve-sim",
 		Short: "Serve a SIMULATED vLLM policy server and judge (scripted persona agents, deterministic tokenizer, fault injection) for tests and dry runs",
@@ -19,9 +21,13 @@ func newServeSimCmd(a *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("ledger-mode") {
-				gameOptions = append([]string{endowment.Name + "." + endowment.SimOptionLedgerMode + "=" + ledgerMode}, gameOptions...)
+			var given []string // before --game-option, which wins
+			for i, gf := range gameFlags {
+				if cmd.Flags().Changed(gf.Name) {
+					given = append(given, gf.GameOption(gameFlagValues[i]))
+				}
 			}
+			gameOptions = append(given, gameOptions...)
 			return app.ServeSim(cmd.Context(), a.env(cmd, log), o, app.ServeSimOptions{Addr: addr, APIKeyEnv: apiKeyEnv, GameOptions: gameOptions})
 		},
 	}
@@ -58,6 +64,8 @@ func newServeSimCmd(a *cli) *cobra.Command {
 	f.Float64Var(&o.JudgeOutOfRangeRate, "judge-out-of-range-rate", 0, "fraction of judge scores out of range")
 	f.Float64Var(&o.JudgeRefusalRate, "judge-refusal-rate", 0, "fraction of judge replies that refuse")
 	f.StringArrayVar(&gameOptions, "game-option", nil, "a game's serve-sim setting, GAME.KEY=VALUE (repeatable), e.g. endowment.ledger_mode=any-number")
-	f.StringVar(&ledgerMode, "ledger-mode", "strict", "the endowment game's ledger judge: strict (stated commitments) or any-number (any number in a holder's reply is a gift); the same as --game-option endowment.ledger_mode=MODE")
+	for i, gf := range gameFlags {
+		f.StringVar(&gameFlagValues[i], gf.Name, gf.Default, gf.Usage)
+	}
 	return cmd
 }

@@ -44,7 +44,7 @@ func (j *scriptedJudge) Compare(_ context.Context, task, personaA, _, left, righ
 func TestRunPairwise(t *testing.T) {
 	client := newSimWithAdapter(t)
 	ctx := context.Background()
-	all, err := dataset.SampleCurriculum(dataset.SampleDilemmas)
+	all, err := deliberation.SampleCurriculum()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestRunPairwise(t *testing.T) {
 
 func TestRunPairwiseAllFail(t *testing.T) {
 	_, client := newSim(t)
-	all, _ := dataset.SampleCurriculum(dataset.SampleOpenEnded)
+	all, _ := single.SampleCurriculum()
 	j := &scriptedJudge{failOn: all[0].Task}
 	sg := single.New(single.Options{Tokens: 32})
 	decs, _ := NewDecodings([]string{report.DecodingGreedy}, llm.Sampling{MaxTokens: 32})
@@ -258,7 +258,7 @@ func TestScoreComparer(t *testing.T) {
 func TestRunPairwiseScorer(t *testing.T) {
 	client := newSimWithAdapter(t)
 	ctx := context.Background()
-	all, err := dataset.SampleCurriculum(dataset.SampleDilemmas)
+	all, err := deliberation.SampleCurriculum()
 	if err != nil {
 		t.Fatal(err)
 	}

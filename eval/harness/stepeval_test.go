@@ -21,7 +21,7 @@ import (
 // keyword rule.
 func stepEvalOptions(t *testing.T, policy *llm.Client) StepEvalOptions {
 	t.Helper()
-	all, err := dataset.SampleCurriculum(dataset.SampleDilemmas)
+	all, err := deliberation.SampleCurriculum()
 	if err != nil {
 		t.Fatal(err)
 	}

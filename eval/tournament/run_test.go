@@ -16,6 +16,7 @@ import (
 	"github.com/parleyhq/parley/internal/toygame"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/rollout"
+	"github.com/parleyhq/parley/rollout/single"
 	"github.com/parleyhq/parley/sim"
 )
 
@@ -49,7 +50,7 @@ func toyOptions(t *testing.T, dir string) Options {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := dataset.SampleCurriculum(dataset.SampleOpenEnded)
+	rows, err := single.SampleCurriculum()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,8 +36,12 @@ type Config struct {
 	AgreementMarker string `yaml:"agreement_marker"`
 }
 
+// DefaultMarker is the default agreement marker (the key
+// agreement_marker), and the one serve-sim's agents write (Sim).
+const DefaultMarker = "[AGREE]"
+
 // DefaultConfig is the section's defaults.
-func DefaultConfig() *Config { return &Config{MaxRounds: 5, AgreementMarker: "[AGREE]"} }
+func DefaultConfig() *Config { return &Config{MaxRounds: 5, AgreementMarker: DefaultMarker} }
 
 // Validate checks the section; errors name keys relative to it.
 func (c *Config) Validate() error {
@@ -58,11 +62,12 @@ func init() {
 		New: func(c *Config, shared rollout.Shared) (rollout.Game, error) {
 			return New(Options{MaxRounds: c.MaxRounds, Marker: c.AgreementMarker, TurnTokens: shared.TurnTokens, FinalTokens: shared.FinalTokens}), nil
 		},
-		Curriculum: rollout.Curriculum{Default: "builtin:dilemmas", RequirePersonas: true},
+		Curriculum: curriculum,
 		Traits:     rollout.Traits{Kinds: []string{dataset.KindDialogue, dataset.KindFinal}, Negotiates: true, Players: []string{"A", "B"}},
 		Hooks: rollout.Hooks{
 			Tournament: Tournament,
-			EvalSet: &rollout.EvalSet{Name: "conflict", Label: SetLabel, Curriculum: "builtin:dilemmas",
+			Sim:        func(options map[string]string) (rollout.SimAnswerer, error) { return NewSim(options) },
+			EvalSet: &rollout.EvalSet{Name: "conflict", Label: SetLabel, Curriculum: BuiltinCurriculum,
 				Aspects: []string{reward.AspectCollectiveAgency, reward.AspectConflictResolution}},
 		},
 	})
@@ -80,7 +85,7 @@ const CollectiveAgency = reward.CAObjective
 type Options struct {
 	// MaxRounds bounds the negotiation; a round is a turn of each agent.
 	MaxRounds int
-	// Marker is the agreement marker (default "[AGREE]").
+	// Marker is the agreement marker (default DefaultMarker).
 	Marker string
 	// TurnTokens and FinalTokens bound a turn and the final completion.
 	TurnTokens, FinalTokens int
@@ -98,7 +103,7 @@ var _ rollout.Game = (*Game)(nil)
 // New returns the deliberation game.
 func New(opts Options) *Game {
 	if opts.Marker == "" {
-		opts.Marker = "[AGREE]"
+		opts.Marker = DefaultMarker
 	}
 	if opts.MaxRounds <= 0 {
 		opts.MaxRounds = 5
@@ -154,6 +159,13 @@ func (g *Game) Validate(p dataset.Prompt) error {
 	}
 	return nil
 }
+
+// systemNegotiating is in every agent's system prompt (System): serve-sim
+// recognises the game's prompts by it (Sim).
+const systemNegotiating = "negotiating with Agent "
+
+// finalSystem opens the final completion's system prompt (finalPrompt).
+const finalSystem = "You turn a negotiation into the final solution of its task."
 
 // System is agent self's system prompt: the task, its persona and the
 // Collective Agency objective, facing agent other.
@@ -243,7 +255,7 @@ func (g *Game) finalPrompt(p dataset.Prompt, turns []dataset.Turn, agreed bool) 
 		b.WriteString("The agents did not reach agreement. Write the final solution to the task: one paragraph stating the best course of action that integrates both positions and why it serves everyone involved.")
 	}
 	return []llm.Message{
-		{Role: "system", Content: "You turn a negotiation into the final solution of its task. " + CollectiveAgency},
+		{Role: "system", Content: finalSystem + " " + CollectiveAgency},
 		{Role: "user", Content: b.String()},
 	}
 }

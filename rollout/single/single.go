@@ -23,9 +23,9 @@ func init() {
 		New: func(_ *rollout.NoSettings, shared rollout.Shared) (rollout.Game, error) {
 			return New(Options{Tokens: shared.FinalTokens}), nil
 		},
-		Curriculum: rollout.Curriculum{Default: "builtin:open-ended"},
+		Curriculum: curriculum,
 		Traits:     rollout.Traits{Kinds: []string{dataset.KindFinal}, Players: []string{"single"}},
-		Hooks: rollout.Hooks{EvalSet: &rollout.EvalSet{Name: "open-ended", Label: SetLabel, Curriculum: "builtin:open-ended",
+		Hooks: rollout.Hooks{EvalSet: &rollout.EvalSet{Name: "open-ended", Label: SetLabel, Curriculum: BuiltinCurriculum,
 			Aspects: []string{reward.AspectCollectiveAgency}}},
 	})
 }

@@ -109,14 +109,16 @@ Yes, no, maybe, thank you, sorry, please, agree, disagree, because, therefore, h
 def corpus_files(explicit: list[str] | None) -> list[Path]:
     """Return the corpus files: --corpus if given, else the bundled curricula.
 
-    The bundled curricula are dataset's and the endowment game's (which
-    bundles its own), in file-name order, then the persona library.
+    The bundled curricula are seed 000's and 001's games' (each bundles its
+    own: deliberation, single, endowment), in file-name order, then the
+    persona library.
     """
     if explicit:
         return [Path(p) for p in explicit]
     curricula = [
-        *glob.glob(str(REPO_ROOT / "dataset" / "curricula" / "*.jsonl")),
-        *glob.glob(str(REPO_ROOT / "rollout" / "endowment" / "curricula" / "*.jsonl")),
+        path
+        for game in ("deliberation", "single", "endowment")
+        for path in glob.glob(str(REPO_ROOT / "rollout" / game / "curricula" / "*.jsonl"))
     ]
     files = [Path(p) for p in sorted(curricula, key=lambda p: (Path(p).name, p))]
     files.extend(Path(p) for p in sorted(glob.glob(str(REPO_ROOT / "dataset" / "personas" / "library.jsonl"))))

@@ -1,14 +1,20 @@
-package main
+package multiparty
 
 import (
 	"fmt"
 
+	"github.com/parleyhq/parley/internal/command"
 	"github.com/parleyhq/parley/rollout/multiparty/scenario"
 	"github.com/spf13/cobra"
 )
 
-// newScenarioCmd is `parley scenario`: seed 002's negotiation scenarios.
-func newScenarioCmd(_ *cli) *cobra.Command {
+// The game's command, `parley scenario`, joins the command line through
+// package command, so cmd/parley does not import the game.
+func init() { command.Register(command.Command{Name: "scenario", New: newScenarioCmd}) }
+
+// newScenarioCmd is `parley scenario`: seed 002's negotiation scenarios
+// (generate a set, report the structure of sets).
+func newScenarioCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "scenario",
 		Short: "Generate and inspect the five-party negotiation scenarios of seed 002",

@@ -275,9 +275,10 @@ func TestRefusal(t *testing.T) {
 			err: "1 holders: ρ needs two",
 		},
 		{
-			// Two holders rank perfectly (ρ = −1): still too few to split.
+			// Two holders of two games each rank perfectly (ρ = −1): the
+			// split-half coefficient needs three.
 			name:   "two holders",
-			games:  []game{played(0, 1, 0, 0, true), played(1, 0, 0, .8, false)},
+			games:  []game{played(0, 1, 0, 0, true), played(0, 1, 1, 0, true), played(1, 0, 0, .8, false), played(1, 0, 1, .8, false)},
 			splits: 40, rate: []float64{1, 0}, gave: []float64{0, .8},
 			rho: -1, heldOut: nan, heldOutLo: nan, heldOutHiWant: nan,
 		},

@@ -22,7 +22,8 @@ import (
 // and No trust, four one-game series each, the first two series at step
 // 0 and the others at step 1), the hand-written episode of
 // testdata/fixture_episode.json (rubric, S+P, at step 1) and a failed
-// rollout, which the report leaves out. Table 3's BRS row is
+// rollout (a copy of a BRS S game, with a deal), which the report leaves
+// out. Table 3's BRS row is
 // TestReportTables' hand-derived one: the rubric episode is another
 // method. Table 1 splits the No-trust games (no deal, a deal, no, no) by
 // what played the honest parties: the model m at step 0 (one deal in two

@@ -1,6 +1,7 @@
 package endowment
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -636,6 +637,36 @@ func TestNewTournamentView(t *testing.T) {
 			}
 			if _, err := AnalyzeTournament(tt.in); err == nil {
 				t.Error("AnalyzeTournament accepted it")
+			}
+		})
+	}
+}
+
+// TestConstantShareRounding: games that all transferred the same share
+// have no framing contrast and no variance to explain, whatever the
+// share. Known defect: stats.Cohen and stats.SequentialR2 test the pooled
+// SD and the total sum of squares against exactly 0, and the mean of a
+// share such as .3, which binary cannot hold, leaves residues of about
+// 1e-17: the report then prints d = 0.000 with an interval and a table of
+// zero R²s instead of saying why neither is defined. .25 (exact) is right.
+func TestConstantShareRounding(t *testing.T) {
+	for _, share := range []float64{.25, .3} {
+		t.Run(fmt.Sprint(share), func(t *testing.T) {
+			if share == .3 {
+				t.Skip("known defect: stats.Cohen and stats.SequentialR2 compare rounded sums with exactly 0 (see the comment); remove this skip with the fix")
+			}
+			var games []game
+			for k := 0; k < 24; k++ {
+				games = append(games, played(k%3, (k+1)%3, k%2, share, false))
+			}
+			var a Analysis
+			a.framing(games, DefaultTournamentSettings().Analysis)
+			a.sequential(games, 3)
+			if want := fmt.Sprintf("every game under each framing transferred the same share (%.1f%% singular, %.1f%% group): the pooled SD is 0", 100*share, 100*share); a.Framing.Err != want {
+				t.Errorf("framing: err %q (d %v), want %q", a.Framing.Err, a.Framing.D.D, want)
+			}
+			if want := fmt.Sprintf("every game transferred the same share of the endowment (%.1f%%): there is no variance to explain", 100*share); a.Sequential.Err != want {
+				t.Errorf("sequential: err %q, want %q", a.Sequential.Err, want)
 			}
 		})
 	}

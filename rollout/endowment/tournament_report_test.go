@@ -259,28 +259,88 @@ func TestAnalyzeTournamentRefuses(t *testing.T) {
 	}
 }
 
-// TestTournamentReportGolden renders the fixture's report and compares it
-// with testdata/tournament/report.golden.md (go test -update rewrites it);
-// its figures are written beside it and its analysis is JSON (no NaN).
+// TestTournamentReportGolden renders the fixture's report, and two
+// degenerate variants of it, and compares each with its golden file in
+// testdata/tournament/ (go test -update rewrites them); the figures are
+// written beside the report and its analysis is JSON (no NaN).
 func TestTournamentReportGolden(t *testing.T) {
-	in := fixtureTournament(t)
-	md, analysis, err := endowment.TournamentHook.Report(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	golden.Check(t, filepath.Join("testdata", "tournament", "report.golden.md"), []byte(md))
-	for _, f := range []string{endowment.FigShareMatrix, endowment.FigBudget, endowment.FigBudgetCI, endowment.FigCohorts,
-		endowment.FigFraming, endowment.FigRefusal, endowment.FigCumulative, endowment.FigAudit} {
-		if st, err := os.Stat(filepath.Join(in.Dir, f)); err != nil || st.Size() == 0 {
-			t.Errorf("figure %s: %v", f, err)
-		}
-	}
-	b, err := json.Marshal(analysis)
-	if err != nil {
-		t.Fatalf("the analysis is not JSON: %v", err)
-	}
-	var back map[string]any
-	if err := json.Unmarshal(b, &back); err != nil || back["Played"] != float64(24) {
-		t.Errorf("analysis.json: Played = %v (%v), want 24", back["Played"], err)
+	for _, tt := range []struct {
+		name, golden string
+		mutate       func(*rollout.TournamentReport)
+		figures      []string
+	}{
+		{name: "fixture", golden: "report.golden.md", figures: []string{endowment.FigShareMatrix, endowment.FigBudget, endowment.FigBudgetCI,
+			endowment.FigCohorts, endowment.FigFraming, endowment.FigRefusal, endowment.FigCumulative, endowment.FigAudit}},
+		{
+			// The singular games alone: each ordered pairing once, so
+			// (B) pools the matchup into the residual, neither estimate
+			// has a framing term, and Cohen's d is not defined.
+			name: "singular only", golden: "report-singular.golden.md",
+			mutate: func(in *rollout.TournamentReport) {
+				var games []rollout.TournamentGame
+				for _, g := range in.Games {
+					if g.Condition == endowment.FramingSingular {
+						games = append(games, g)
+					}
+				}
+				in.Games, in.Conditions, in.Scheduled, in.FilesSHA256 = games, []string{endowment.FramingSingular}, len(games), ""
+				in.Analysis.(*endowment.TournamentSettings).Cohorts = nil
+			},
+			figures: []string{endowment.FigShareMatrix, endowment.FigBudget, endowment.FigRefusal, endowment.FigCumulative, endowment.FigAudit},
+		},
+		{
+			// Every played game gave .25 on turn 1: no variance to
+			// decompose or explain, no framing contrast, no refusal to
+			// rank, and figures with nothing to draw are said so in
+			// words. (.25 is exact in binary; see
+			// TestConstantShareRounding for .3.)
+			name: "one share", golden: "report-constant.golden.md",
+			mutate: func(in *rollout.TournamentReport) {
+				for i := range in.Games {
+					g := &in.Games[i]
+					if g.Failed {
+						continue
+					}
+					o, err := endowment.ParseOutcome(g.Rollout.Outcome)
+					if err != nil {
+						t.Fatal(err)
+					}
+					o.Share, o.Transferred, o.Balance, o.Turn1Refusal, o.Cumulative, o.Unparsed = .25, 25, 75, false, []float64{25, 25, 25}, 0
+					b, err := json.Marshal(o)
+					if err != nil {
+						t.Fatal(err)
+					}
+					r := *g.Rollout
+					r.Outcome = string(b)
+					g.Rollout = &r
+				}
+			},
+			figures: []string{endowment.FigShareMatrix, endowment.FigRefusal, endowment.FigCumulative},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := fixtureTournament(t)
+			if tt.mutate != nil {
+				tt.mutate(&in)
+			}
+			md, analysis, err := endowment.TournamentHook.Report(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden.Check(t, filepath.Join("testdata", "tournament", tt.golden), []byte(md))
+			for _, f := range tt.figures {
+				if st, err := os.Stat(filepath.Join(in.Dir, f)); err != nil || st.Size() == 0 {
+					t.Errorf("figure %s: %v", f, err)
+				}
+			}
+			b, err := json.Marshal(analysis)
+			if err != nil {
+				t.Fatalf("the analysis is not JSON: %v", err)
+			}
+			var back map[string]any
+			if err := json.Unmarshal(b, &back); err != nil || back["Played"] == nil {
+				t.Errorf("analysis.json: Played = %v (%v)", back["Played"], err)
+			}
+		})
 	}
 }

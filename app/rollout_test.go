@@ -24,7 +24,7 @@ func rolloutConfig(t *testing.T, url string, seed int) config.Config {
 	t.Helper()
 	y := fmt.Sprintf(`run: {name: rollout-test, seed: %d}
 policy: {endpoints: [%q], model: sim-policy}
-sampling: {temperature: 1, top_p: 1, max_tokens: 48, final_max_tokens: 16}
+sampling: {temperature: 1, top_p: 1, max_tokens: 200, final_max_tokens: 16}
 game:
   env: endowment
   endowment: {max_turns: 2, endowment: 100}
@@ -183,5 +183,61 @@ func TestCheckResume(t *testing.T) {
 				t.Errorf("checkResume() = %v, want an error containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestScoreCommand plays rollouts, then `parley score` judges them with
+// the game's scorer (judge.kind game: the ledger's share), computes the
+// advantages and writes the batch; --in and --out are required, and a
+// batch already written is kept without --force.
+func TestScoreCommand(t *testing.T) {
+	// A holder that concedes half the time (g50), so that shares vary
+	// within a group and the advantages are not all zero.
+	const model = "agent-g50-p90"
+	url := startSim(t, sim.Options{Model: model})
+	ctx := context.Background()
+	cfg := rolloutConfig(t, url, 7)
+	cfg.Policy.Model = model
+	played := t.TempDir()
+	if err := Rollout(ctx, cfg, Env{}, RolloutOptions{Out: played, Prompts: 2, GroupSize: 4}); err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(played, "rollouts.parquet")
+	if err := Score(ctx, cfg, Env{}, ScoreOptions{In: in}); err == nil || !strings.Contains(err.Error(), "--in and --out are required") {
+		t.Errorf("no --out: %v", err)
+	}
+	if err := Score(ctx, cfg, Env{}, ScoreOptions{In: filepath.Join(played, "none.parquet"), Out: t.TempDir()}); err == nil || !strings.HasPrefix(err.Error(), "score: --in: ") {
+		t.Errorf("a missing --in: %v", err)
+	}
+	out := t.TempDir()
+	var tables []*summary.Table
+	env := Env{Summarize: func(tb *summary.Table) { tables = append(tables, tb) }}
+	if err := Score(ctx, cfg, env, ScoreOptions{In: in, Out: out, Step: -1, PolicyVersion: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if len(tables) != 1 {
+		t.Errorf("%d closing summaries, want 1", len(tables))
+	}
+	batches, err := filepath.Glob(filepath.Join(out, "batches", "*"))
+	if err != nil || len(batches) == 0 {
+		t.Fatalf("no batch under %s/batches (%v)", out, err)
+	}
+	if err := Score(ctx, cfg, env, ScoreOptions{In: in, Out: out, Step: -1, PolicyVersion: -1}); err == nil {
+		t.Error("scoring again into the same folder replaced the batch without --force")
+	}
+	if err := Score(ctx, cfg, env, ScoreOptions{In: in, Out: out, Step: -1, PolicyVersion: -1, Force: true}); err != nil {
+		t.Errorf("--force: %v", err)
+	}
+}
+
+// TestSeriesRefuses: `parley series` needs --out and a game that lays out
+// series.
+func TestSeriesRefuses(t *testing.T) {
+	cfg := rolloutConfig(t, deadURL(t), 7)
+	if _, err := Series(context.Background(), cfg, Env{}, "", 1); err == nil || !strings.Contains(err.Error(), "--out DIR is required") {
+		t.Errorf("no --out: %v", err)
+	}
+	if _, err := Series(context.Background(), cfg, Env{}, t.TempDir(), 1); err == nil || !strings.Contains(err.Error(), "the endowment game lays out no series") {
+		t.Errorf("endowment: %v", err)
 	}
 }

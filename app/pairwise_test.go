@@ -61,7 +61,7 @@ func TestPairwiseCommand(t *testing.T) {
 	if d, err := os.ReadFile(fl.Details); err != nil || len(bytes.TrimSpace(d)) == 0 {
 		t.Errorf("details.jsonl: %v, %d bytes", err, len(d))
 	}
-	// Two prompts, each judged in both orders: four verdicts.
+	// The header names both sides, their games and the prompts drawn.
 	for _, w := range []string{"base (deliberation) vs. rival (deliberation)", "2 prompts"} {
 		if !strings.Contains(printed.String(), w) {
 			t.Errorf("the printed table lacks %q:\n%s", w, printed.String())

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/parleyhq/parley/internal/golden"
@@ -342,5 +343,87 @@ func TestTournamentReportGolden(t *testing.T) {
 				t.Errorf("analysis.json: Played = %v (%v)", back["Played"], err)
 			}
 		})
+	}
+}
+
+// TestTournamentSettingsValidate: a tournament file's analysis and
+// cohorts keys are checked against its agents, each error naming its key.
+func TestTournamentSettingsValidate(t *testing.T) {
+	agents := []string{"anchor", "wary"}
+	for _, tt := range []struct {
+		name   string
+		change func(*endowment.TournamentSettings)
+		want   []string
+	}{
+		{"defaults", func(*endowment.TournamentSettings) {}, nil},
+		{"a cohort without a name", func(s *endowment.TournamentSettings) {
+			s.Cohorts = []endowment.Cohort{{Name: " ", Drop: []string{"anchor"}}}
+		}, []string{"key cohorts[0].name: must not be empty"}},
+		{"a stranger in a cohort", func(s *endowment.TournamentSettings) {
+			s.Cohorts = []endowment.Cohort{{Name: "ok", DropHolders: []string{"wary"}}, {Name: "bad", DropRequesters: []string{"stranger"}}}
+		}, []string{`key cohorts[1]: names agent "stranger", which is not in agents`}},
+		{"counts", func(s *endowment.TournamentSettings) { s.Analysis.Bootstrap, s.Analysis.EloPermutations = -1, 0 },
+			[]string{"key analysis: bootstrap, splits and audit_draws must be ≥ 0"}},
+		{"win threshold", func(s *endowment.TournamentSettings) { s.Analysis.WinThreshold = 1 }, []string{"key analysis.win_threshold: must be in (0, 1)"}},
+		{"TOST bounds", func(s *endowment.TournamentSettings) { s.Analysis.TOSTBounds = []float64{0.2, 0} },
+			[]string{"key analysis.tost_bounds[1]: must be positive"}},
+		{"several at once", func(s *endowment.TournamentSettings) { s.Analysis.WinThreshold, s.Analysis.AuditMaxK = 0, 0 },
+			[]string{"key analysis: ", "key analysis.win_threshold: "}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := endowment.DefaultTournamentSettings()
+			tt.change(s)
+			err := s.Validate(agents)
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Errorf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate() = nil, want errors %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate() = %v, want it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestTournamentHookFiles: a tournament freezes the embedded prompt files
+// (or a prompts_dir's), in PromptFiles order, and reads each scenario
+// row's framing as its condition.
+func TestTournamentHookFiles(t *testing.T) {
+	files, where, err := endowment.TournamentHook.Files(endowment.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if where != "the embedded prompts" || len(files) != len(endowment.PromptFiles) {
+		t.Fatalf("%d files from %s, want %d from the embedded prompts", len(files), where, len(endowment.PromptFiles))
+	}
+	for i, f := range files {
+		if f.Name != endowment.PromptFiles[i] || len(f.Data) == 0 {
+			t.Errorf("file %d: %s (%d bytes), want %s", i, f.Name, len(f.Data), endowment.PromptFiles[i])
+		}
+	}
+	p, err := endowment.LoadPrompts("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := p.WriteFiles(dir, writeFile); err != nil {
+		t.Fatal(err)
+	}
+	cfg := endowment.DefaultConfig()
+	cfg.PromptsDir = dir
+	again, where, err := endowment.TournamentHook.Files(cfg)
+	if err != nil || where != dir || len(again) != len(files) || string(again[0].Data) != string(files[0].Data) {
+		t.Errorf("from %s: %d files from %s (%v), want the same %d", dir, len(again), where, err, len(files))
+	}
+	cfg.PromptsDir = filepath.Join(dir, "missing")
+	if _, _, err := endowment.TournamentHook.Files(cfg); err == nil {
+		t.Error("a missing prompts_dir gave files")
 	}
 }

@@ -626,8 +626,8 @@ func TestNewTournamentView(t *testing.T) {
 		in   rollout.TournamentReport
 		want string
 	}{
-		{"no section", rollout.TournamentReport{Analysis: DefaultTournamentSettings()}, "needs the game's section, got <nil>"},
-		{"another game's section", rollout.TournamentReport{Section: struct{}{}, Analysis: DefaultTournamentSettings()}, "needs the game's section, got struct {}"},
+		{"no section", rollout.TournamentReport{Analysis: DefaultTournamentSettings()}, "the game's section is <nil>, want *endowment.Config"},
+		{"another game's section", rollout.TournamentReport{Section: struct{}{}, Analysis: DefaultTournamentSettings()}, "the game's section is struct {}, want *endowment.Config"},
 		{"no settings", rollout.TournamentReport{Section: DefaultConfig()}, "needs its analysis settings, got <nil>"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -29,7 +29,9 @@ func Cohen(x1, x2 []float64) (CohenD, error) {
 	}
 	n1, n2 := float64(len(x1)), float64(len(x2))
 	sp := math.Sqrt(((n1-1)*s1*s1 + (n2-1)*s2*s2) / (n1 + n2 - 2))
-	if sp == 0 {
+	// Samples of one value each leave rounding residues (a mean of .3s is
+	// not .3): an SD under 1e-12 of the values' size is none.
+	if sp <= 1e-12*max(maxAbs(x1), maxAbs(x2)) {
 		return c, fmt.Errorf("stats.Cohen: %w", ErrConstant)
 	}
 	return CohenD{D: (m1 - m2) / sp, SDPooled: sp, Mean1: m1, Mean2: m2, N1: len(x1), N2: len(x2)}, nil

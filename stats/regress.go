@@ -51,7 +51,9 @@ func SequentialR2(y []float64, blocks []Block) ([]R2Step, error) {
 		return nil, fmt.Errorf("stats.SequentialR2: the outcome: %w", err)
 	}
 	tss := dotF(yc, yc)
-	if tss == 0 {
+	// A constant outcome leaves rounding residues (its mean is not its
+	// value): a spread under 1e-12 of the values' size is none.
+	if tss <= float64(n)*math.Pow(1e-12*maxAbs(y), 2) {
 		return nil, fmt.Errorf("stats.SequentialR2: the outcome: %w", ErrConstant)
 	}
 	var basis [][]float64

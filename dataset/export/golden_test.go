@@ -1,4 +1,4 @@
-package dataset
+package export
 
 import (
 	"context"
@@ -10,14 +10,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/internal/golden"
 )
 
-// TestExportGolden exports the runs of testdata/export in every format,
+// TestExportGolden exports the runs of testdata in every format,
 // with and without filters and roles, and compares every file written,
-// byte for byte, and the stats with testdata/export/golden/CASE/.
+// byte for byte, and the stats with testdata/golden/CASE/.
 func TestExportGolden(t *testing.T) {
-	in := filepath.Join("testdata", "export")
+	in := "testdata"
 	cond := func(s string) Condition {
 		c, err := ParseCondition(s)
 		mustNoErr(t, err)
@@ -25,26 +26,26 @@ func TestExportGolden(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		opts ExportOptions
+		opts Options
 	}{
-		{"run-jsonl", ExportOptions{From: filepath.Join(in, "run"), Format: FormatJSONL}},
-		{"run-hf", ExportOptions{From: filepath.Join(in, "run"), Format: FormatHF, ShardRows: 8}},
-		{"run-hf-filtered", ExportOptions{From: filepath.Join(in, "run"), Format: FormatHF, MinStep: 2, MaxStep: 2,
-			AgreedOnly: true, MinReward: f64(0.3), IncludeFailed: true, Scale: ScoreScale{Name: "CA", Min: 1, Max: 5}}},
-		{"files-jsonl", ExportOptions{In: []string{filepath.Join(in, "run", "rollouts", "step-000002.parquet"), filepath.Join(in, "v1.parquet")},
-			Format: FormatJSONL, IncludeFailed: true, Scale: ScoreScale{Name: "CA", Min: 1, Max: 5}}},
-		{"v1-hf", ExportOptions{From: filepath.Join(in, "v1.parquet"), Format: FormatHF}},
-		{"role-jsonl", ExportOptions{From: filepath.Join(in, "roles"), Format: FormatJSONL, Role: "holder", Where: []Condition{cond("share_given<=0.01")}}},
-		{"role-traces-hf", ExportOptions{From: filepath.Join(in, "roles"), Format: FormatHF, Role: "holder", Models: []string{"h1"},
+		{"run-jsonl", Options{From: filepath.Join(in, "run"), Format: FormatJSONL}},
+		{"run-hf", Options{From: filepath.Join(in, "run"), Format: FormatHF, ShardRows: 8}},
+		{"run-hf-filtered", Options{From: filepath.Join(in, "run"), Format: FormatHF, MinStep: 2, MaxStep: 2,
+			AgreedOnly: true, MinReward: f64(0.3), IncludeFailed: true, Scale: dataset.ScoreScale{Name: "CA", Min: 1, Max: 5}}},
+		{"files-jsonl", Options{In: []string{filepath.Join(in, "run", "rollouts", "step-000002.parquet"), filepath.Join(in, "v1.parquet")},
+			Format: FormatJSONL, IncludeFailed: true, Scale: dataset.ScoreScale{Name: "CA", Min: 1, Max: 5}}},
+		{"v1-hf", Options{From: filepath.Join(in, "v1.parquet"), Format: FormatHF}},
+		{"role-jsonl", Options{From: filepath.Join(in, "roles"), Format: FormatJSONL, Role: "holder", Where: []Condition{cond("share_given<=0.01")}}},
+		{"role-traces-hf", Options{From: filepath.Join(in, "roles"), Format: FormatHF, Role: "holder", Models: []string{"h1"},
 			Where: []Condition{cond("turn1_refusal==true")}, Traces: true}},
-		{"role-requester-jsonl", ExportOptions{From: filepath.Join(in, "roles"), Format: FormatJSONL, Role: "requester", IncludeFailed: true}},
+		{"role-requester-jsonl", Options{From: filepath.Join(in, "roles"), Format: FormatJSONL, Role: "requester", IncludeFailed: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
 			opts := tt.opts
 			opts.Out = out
-			st, err := Export(context.Background(), opts)
+			st, err := Rollouts(context.Background(), opts)
 			mustNoErr(t, err)
 			want := filepath.Join(in, "golden", tt.name)
 			var files []string
@@ -64,7 +65,7 @@ func TestExportGolden(t *testing.T) {
 			}
 			b, err := json.MarshalIndent(struct {
 				Files []string
-				Stats ExportStats
+				Stats Stats
 			}{files, st}, "", "  ")
 			mustNoErr(t, err)
 			golden.Check(t, filepath.Join(want, "..", tt.name+".stats.json"), append(b, '\n'))

@@ -14,36 +14,6 @@ import (
 	"github.com/parleyhq/parley/train"
 )
 
-// exportInputs checks export's flags before anything is read or written:
-// one source, the --role filters, an --out that is new or forced; it sets
-// the score scale of a run directory.
-func exportInputs(o *dataset.ExportOptions, where []string, force bool) error {
-	switch {
-	case o.From != "" && len(o.In) > 0:
-		return fmt.Errorf("give --from or --in, not both")
-	case o.From == "" && len(o.In) == 0:
-		return fmt.Errorf("--from or --in is required")
-	case o.Out == "":
-		return fmt.Errorf("--out is required")
-	}
-	for _, w := range where {
-		c, err := dataset.ParseCondition(w)
-		if err != nil {
-			return fmt.Errorf("flag --where: %w", err)
-		}
-		o.Where = append(o.Where, c)
-	}
-	if (len(o.Where) > 0 || len(o.Models) > 0 || o.Traces) && o.Role == "" {
-		return fmt.Errorf("--where, --model and --traces need --role")
-	}
-	if err := checkOut(o.Out, force); err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	var err error
-	o.Scale, err = runScale(o.From)
-	return err
-}
-
 // runScale is the score scale of the run directory dir by its frozen
 // config.yaml: the zero scale when dir is not a run directory with one.
 func runScale(dir string) (dataset.ScoreScale, error) {
@@ -105,24 +75,5 @@ func Score(ctx context.Context, cfg config.Config, env Env, o ScoreOptions) erro
 		Add("groups", sum.Advantage.Groups).Add("dropped (zero variance)", sum.Advantage.DroppedZeroVariance).
 		Add("score mean", sum.Advantage.ScoreMean).Add("rows", sum.Ready.Rows).Add("tokens", sum.Ready.Tokens).
 		Add("batch", sum.BatchPath))
-	return nil
-}
-
-// Export writes rollouts as JSONL or a Hugging Face dataset folder
-// (dataset.Export) after checking the options: where are --where
-// conditions, force replaces what o.Out holds.
-func Export(ctx context.Context, env Env, o dataset.ExportOptions, where []string, force bool) error {
-	if err := exportInputs(&o, where, force); err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	o.Logger = env.log()
-	st, err := dataset.Export(ctx, o)
-	if err != nil {
-		return err
-	}
-	env.summarize(summary.New("export").
-		Add("read", st.Read).Add("written", st.Written).
-		Add("skipped (failed)", st.SkippedFailed).Add("skipped (filters)", st.SkippedFilters).
-		Add("outputs", st.Outputs))
 	return nil
 }

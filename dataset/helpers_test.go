@@ -57,16 +57,6 @@ func testRollout(step, i int) Rollout {
 	return r
 }
 
-// rewardOf is the reward of r's first trained, scored role (0 if none).
-func rewardOf(r Rollout) float32 {
-	for _, ro := range r.Roles {
-		if ro.Trained && ro.Scored {
-			return ro.Reward
-		}
-	}
-	return 0
-}
-
 // testBatchRows builds n rows of a step's batch with lengths varying by row.
 func testBatchRows(step, n int) []BatchRow {
 	rows := make([]BatchRow, n)

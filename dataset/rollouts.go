@@ -265,6 +265,20 @@ type fnError struct{ err error }
 // Error returns the callback's error message.
 func (e fnError) Error() string { return e.err.Error() }
 
+// StreamRows reads rows of T from the parquet file at path a few at a
+// time and calls fn on each, in constant memory. The file's columns are
+// mapped by name onto T: columns T lacks are not read (a projection of
+// Rollout skips the token sequences), columns the file lacks read as zero.
+// An error from fn stops the read and is returned as is.
+func StreamRows[T any](path string, fn func(T) error) error {
+	err := streamParquet(path, fn)
+	var stop fnError
+	if errors.As(err, &stop) {
+		return stop.err
+	}
+	return err
+}
+
 // streamParquet reads rows of T from path, batch by batch, and calls fn
 // on each. The file's columns are mapped by name onto T: columns T lacks
 // are skipped (not even read), columns the file lacks read as zero.

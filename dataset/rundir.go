@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -246,4 +247,34 @@ func (d RunDir) Create() error {
 		}
 	}
 	return nil
+}
+
+// RolloutFileName is the rollouts file `parley rollout` writes in its
+// output directory.
+const RolloutFileName = "rollouts.parquet"
+
+// StepFile is a per-step file of a run directory.
+type StepFile struct {
+	Step int
+	Path string
+}
+
+// RolloutFiles lists dir/step-N.parquet files with minStep <= N and
+// (maxStep == 0 or N <= maxStep), in step order.
+func RolloutFiles(dir string, minStep, maxStep int) ([]StepFile, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []StepFile
+	for _, e := range entries {
+		name, isParquet := strings.CutSuffix(e.Name(), ParquetExt)
+		step, ok := ParseStepName(name)
+		if !isParquet || !ok || e.IsDir() || step < minStep || (maxStep != 0 && step > maxStep) {
+			continue
+		}
+		out = append(out, StepFile{Step: step, Path: filepath.Join(dir, e.Name())})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Step < out[j].Step })
+	return out, nil
 }

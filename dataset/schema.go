@@ -112,20 +112,20 @@ func readRows[T any](r *parquet.GenericReader[T], buf []T) (n int, err error) {
 	return r.Read(buf)
 }
 
-// columnType describes a parquet schema node as a short type string:
+// ColumnType describes a parquet schema node as a short type string:
 // string, binary, bool, int8, int16, int32, int64, uint8…, float32,
 // float64, list<T> or struct<name:T,…>.
-func columnType(n parquet.Node) string {
+func ColumnType(n parquet.Node) string {
 	if n.Leaf() {
 		return leafType(n.Type())
 	}
 	if isList(n) {
-		return "list<" + columnType(listElement(n)) + ">"
+		return "list<" + ColumnType(listElement(n)) + ">"
 	}
 	fields := n.Fields()
 	parts := make([]string, len(fields))
 	for i, f := range fields {
-		t := columnType(f)
+		t := ColumnType(f)
 		if f.Repeated() {
 			t = "repeated " + t
 		}
@@ -244,7 +244,7 @@ func checkColumns(path string, schema *parquet.Schema, want []columnSpec, strict
 		if !ok {
 			return fmt.Errorf("%s: missing column %q (want %s)", path, c.name, strings.Join(c.types, " or "))
 		}
-		got := columnType(f)
+		got := ColumnType(f)
 		if f.Repeated() {
 			got = "repeated " + got
 		}

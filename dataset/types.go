@@ -1,7 +1,8 @@
 // Package dataset holds parley's data formats: curricula (dilemma prompts and
 // persona pairs, or a game's own scenarios), the per-rollout record with its
 // per-role outcomes, the training batch contract (schema version 2; version
-// 1 files are still read), their parquet and JSONL I/O, and dataset export.
+// 1 files are still read), and their parquet and JSONL I/O. Package
+// dataset/export exports rollouts as datasets.
 package dataset
 
 // Curriculum categories: the three dilemma categories of seed 000 (mixed

@@ -18,7 +18,7 @@ func TestUserMessage(t *testing.T) {
 			"config key curriculum.path: cur.jsonl:1: field category: unknown category \"x\""},
 		{"operation with an argument", errors.New("train.Rescore in.parquet: 3 of 4 rollouts failed"),
 			"in.parquet: 3 of 4 rollouts failed"},
-		{"wrapped", fmt.Errorf("dataset.Export: %w", errors.New("open nowhere/rollouts: no such file or directory")),
+		{"wrapped", fmt.Errorf("export.Rollouts: %w", errors.New("open nowhere/rollouts: no such file or directory")),
 			"open nowhere/rollouts: no such file or directory"},
 		{"file names stay", errors.New("config.yaml: line 3: bad key"), "config.yaml: line 3: bad key"},
 		{"a key stays", errors.New("config key judge.kind: unknown kind"), "config key judge.kind: unknown kind"},

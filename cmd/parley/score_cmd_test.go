@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/dataset/export"
 	"github.com/parleyhq/parley/sim"
 )
 
@@ -62,7 +63,7 @@ func TestScoreAndExport(t *testing.T) {
 		t.Errorf("score --force = %v", err)
 	}
 	// Export reads what rollout and score wrote, by directory or by file.
-	export := func(args ...string) []dataset.ExportRecord {
+	exportJSONL := func(args ...string) []export.Record {
 		t.Helper()
 		dst := filepath.Join(t.TempDir(), "x.jsonl")
 		exp := newExportCmd(quietApp())
@@ -70,7 +71,7 @@ func TestScoreAndExport(t *testing.T) {
 		if err := exp.ExecuteContext(context.Background()); err != nil {
 			t.Fatalf("export %v: %v", args, err)
 		}
-		return readJSONL[dataset.ExportRecord](t, dst)
+		return readJSONL[export.Record](t, dst)
 	}
 	tests := []struct {
 		name   string
@@ -92,7 +93,7 @@ func TestScoreAndExport(t *testing.T) {
 		}
 	}
 	for _, tt := range tests {
-		recs := export(tt.args...)
+		recs := exportJSONL(tt.args...)
 		if len(recs) == 0 {
 			t.Fatalf("%s: nothing exported", tt.name)
 		}

@@ -41,7 +41,7 @@ type Outcome struct {
 	// Views holds each role's whole conversation as it saw it: its system
 	// prompt, the other side's visible messages (as user) and its own
 	// turns as sampled (as assistant, private traces included). Exports
-	// use it to write a role's chat (dataset.ExportOptions.Role).
+	// use it to write a role's chat (export.Options.Role in dataset/export).
 	Views map[string][]llm.Message `json:"views,omitempty"`
 	// PromptsSHA256 is the hash of the prompt files the game was played
 	// with (Prompts.SHA256).

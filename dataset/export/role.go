@@ -1,4 +1,4 @@
-package dataset
+package export
 
 import (
 	"encoding/json"
@@ -10,11 +10,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/parleyhq/parley/dataset"
 )
 
-// Condition is an export filter on a role's outcome (RoleOutcome.Outcome,
-// a JSON object): a number compared with a value, or a boolean
-// ("share_given<=0.01", "turn1_refusal==true").
+// Condition is an export filter on a role's outcome
+// (dataset.RoleOutcome.Outcome, a JSON object): a number compared with a
+// value, or a boolean ("share_given<=0.01", "turn1_refusal==true").
 type Condition struct {
 	Key, Op string
 	Value   float64
@@ -28,19 +30,19 @@ var conditionRE = regexp.MustCompile(`^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*(<=|>=|==|
 func ParseCondition(s string) (Condition, error) {
 	m := conditionRE.FindStringSubmatch(s)
 	if m == nil {
-		return Condition{}, fmt.Errorf("dataset.ParseCondition: %q is not KEY OP VALUE (OP: < <= > >= == !=)", s)
+		return Condition{}, fmt.Errorf("export.ParseCondition: %q is not KEY OP VALUE (OP: < <= > >= == !=)", s)
 	}
 	c := Condition{Key: m[1], Op: m[2]}
 	if b, err := strconv.ParseBool(m[3]); err == nil && (m[3] == "true" || m[3] == "false") {
 		if c.Op != "==" && c.Op != "!=" {
-			return Condition{}, fmt.Errorf("dataset.ParseCondition: %q compares a boolean with %s", s, c.Op)
+			return Condition{}, fmt.Errorf("export.ParseCondition: %q compares a boolean with %s", s, c.Op)
 		}
 		c.Bool = &b
 		return c, nil
 	}
 	v, err := strconv.ParseFloat(m[3], 64)
 	if err != nil || math.IsNaN(v) {
-		return Condition{}, fmt.Errorf("dataset.ParseCondition: %q: %q is not a number or a boolean", s, m[3])
+		return Condition{}, fmt.Errorf("export.ParseCondition: %q: %q is not a number or a boolean", s, m[3])
 	}
 	c.Value = v
 	return c, nil
@@ -100,8 +102,8 @@ var thinkRE = regexp.MustCompile(`(?s)<think>.*?</think>\s*`)
 // game recorded one, else the task, the role's turns as assistant and the
 // others' as user. Private traces are kept only with opts.Traces. The
 // reward is the role's.
-func (s exportSource) roleRecord(rec ExportRecord, opts ExportOptions) (ExportRecord, bool) {
-	var ro *RoleOutcome
+func (s source) roleRecord(rec Record, opts Options) (Record, bool) {
+	var ro *dataset.RoleOutcome
 	for i := range s.Roles {
 		if s.Roles[i].Role == opts.Role {
 			ro = &s.Roles[i]
@@ -173,7 +175,7 @@ type roleCatalog struct {
 
 // add records s's roles and, when opts filters on fields, the fields of
 // its opts.Role outcome.
-func (c *roleCatalog) add(s exportSource, opts ExportOptions) {
+func (c *roleCatalog) add(s source, opts Options) {
 	if c.roles == nil {
 		c.roles, c.fields = map[string]bool{}, map[string]bool{}
 	}
@@ -193,7 +195,7 @@ func (c *roleCatalog) add(s exportSource, opts ExportOptions) {
 
 // check reports opts.Role when no rollout read has it, and each condition
 // whose field no outcome of the role holds, naming the known ones.
-func (c *roleCatalog) check(opts ExportOptions, read int64) error {
+func (c *roleCatalog) check(opts Options, read int64) error {
 	if !c.roles[opts.Role] {
 		return fmt.Errorf("role %q: none of the %d rollouts read has it (their roles: %s)", opts.Role, read, knownNames(c.roles))
 	}

@@ -1,4 +1,4 @@
-package dataset
+package export
 
 import (
 	"bufio"
@@ -13,16 +13,18 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/parleyhq/parley/dataset"
 )
 
 // makeRun writes a run directory with rollouts for steps 1..steps, n each,
 // and returns it with every rollout in step order.
-func makeRun(t testing.TB, steps, n int) (string, []Rollout) {
+func makeRun(t testing.TB, steps, n int) (string, []dataset.Rollout) {
 	t.Helper()
 	run := filepath.Join(t.TempDir(), "myrun")
-	var all []Rollout
+	var all []dataset.Rollout
 	for s := 1; s <= steps; s++ {
-		w, err := NewRolloutWriter(RunDir(run).RolloutsPath(s), RolloutWriterOptions{RowGroupRows: 4})
+		w, err := dataset.NewRolloutWriter(dataset.RunDir(run).RolloutsPath(s), dataset.RolloutWriterOptions{RowGroupRows: 4})
 		mustNoErr(t, err)
 		for i := 0; i < n; i++ {
 			r := testRollout(s, i)
@@ -32,20 +34,20 @@ func makeRun(t testing.TB, steps, n int) (string, []Rollout) {
 		mustNoErr(t, w.Close())
 	}
 	// Files that are not step files are ignored.
-	mustNoErr(t, os.WriteFile(filepath.Join(RunDir(run).RolloutsDir(), "notes.txt"), []byte("x"), 0o644))
+	mustNoErr(t, os.WriteFile(filepath.Join(dataset.RunDir(run).RolloutsDir(), "notes.txt"), []byte("x"), 0o644))
 	return run, all
 }
 
-func readJSONLRecords(t *testing.T, path string) []ExportRecord {
+func readJSONLRecords(t *testing.T, path string) []Record {
 	t.Helper()
 	f, err := os.Open(path)
 	mustNoErr(t, err)
 	defer f.Close()
-	var out []ExportRecord
+	var out []Record
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var r ExportRecord
+		var r Record
 		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
 		dec.DisallowUnknownFields()
 		mustNoErr(t, dec.Decode(&r))
@@ -55,12 +57,12 @@ func readJSONLRecords(t *testing.T, path string) []ExportRecord {
 	return out
 }
 
-func readHFRecords(t *testing.T, dir string, shards int) []ExportRecord {
+func readHFRecords(t *testing.T, dir string, shards int) []Record {
 	t.Helper()
-	var out []ExportRecord
+	var out []Record
 	for i := 0; i < shards; i++ {
 		path := filepath.Join(dir, "data", fmt.Sprintf("train-%05d-of-%05d.parquet", i, shards))
-		mustNoErr(t, streamParquet(path, func(r ExportRecord) error {
+		mustNoErr(t, dataset.StreamRows(path, func(r Record) error {
 			if len(r.Messages) == 0 {
 				r.Messages = nil
 			}
@@ -77,22 +79,22 @@ func TestExportFilters(t *testing.T) {
 	run, all := makeRun(t, 3, 10)
 	tests := []struct {
 		name string
-		opts ExportOptions
-		keep func(Rollout) bool
+		opts Options
+		keep func(dataset.Rollout) bool
 	}{
-		{"default", ExportOptions{}, func(r Rollout) bool { return !r.Failed }},
-		{"include failed", ExportOptions{IncludeFailed: true}, func(r Rollout) bool { return true }},
-		{"min step", ExportOptions{MinStep: 2}, func(r Rollout) bool { return !r.Failed && r.Step >= 2 }},
-		{"max step", ExportOptions{MaxStep: 2}, func(r Rollout) bool { return !r.Failed && r.Step <= 2 }},
-		{"one step", ExportOptions{MinStep: 2, MaxStep: 2, IncludeFailed: true}, func(r Rollout) bool { return r.Step == 2 }},
-		{"min reward", ExportOptions{MinReward: f64(0.6)}, func(r Rollout) bool { return !r.Failed && rewardOf(r) >= 0.6 }},
-		{"agreed only", ExportOptions{AgreedOnly: true}, func(r Rollout) bool { return !r.Failed && r.Agreed }},
-		{"all filters", ExportOptions{AgreedOnly: true, MinReward: f64(0.5), MinStep: 3, IncludeFailed: true},
-			func(r Rollout) bool { return r.Agreed && rewardOf(r) >= 0.5 && r.Step >= 3 }},
+		{"default", Options{}, func(r dataset.Rollout) bool { return !r.Failed }},
+		{"include failed", Options{IncludeFailed: true}, func(r dataset.Rollout) bool { return true }},
+		{"min step", Options{MinStep: 2}, func(r dataset.Rollout) bool { return !r.Failed && r.Step >= 2 }},
+		{"max step", Options{MaxStep: 2}, func(r dataset.Rollout) bool { return !r.Failed && r.Step <= 2 }},
+		{"one step", Options{MinStep: 2, MaxStep: 2, IncludeFailed: true}, func(r dataset.Rollout) bool { return r.Step == 2 }},
+		{"min reward", Options{MinReward: f64(0.6)}, func(r dataset.Rollout) bool { return !r.Failed && rewardOf(r) >= 0.6 }},
+		{"agreed only", Options{AgreedOnly: true}, func(r dataset.Rollout) bool { return !r.Failed && r.Agreed }},
+		{"all filters", Options{AgreedOnly: true, MinReward: f64(0.5), MinStep: 3, IncludeFailed: true},
+			func(r dataset.Rollout) bool { return r.Agreed && rewardOf(r) >= 0.5 && r.Step >= 3 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var want []ExportRecord
+			var want []Record
 			var failed int64
 			for _, r := range all {
 				inSteps := int(r.Step) >= tt.opts.MinStep && (tt.opts.MaxStep == 0 || int(r.Step) <= tt.opts.MaxStep)
@@ -100,7 +102,7 @@ func TestExportFilters(t *testing.T) {
 					failed++
 				}
 				if tt.keep(r) {
-					want = append(want, NewExportRecord(r, ScoreScale{}))
+					want = append(want, NewRecord(r, dataset.ScoreScale{}))
 				}
 			}
 			if len(want) == 0 {
@@ -109,7 +111,7 @@ func TestExportFilters(t *testing.T) {
 			for _, format := range []string{FormatJSONL, FormatHF} {
 				opts := tt.opts
 				opts.From, opts.Format, opts.Out, opts.ShardRows = run, format, filepath.Join(t.TempDir(), "out"), 4
-				stats, err := Export(context.Background(), opts)
+				stats, err := Rollouts(context.Background(), opts)
 				mustNoErr(t, err)
 				if stats.Written != int64(len(want)) || stats.SkippedFailed != failed {
 					t.Errorf("%s: Export stats = %+v, want %d written, %d failed skipped", format, stats, len(want), failed)
@@ -117,7 +119,7 @@ func TestExportFilters(t *testing.T) {
 				if stats.Read != stats.Written+stats.SkippedFailed+stats.SkippedFilters {
 					t.Errorf("%s: Export stats = %+v do not add up", format, stats)
 				}
-				var got []ExportRecord
+				var got []Record
 				if format == FormatJSONL {
 					if len(stats.Outputs) != 1 || stats.Outputs[0] != filepath.Join(opts.Out, "rollouts.jsonl") {
 						t.Errorf("jsonl outputs = %v, want out/rollouts.jsonl", stats.Outputs)
@@ -131,14 +133,14 @@ func TestExportFilters(t *testing.T) {
 					got = readHFRecords(t, opts.Out, shards)
 				}
 				if !reflect.DeepEqual(got, want) {
-					t.Errorf("%s: Export(%s) = %d records, want %d:\ngot  %+v\nwant %+v", format, tt.name, len(got), len(want), ids(got), ids(want))
+					t.Errorf("%s: Rollouts(%s) = %d records, want %d:\ngot  %+v\nwant %+v", format, tt.name, len(got), len(want), ids(got), ids(want))
 				}
 			}
 		})
 	}
 }
 
-func ids(rs []ExportRecord) []string {
+func ids(rs []Record) []string {
 	out := make([]string, len(rs))
 	for i, r := range rs {
 		out[i] = r.ID
@@ -148,9 +150,9 @@ func ids(rs []ExportRecord) []string {
 
 func sp(s string) *string { return &s }
 
-func TestExportRecordMessages(t *testing.T) {
+func TestRecordMessages(t *testing.T) {
 	r := testRollout(1, 0)
-	got := NewExportRecord(r, ScoreScale{Name: "CA", Min: 1, Max: 5})
+	got := NewRecord(r, dataset.ScoreScale{Name: "CA", Min: 1, Max: 5})
 	want := []ChatMessage{
 		{Role: "system", Name: sp("A"), Content: "You are Agent A."},
 		{Role: "system", Name: sp("B"), Content: "You are Agent B."},
@@ -160,11 +162,11 @@ func TestExportRecordMessages(t *testing.T) {
 		{Role: "assistant", Name: sp("B"), Content: r.Turns[1].Text},
 	}
 	if !reflect.DeepEqual(got.Messages, want) {
-		t.Errorf("NewExportRecord(...).Messages = %+v, want %+v", got.Messages, want)
+		t.Errorf("NewRecord(...).Messages = %+v, want %+v", got.Messages, want)
 	}
-	wantPersonas := ExportPersonas{A: sp("Be loyal."), B: sp("Be honest."), NameA: sp("loyalty"), NameB: sp("truth")}
+	wantPersonas := Personas{A: sp("Be loyal."), B: sp("Be honest."), NameA: sp("loyalty"), NameB: sp("truth")}
 	if !reflect.DeepEqual(got.Personas, wantPersonas) || got.ID != r.RolloutID || got.Final != r.Final {
-		t.Errorf("NewExportRecord(...) = %+v", got)
+		t.Errorf("NewRecord(...) = %+v", got)
 	}
 	// The JSON line has exactly the documented keys, and every message
 	// the same three.
@@ -193,10 +195,10 @@ func TestExportRecordMessages(t *testing.T) {
 	}
 }
 
-// TestExportRecordFields: what each kind of rollout exports for the
+// TestRecordFields: what each kind of rollout exports for the
 // fields a user looks for; a score that was not given is null, never 0.
-func TestExportRecordFields(t *testing.T) {
-	ca := ScoreScale{Name: "CA", Min: 1, Max: 5}
+func TestRecordFields(t *testing.T) {
+	ca := dataset.ScoreScale{Name: "CA", Min: 1, Max: 5}
 	judged := testRollout(2, 0) // scored 1, reward 0.2, advantage -1
 	judgeFailed := testRollout(2, 1)
 	judgeFailed.Judged, judgeFailed.Score, judgeFailed.JudgeModel, judgeFailed.JudgeRationale, judgeFailed.JudgeError = false, 0, "", "", "judge: no verdict"
@@ -208,7 +210,7 @@ func TestExportRecordFields(t *testing.T) {
 	single.Personas, single.PersonaPairID, single.SystemPrompts, single.Split = nil, "", nil, ""
 	tests := []struct {
 		name string
-		r    Rollout
+		r    dataset.Rollout
 		want string // the record's fields of interest as JSON
 	}{
 		{"judged", judged, `{"judged":true,"judge_model":"judge","judge_rationale":"because","judge_error":null,"score":1.0,"score_scale":"CA 1–5","reward":0.2,"advantage":-1.0,"policy_version":1,"split":"train","persona_pair_id":"p08","name_a":"loyalty","error":null}`},
@@ -217,7 +219,7 @@ func TestExportRecordFields(t *testing.T) {
 		{"no personas, no split", single, `{"judged":true,"judge_model":"judge","judge_rationale":"because","judge_error":null,"score":3.0,"score_scale":"CA 1–5","reward":0.6,"advantage":1.0,"policy_version":1,"split":null,"persona_pair_id":null,"name_a":null,"error":null}`},
 	}
 	for _, tt := range tests {
-		rec := NewExportRecord(tt.r, ca)
+		rec := NewRecord(tt.r, ca)
 		got, err := json.Marshal(struct {
 			Judged         bool    `json:"judged"`
 			JudgeModel     *string `json:"judge_model"`
@@ -260,14 +262,14 @@ func TestFloatJSON(t *testing.T) {
 func TestExportHFFolder(t *testing.T) {
 	run, _ := makeRun(t, 2, 10) // 18 exported rows
 	out := filepath.Join(t.TempDir(), "hf")
-	stats, err := Export(context.Background(), ExportOptions{From: run, Format: FormatHF, Out: out, ShardRows: 5})
+	stats, err := Rollouts(context.Background(), Options{From: run, Format: FormatHF, Out: out, ShardRows: 5})
 	mustNoErr(t, err)
 	if stats.Written != 18 || stats.Files != 2 {
 		t.Fatalf("Export stats = %+v, want 18 written from 2 files", stats)
 	}
 	for i := 0; i < 4; i++ {
 		path := filepath.Join(out, "data", fmt.Sprintf("train-%05d-of-00004.parquet", i))
-		f, pf, err := OpenParquet(path)
+		f, pf, err := dataset.OpenParquet(path)
 		if err != nil {
 			t.Fatalf("shard %d: %v", i, err)
 		}
@@ -294,7 +296,7 @@ func TestExportHFFolder(t *testing.T) {
 			for _, fl := range pf.Schema().Fields() {
 				if fl.Name() == c.col {
 					found = true
-					if got := columnType(fl); got != c.want {
+					if got := dataset.ColumnType(fl); got != c.want {
 						t.Errorf("shard %d column %s type = %s, want %s", i, c.col, got, c.want)
 					}
 				}
@@ -334,7 +336,7 @@ func TestExportHFFolder(t *testing.T) {
 	}
 
 	// A second export into the same folder replaces the shards.
-	_, err = Export(context.Background(), ExportOptions{From: run, Format: FormatHF, Out: out, AgreedOnly: true, MinReward: f64(10)})
+	_, err = Rollouts(context.Background(), Options{From: run, Format: FormatHF, Out: out, AgreedOnly: true, MinReward: f64(10)})
 	mustNoErr(t, err)
 	shards, _ := filepath.Glob(filepath.Join(out, "data", "*"))
 	if len(shards) != 1 || filepath.Base(shards[0]) != "train-00000-of-00001.parquet" {
@@ -355,15 +357,15 @@ func TestExportErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		ctx  context.Context
-		opts ExportOptions
+		opts Options
 		want string
 	}{
-		{"cancelled jsonl", ctx, ExportOptions{From: run, Format: FormatJSONL, Out: "x.jsonl"}, "context canceled"},
-		{"cancelled hf", ctx, ExportOptions{From: run, Format: FormatHF, Out: "hf"}, "context canceled"},
-		{"unknown format", context.Background(), ExportOptions{From: run, Format: "csv", Out: "o"}, `unknown format "csv"`},
-		{"no run", context.Background(), ExportOptions{From: filepath.Join(run, "nope"), Format: FormatJSONL, Out: "o"}, "no such file"},
-		{"no steps", context.Background(), ExportOptions{From: run, Format: FormatJSONL, Out: "o", MinStep: 5}, "no rollout files in steps [5, ∞]"},
-		{"no out", context.Background(), ExportOptions{From: run, Format: FormatJSONL}, "no output path"},
+		{"cancelled jsonl", ctx, Options{From: run, Format: FormatJSONL, Out: "x.jsonl"}, "context canceled"},
+		{"cancelled hf", ctx, Options{From: run, Format: FormatHF, Out: "hf"}, "context canceled"},
+		{"unknown format", context.Background(), Options{From: run, Format: "csv", Out: "o"}, `unknown format "csv"`},
+		{"no run", context.Background(), Options{From: filepath.Join(run, "nope"), Format: FormatJSONL, Out: "o"}, "no such file"},
+		{"no steps", context.Background(), Options{From: run, Format: FormatJSONL, Out: "o", MinStep: 5}, "no rollout files in steps [5, ∞]"},
+		{"no out", context.Background(), Options{From: run, Format: FormatJSONL}, "no output path"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -371,17 +373,17 @@ func TestExportErrors(t *testing.T) {
 			if tt.opts.Out != "" {
 				tt.opts.Out = filepath.Join(outDir, tt.opts.Out)
 			}
-			_, err := Export(tt.ctx, tt.opts)
+			_, err := Rollouts(tt.ctx, tt.opts)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("Export(%s) = %v, want an error containing %q", tt.name, err, tt.want)
+				t.Fatalf("Rollouts(%s) = %v, want an error containing %q", tt.name, err, tt.want)
 			}
 			if strings.HasPrefix(tt.name, "cancelled") && !errors.Is(err, context.Canceled) {
-				t.Errorf("Export(%s) = %v, want errors.Is context.Canceled", tt.name, err)
+				t.Errorf("Rollouts(%s) = %v, want errors.Is context.Canceled", tt.name, err)
 			}
 			// Nothing but empty folders is left behind.
 			filepath.Walk(outDir, func(p string, info os.FileInfo, err error) error {
 				if err == nil && !info.IsDir() {
-					t.Errorf("Export(%s) left %s", tt.name, p)
+					t.Errorf("Rollouts(%s) left %s", tt.name, p)
 				}
 				return nil
 			})
@@ -392,7 +394,7 @@ func TestExportErrors(t *testing.T) {
 func TestExportJSONLFilePath(t *testing.T) {
 	run, _ := makeRun(t, 1, 5)
 	out := filepath.Join(t.TempDir(), "sub", "mine.jsonl")
-	stats, err := Export(context.Background(), ExportOptions{From: run, Format: FormatJSONL, Out: out})
+	stats, err := Rollouts(context.Background(), Options{From: run, Format: FormatJSONL, Out: out})
 	mustNoErr(t, err)
 	if len(stats.Outputs) != 1 || stats.Outputs[0] != out {
 		t.Errorf("Export outputs = %v, want [%s]", stats.Outputs, out)
@@ -408,20 +410,20 @@ func TestExportJSONLFilePath(t *testing.T) {
 func TestExportSources(t *testing.T) {
 	run, all := makeRun(t, 2, 5)
 	ro := filepath.Join(t.TempDir(), "ro") // parley rollout --out ro
-	w, err := NewRolloutWriter(filepath.Join(ro, RolloutFileName), RolloutWriterOptions{Scale: ScoreScale{Name: "rule agreement", Max: 1}})
+	w, err := dataset.NewRolloutWriter(filepath.Join(ro, dataset.RolloutFileName), dataset.RolloutWriterOptions{Scale: dataset.ScoreScale{Name: "rule agreement", Max: 1}})
 	mustNoErr(t, err)
 	for i := 0; i < 4; i++ { // rollout 3 failed: 3 exported
 		mustNoErr(t, w.Write(testRollout(0, i)))
 	}
 	mustNoErr(t, w.Close())
 	batch := filepath.Join(t.TempDir(), "step-000001.parquet")
-	_, err = WriteBatch(batch, 1, 0, testBatchRows(1, 4))
+	_, err = dataset.WriteBatch(batch, 1, 0, testBatchRows(1, 4))
 	mustNoErr(t, err)
 	empty := t.TempDir()
 	notRollouts := filepath.Join(t.TempDir(), "curriculum.parquet")
-	mustNoErr(t, WritePromptsParquet(notRollouts, []Prompt{{ID: "a", Category: CategoryOpenEnded, Task: "t"}}))
-	step1, step2 := RunDir(run).RolloutsPath(1), RunDir(run).RolloutsPath(2)
-	notFailed := func(rs []Rollout) int {
+	mustNoErr(t, dataset.WritePromptsParquet(notRollouts, []dataset.Prompt{{ID: "a", Category: dataset.CategoryOpenEnded, Task: "t"}}))
+	step1, step2 := dataset.RunDir(run).RolloutsPath(1), dataset.RunDir(run).RolloutsPath(2)
+	notFailed := func(rs []dataset.Rollout) int {
 		n := 0
 		for _, r := range rs {
 			if !r.Failed {
@@ -432,30 +434,30 @@ func TestExportSources(t *testing.T) {
 	}
 	tests := []struct {
 		name      string
-		opts      ExportOptions
+		opts      Options
 		written   int
 		scales    []string
 		source    string // in the card
 		wantError string
 	}{
-		{"run directory", ExportOptions{From: run}, notFailed(all), nil, "run `myrun`", ""},
-		{"run directory with a fallback scale", ExportOptions{From: run, Scale: ScoreScale{Name: "CA", Min: 1, Max: 5}}, notFailed(all), []string{"CA 1–5"}, "run `myrun`", ""},
-		{"parley rollout's directory", ExportOptions{From: ro}, 3, []string{"rule agreement 0–1"}, "`parley rollout` output `ro`", ""},
-		{"a rollouts file", ExportOptions{From: filepath.Join(ro, RolloutFileName)}, 3, []string{"rule agreement 0–1"}, "file `rollouts.parquet`", ""},
-		{"files", ExportOptions{In: []string{step2, step1}}, notFailed(all), nil, "files `step-000002.parquet`, `step-000001.parquet`", ""},
-		{"files with a step bound", ExportOptions{In: []string{step1, step2}, MinStep: 2}, notFailed(all[5:]), nil, "files", ""},
-		{"from and in", ExportOptions{From: run, In: []string{step1}}, 0, nil, "", "not both"},
-		{"nothing", ExportOptions{}, 0, nil, "", "no rollouts given"},
-		{"a directory without rollouts", ExportOptions{From: empty}, 0, nil, "", "holds neither rollouts/step-N.parquet (a run of parley train, or parley score's output) nor rollouts.parquet (parley rollout's output)"},
-		{"a batch", ExportOptions{In: []string{batch}}, 0, nil, "", "is a training batch"},
-		{"another table", ExportOptions{From: notRollouts}, 0, nil, "", `missing column "rollout_id"`},
+		{"run directory", Options{From: run}, notFailed(all), nil, "run `myrun`", ""},
+		{"run directory with a fallback scale", Options{From: run, Scale: dataset.ScoreScale{Name: "CA", Min: 1, Max: 5}}, notFailed(all), []string{"CA 1–5"}, "run `myrun`", ""},
+		{"parley rollout's directory", Options{From: ro}, 3, []string{"rule agreement 0–1"}, "`parley rollout` output `ro`", ""},
+		{"a rollouts file", Options{From: filepath.Join(ro, dataset.RolloutFileName)}, 3, []string{"rule agreement 0–1"}, "file `rollouts.parquet`", ""},
+		{"files", Options{In: []string{step2, step1}}, notFailed(all), nil, "files `step-000002.parquet`, `step-000001.parquet`", ""},
+		{"files with a step bound", Options{In: []string{step1, step2}, MinStep: 2}, notFailed(all[5:]), nil, "files", ""},
+		{"from and in", Options{From: run, In: []string{step1}}, 0, nil, "", "not both"},
+		{"nothing", Options{}, 0, nil, "", "no rollouts given"},
+		{"a directory without rollouts", Options{From: empty}, 0, nil, "", "holds neither rollouts/step-N.parquet (a run of parley train, or parley score's output) nor rollouts.parquet (parley rollout's output)"},
+		{"a batch", Options{In: []string{batch}}, 0, nil, "", "is a training batch"},
+		{"another table", Options{From: notRollouts}, 0, nil, "", `missing column "rollout_id"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "hf")
 			opts := tt.opts
 			opts.Format, opts.Out = FormatHF, out
-			st, err := Export(context.Background(), opts)
+			st, err := Rollouts(context.Background(), opts)
 			if tt.wantError != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantError) {
 					t.Fatalf("Export = %v, want an error containing %q", err, tt.wantError)

@@ -1,4 +1,4 @@
-package dataset
+package export
 
 import (
 	"bufio"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/parleyhq/parley/dataset"
 )
 
 func TestParseCondition(t *testing.T) {
@@ -46,15 +48,15 @@ func TestExportRole(t *testing.T) {
 		}})
 		return string(b)
 	}
-	mk := func(id, holderModel string, share float64, failed bool) Rollout {
-		return Rollout{RolloutID: id, Step: 0, Env: "endowment", Task: "raise money", Failed: failed, Outcome: views("<think>They push hard.</think>\n\nNo, I keep it."),
-			Turns: []Turn{{Agent: "requester", Text: "Give me $40."}, {Agent: "holder", Text: "No, I keep it."}},
-			Roles: []RoleOutcome{
+	mk := func(id, holderModel string, share float64, failed bool) dataset.Rollout {
+		return dataset.Rollout{RolloutID: id, Step: 0, Env: "endowment", Task: "raise money", Failed: failed, Outcome: views("<think>They push hard.</think>\n\nNo, I keep it."),
+			Turns: []dataset.Turn{{Agent: "requester", Text: "Give me $40."}, {Agent: "holder", Text: "No, I keep it."}},
+			Roles: []dataset.RoleOutcome{
 				{Role: "requester", Model: "req", Scored: true, Reward: float32(share), Outcome: `{"share_got":` + jsonNum(share) + `}`},
 				{Role: "holder", Model: holderModel, Scored: true, Reward: float32(1 - share), Outcome: `{"share_given":` + jsonNum(share) + `,"turn1_refusal":true}`},
 			}}
 	}
-	w, err := NewRolloutWriter(RunDir(dir).RolloutsPath(0), RolloutWriterOptions{})
+	w, err := dataset.NewRolloutWriter(dataset.RunDir(dir).RolloutsPath(0), dataset.RolloutWriterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,23 +70,23 @@ func TestExportRole(t *testing.T) {
 	typo, _ := ParseCondition("share_givn<=0.2")
 	for _, tc := range []struct {
 		name   string
-		opts   ExportOptions
+		opts   Options
 		ids    []string
 		traces bool
 		err    string // an error holding this, and no output
 	}{
-		{"holders that kept it", ExportOptions{Role: "holder", Where: []Condition{cond}}, []string{"a", "c"}, false, ""},
-		{"with traces", ExportOptions{Role: "holder", Where: []Condition{cond}, Traces: true}, []string{"a", "c"}, true, ""},
-		{"one agent", ExportOptions{Role: "holder", Where: []Condition{cond}, Models: []string{"h1"}}, []string{"a"}, false, ""},
-		{"no such role", ExportOptions{Role: "holdr"}, nil, false, `role "holdr": none of the 4 rollouts read has it (their roles: holder, requester)`},
-		{"no such field", ExportOptions{Role: "holder", Where: []Condition{cond, typo}}, nil, false,
+		{"holders that kept it", Options{Role: "holder", Where: []Condition{cond}}, []string{"a", "c"}, false, ""},
+		{"with traces", Options{Role: "holder", Where: []Condition{cond}, Traces: true}, []string{"a", "c"}, true, ""},
+		{"one agent", Options{Role: "holder", Where: []Condition{cond}, Models: []string{"h1"}}, []string{"a"}, false, ""},
+		{"no such role", Options{Role: "holdr"}, nil, false, `role "holdr": none of the 4 rollouts read has it (their roles: holder, requester)`},
+		{"no such field", Options{Role: "holder", Where: []Condition{cond, typo}}, nil, false,
 			`condition share_givn<=0.2: no holder outcome has the field "share_givn" (their fields: share_given, turn1_refusal)`},
-		{"a field of another role", ExportOptions{Role: "holder", Where: []Condition{{Key: "share_got", Op: ">", Value: 0}}}, nil, false,
+		{"a field of another role", Options{Role: "holder", Where: []Condition{{Key: "share_got", Op: ">", Value: 0}}}, nil, false,
 			`no holder outcome has the field "share_got"`},
 	} {
 		out := filepath.Join(t.TempDir(), "x.jsonl")
 		tc.opts.From, tc.opts.Format, tc.opts.Out = dir, FormatJSONL, out
-		st, err := Export(context.Background(), tc.opts)
+		st, err := Rollouts(context.Background(), tc.opts)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%s: error %v, want one holding %q", tc.name, err, tc.err)
@@ -101,7 +103,7 @@ func TestExportRole(t *testing.T) {
 		var ids []string
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
-			var r ExportRecord
+			var r Record
 			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 				t.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/config"
+	"github.com/parleyhq/parley/internal/pkgdoc"
 	"github.com/parleyhq/parley/reward"
 	"go.uber.org/zap"
 )
@@ -241,18 +242,9 @@ func judgeKindNames(t *testing.T) map[string]bool {
 // moduleRoot returns the folder of the go.mod above the test's folder.
 func moduleRoot(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	root, err := pkgdoc.ModuleRoot(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's folder")
-		}
-		dir = parent
-	}
+	return root
 }

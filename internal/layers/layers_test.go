@@ -8,11 +8,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/parleyhq/parley/internal/pkgdoc"
 )
 
-// known are the imports that break a rule today, each with the slice of
-// issue 29 that removes it.
-//
 // known are the imports that break the layers for now, each with the work
 // that removes it; an entry that no longer occurs fails TestModuleLayers
 // as stale. There are none: no arrow runs up.
@@ -21,20 +20,11 @@ var known []struct{ from, to, rule, slice string }
 // moduleRoot returns the folder of the go.mod above the test's folder.
 func moduleRoot(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	root, err := pkgdoc.ModuleRoot(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's folder")
-		}
-		dir = parent
-	}
+	return root
 }
 
 // TestModuleLayers: no import of the module runs up a layer, every

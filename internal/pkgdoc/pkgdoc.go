@@ -11,6 +11,7 @@
 package pkgdoc
 
 import (
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -128,4 +129,24 @@ func ignored(f *ast.File) bool {
 		}
 	}
 	return false
+}
+
+// ModuleRoot returns the folder of the nearest go.mod at or above dir: the
+// root of the module dir is in, for a test that reads the whole module
+// wherever it is checked out.
+func ModuleRoot(dir string) (string, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("pkgdoc.ModuleRoot: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("pkgdoc.ModuleRoot: no go.mod at or above the folder")
+		}
+		dir = parent
+	}
 }

@@ -8,24 +8,14 @@ import (
 	"testing"
 )
 
-// moduleRoot returns the folder of the go.mod above the test's folder,
-// wherever the module is checked out.
+// moduleRoot returns the folder of the go.mod above the test's folder.
 func moduleRoot(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	root, err := ModuleRoot(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's folder")
-		}
-		dir = parent
-	}
+	return root
 }
 
 // TestEveryPackageHasADoc: every package of the module, commands and test

@@ -157,6 +157,10 @@ func newJudge(cfg config.Config, cacheDir string, observe func(time.Duration, er
 		if err != nil {
 			return nil, nil, fmt.Errorf("config key judge: %w", err)
 		}
+		if cfg.Judge.Mode == reward.ModeGroup {
+			g := reward.NewCAGroupJudge(c, reward.GroupOptions{Seed: cfg.Run.Seed, PositionCheck: cfg.Judge.PositionCheck})
+			return g, func() { _ = c.Close() }, nil
+		}
 		return reward.NewCAJudge(c), func() { _ = c.Close() }, nil
 	}
 	return nil, nil, fmt.Errorf("config key judge.kind: unknown kind %q (want one of %v)", cfg.Judge.Kind, reward.JudgeKinds)

@@ -241,6 +241,17 @@ type Judge struct {
 	ChatEndpoint `yaml:",inline"`
 	// Rule configures the rule scorer when Kind is rule.
 	Rule Rule `yaml:"rule"`
+	// Mode is pointwise (one request per rollout, the default) or group
+	// (one request per group: the group's finals in a seeded shuffled
+	// order under neutral labels, one score each, as ART's RULER does; a
+	// reply that does not score every member exactly once fails the whole
+	// group). Group needs an LLM rubric judge (kind ca).
+	Mode string `yaml:"mode"`
+	// PositionCheck is the share of groups (0 to 1, drawn by seed) that
+	// group mode re-scores in reversed order to measure position bias:
+	// the step metric judge_position_moved is the share of their scores
+	// that moved (0: none).
+	PositionCheck float64 `yaml:"position_check"`
 }
 
 // Generator is the LLM that writes curricula (parley curriculum generate):
@@ -508,7 +519,7 @@ func Default() Config {
 				RetireAfter: curriculum.DefaultRetireAfter, Cooldown: curriculum.DefaultCooldown},
 		},
 		Rollout: Rollout{GroupSize: 8, PromptsPerStep: 16, Concurrency: 256, History: "tokens"},
-		Judge: Judge{Kind: reward.JudgeCA, ChatEndpoint: ChatEndpoint{
+		Judge: Judge{Kind: reward.JudgeCA, Mode: reward.ModePointwise, ChatEndpoint: ChatEndpoint{
 			BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini", APIKeyEnv: "OPENAI_API_KEY",
 			Concurrency: 32, MaxRetries: 6, Timeout: 60 * time.Second, StructuredOutput: true,
 		}},

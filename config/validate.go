@@ -410,6 +410,16 @@ func (c Config) validateJudge(k *checker) {
 		c.Judge.checkUsed(k, "judge")
 	}
 	c.Judge.checkLimits(k, "judge")
+	if c.Judge.Mode != "" { // "": an older run's config, pointwise
+		oneOf(k, "judge.mode", c.Judge.Mode, reward.JudgeModes)
+	}
+	if c.Judge.Mode == reward.ModeGroup && !c.Judge.Kind.ScoresGroups() {
+		k.bad("judge.mode", "group needs a judge that scores a group in one request (judge.kind ca), not %s", c.Judge.Kind)
+	}
+	k.inRange("judge.position_check", c.Judge.PositionCheck, 0, 1, false, false)
+	if c.Judge.PositionCheck > 0 && c.Judge.Mode != reward.ModeGroup {
+		k.bad("judge.position_check", "re-scores groups in reversed order: it needs judge.mode group")
+	}
 	if c.Judge.Kind.UsesRule() {
 		r := c.Judge.Rule
 		oneOf(k, "judge.rule.kind", r.Kind, reward.RuleKinds)

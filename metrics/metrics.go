@@ -84,6 +84,12 @@ const (
 	// never scored 0), KeyJudgeCached those the judge's cache answered.
 	KeyJudgeFailed Key = "judge_failed"
 	KeyJudgeCached Key = "judge_cached"
+	// Position bias of group judging (judge.mode group with
+	// judge.position_check): KeyJudgePositionChecked counts the step's
+	// scores re-scored in reversed order, KeyJudgePositionMoved is the
+	// share of them whose score moved (present only when some were).
+	KeyJudgePositionChecked Key = "judge_position_checked"
+	KeyJudgePositionMoved   Key = "judge_position_moved"
 	// KeyGroups counts the step's groups, KeyGroupsDroppedZeroVariance
 	// those dropped because every reward in them was equal.
 	KeyGroups                    Key = "groups"

@@ -42,13 +42,16 @@ type kindEntry struct {
 	pairwise string
 	// scale is the scale of the judge's scores.
 	scale func(ScaleInputs) dataset.ScoreScale
+	// group: the judge can score a group in one request (judge.mode
+	// group).
+	group bool
 }
 
 // kindTable holds every judge kind, in the order errors and help list
 // them.
 var kindTable = []kindEntry{
 	{
-		kind: JudgeCA, chat: true, pairwise: AspectCollectiveAgency,
+		kind: JudgeCA, chat: true, pairwise: AspectCollectiveAgency, group: true,
 		scale: func(ScaleInputs) dataset.ScoreScale { return CAScale },
 	},
 	{
@@ -99,6 +102,10 @@ func (k JudgeKind) UsesRule() bool { return kinds[k].rule }
 // UsesGameScorer reports whether k's judge is the game's own scorer
 // (rollout.Spec.Scorer), so that a game without one cannot use k.
 func (k JudgeKind) UsesGameScorer() bool { return kinds[k].gameScorer }
+
+// ScoresGroups reports whether k's judge can score a group's rollouts in
+// one request (judge.mode group).
+func (k JudgeKind) ScoresGroups() bool { return kinds[k].group }
 
 // PairwiseAspect is the aspect (AspectCollectiveAgency, ...) on which a
 // run's held-out evaluation asks a pairwise LLM judge, on the judge's chat

@@ -28,7 +28,7 @@ func TestScoreAll(t *testing.T) {
 		{RolloutID: "broken", Failed: true, Error: "policy server down"},
 	}
 	st := ScoreAll(context.Background(), flakyJudge{}, rs, 3)
-	want := ScoreStats{Judged: 2, Failed: 1, Cached: 1, Skipped: 1, PromptTokens: 7}
+	want := ScoreStats{Judged: 2, Failed: 1, Cached: 1, Skipped: 1, PromptTokens: 7, Calls: 1}
 	if st != want {
 		t.Errorf("ScoreAll = %+v, want %+v", st, want)
 	}

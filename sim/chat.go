@@ -143,6 +143,9 @@ func (s *Server) chatContent(req *chatRequest, msgs []Message, prompt []int32, m
 			if _, _, ok := pairSections(lastUser); ok {
 				schema = SchemaPairwise
 			}
+			if isGroupPrompt(lastUser) {
+				schema = SchemaCAGroup
+			}
 		}
 	}
 	var seed uint64
@@ -168,6 +171,9 @@ func (s *Server) chatContent(req *chatRequest, msgs []Message, prompt []int32, m
 	fault := s.judgeFault()
 	if fault == judgeRefusal {
 		return JudgeRefusal
+	}
+	if schema == SchemaCAGroup || (schema == "" && isGroupPrompt(lastUser)) {
+		return groupJudgeContent(lastUser, s.opts.JudgeGroupFault, fault)
 	}
 	for _, g := range s.opts.Games {
 		if content, ok := g.Judge(schema, lastUser, fault == judgeOutOfRange); ok {

@@ -3,6 +3,8 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -126,6 +128,12 @@ type Options struct {
 	JudgeMalformedRate  float64
 	JudgeOutOfRangeRate float64
 	JudgeRefusalRate    float64
+	// JudgeGroupFault makes the group judge (requests of schema
+	// SchemaCAGroup, or plain ones showing "### Solution <label>:"
+	// sections) answer every group badly: one of GroupFaults (a missing,
+	// repeated, out-of-range or unknown label, or a bias for the
+	// solution shown first). Empty: it answers one score per label.
+	JudgeGroupFault string
 
 	// Games answer their own prompts (their agents' replies, their judges'
 	// verdicts) before the persona agents and the built-in judge, in
@@ -226,6 +234,8 @@ func (o Options) withDefaults() (Options, error) {
 	check("JudgeMalformedRate (must be in [0,1])", prob(o.JudgeMalformedRate))
 	check("JudgeOutOfRangeRate (must be in [0,1])", prob(o.JudgeOutOfRangeRate))
 	check("JudgeRefusalRate (must be in [0,1])", prob(o.JudgeRefusalRate))
+	check("JudgeGroupFault (must be empty or one of "+strings.Join(GroupFaults, ", ")+")",
+		o.JudgeGroupFault != "" && !slices.Contains(GroupFaults, o.JudgeGroupFault))
 	for i, g := range o.Games {
 		check(fmt.Sprintf("Games[%d] (nil)", i), g == nil)
 	}

@@ -208,14 +208,7 @@ func (l *Loop) judgeGroup(ctx context.Context, rs []dataset.Rollout, onJudged fu
 }
 
 // addScoreStats adds the counts of st to dst.
-func addScoreStats(dst *reward.ScoreStats, st reward.ScoreStats) {
-	dst.Judged += st.Judged
-	dst.Cached += st.Cached
-	dst.Failed += st.Failed
-	dst.Skipped += st.Skipped
-	dst.PromptTokens += st.PromptTokens
-	dst.CompletionTokens += st.CompletionTokens
-}
+func addScoreStats(dst *reward.ScoreStats, st reward.ScoreStats) { dst.Add(st) }
 
 // groupIndex is the index i of a group id made by rollout.GroupID.
 func groupIndex(groupID string) int {

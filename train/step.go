@@ -313,6 +313,10 @@ func (l *Loop) stepMetrics(step int, s sampled, j judged) metrics.Line {
 		metrics.KeyOffPolicyFraction: ratio(res.Batch.OffPolicyTokens, res.Batch.TrainedTokens),
 		metrics.KeySampleSeconds:     s.seconds, metrics.KeyJudgeSeconds: j.seconds,
 	}
+	if res.Judge.PositionMembers > 0 { // group judging re-scored some groups reversed
+		m[metrics.KeyJudgePositionChecked] = res.Judge.PositionMembers
+		m[metrics.KeyJudgePositionMoved] = res.Judge.PositionMovedShare()
+	}
 	if sum.RoundsToAgree != nil { // without an agreement there are no rounds to agreement
 		m[metrics.KeyRoundsToAgreement] = *sum.RoundsToAgree
 	}

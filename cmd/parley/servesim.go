@@ -5,6 +5,7 @@ import (
 	"github.com/parleyhq/parley/internal/command"
 	"github.com/parleyhq/parley/sim"
 	"github.com/spf13/cobra"
+	"strings"
 )
 
 func newServeSimCmd(a *cli) *cobra.Command {
@@ -63,6 +64,7 @@ func newServeSimCmd(a *cli) *cobra.Command {
 	f.Float64Var(&o.JudgeMalformedRate, "judge-malformed-rate", 0, "fraction of judge replies that are not JSON")
 	f.Float64Var(&o.JudgeOutOfRangeRate, "judge-out-of-range-rate", 0, "fraction of judge scores out of range")
 	f.Float64Var(&o.JudgeRefusalRate, "judge-refusal-rate", 0, "fraction of judge replies that refuse")
+	f.StringVar(&o.JudgeGroupFault, "judge-group-fault", "", "make the group judge answer every group badly: "+strings.Join(sim.GroupFaults, ", "))
 	f.StringArrayVar(&gameOptions, "game-option", nil, "a game's serve-sim setting, GAME.KEY=VALUE (repeatable), e.g. endowment.ledger_mode=any-number")
 	for i, gf := range gameFlags {
 		f.StringVar(&gameFlagValues[i], gf.Name, gf.Default, gf.Usage)

@@ -156,3 +156,69 @@ func TestScoreJudgeAlwaysFails(t *testing.T) {
 		return nil
 	})
 }
+
+// TestScoreGroupMode scores 4 groups of 4 with judge.mode group against
+// serve-sim: one judge request per group and one more per group for the
+// position check (share 1), every rollout's rationale headed by its place
+// in its group's order, the position counts in score-summary.json; a
+// judge that leaves a member unscored fails every rollout, naming it.
+func TestScoreGroupMode(t *testing.T) {
+	for _, tt := range []struct {
+		name, fault string
+		wantErr     string
+	}{
+		{"good", "", ""},
+		{"missing member", sim.GroupFaultMissing, "did not score S4"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := sim.New(sim.Options{JudgeGroupFault: tt.fault})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var chats atomic.Int64
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasSuffix(r.URL.Path, "/chat/completions") {
+					chats.Add(1)
+				}
+				s.Handler().ServeHTTP(w, r)
+			}))
+			defer ts.Close()
+			cfg := writeYAML(t, fmt.Sprintf("policy:\n  endpoints: [%q]\nrollout:\n  group_size: 4\njudge:\n  kind: ca\n  mode: group\n  position_check: 1\n  max_retries: 1\n  base_url: %q\n  model: sim-judge\n  api_key_env: \"\"\n", ts.URL, ts.URL+"/v1"))
+			ro := t.TempDir()
+			if _, err := run(t, newRolloutCmd(quietApp()), "--config", cfg, "--out", ro, "--prompts", "4"); err != nil {
+				t.Fatal(err)
+			}
+			chats.Store(0)
+			out := t.TempDir()
+			_, err = run(t, newScoreCmd(quietApp()), "--config", cfg, "--in", filepath.Join(ro, "rollouts.parquet"), "--out", out)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(userMessage(err), tt.wantErr) || !strings.Contains(userMessage(err), "16 of 16 rollouts failed") {
+					t.Fatalf("parley score = %v, want every rollout failed naming %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := chats.Load(); n != 8 {
+				t.Errorf("the judge got %d requests, want 8 (4 groups, each re-scored reversed)", n)
+			}
+			rs, err := dataset.ReadAllRollouts(dataset.RunDir(out).RolloutsPath(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rs {
+				if !r.Judged || !strings.HasPrefix(r.JudgeRationale, "[group: S") || !strings.Contains(r.JudgeRationale, " of 4, shuffle ") || !strings.Contains(r.JudgeRationale, "; reversed: at ") {
+					t.Errorf("%s: judged %v rationale %q, want it headed by its group order", r.RolloutID, r.Judged, r.JudgeRationale)
+				}
+			}
+			var sum struct {
+				Judge map[string]any `json:"judge"`
+			}
+			readJSON(t, filepath.Join(out, "score-summary.json"), &sum)
+			if j := sum.Judge; j["Calls"] != 8.0 || j["PositionGroups"] != 4.0 || j["PositionMembers"] != 16.0 || j["Judged"] != 16.0 {
+				t.Errorf("score-summary.json judge = %v, want 16 judged in 8 calls, 4 groups position-checked", j)
+			}
+		})
+	}
+}

@@ -222,3 +222,51 @@ func TestScoreGroupMode(t *testing.T) {
 		})
 	}
 }
+
+// TestScoreGroupVsPointwiseCost measures on serve-sim what a step of 4
+// groups of 8 costs the judge, pointwise and in group mode (with and
+// without the position check): requests, prompt and completion tokens,
+// from parley score's score-summary.json. The README quotes its log:
+//
+//	go test ./cmd/parley -run TestScoreGroupVsPointwiseCost -v
+func TestScoreGroupVsPointwiseCost(t *testing.T) {
+	s, err := sim.New(sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	base := fmt.Sprintf("policy:\n  endpoints: [%q]\nrollout:\n  group_size: 8\njudge:\n  kind: ca\n  base_url: %q\n  model: sim-judge\n  api_key_env: \"\"\n", ts.URL, ts.URL+"/v1")
+	ro := t.TempDir()
+	if _, err := run(t, newRolloutCmd(quietApp()), "--config", writeYAML(t, base), "--out", ro, "--prompts", "4"); err != nil {
+		t.Fatal(err)
+	}
+	type cost struct{ Judged, Calls, PromptTokens, CompletionTokens float64 }
+	measure := func(extra string) cost {
+		out := t.TempDir()
+		if _, err := run(t, newScoreCmd(quietApp()), "--config", writeYAML(t, base+extra), "--in", filepath.Join(ro, "rollouts.parquet"), "--out", out); err != nil {
+			t.Fatal(err)
+		}
+		var sum struct {
+			Judge cost `json:"judge"`
+		}
+		readJSON(t, filepath.Join(out, "score-summary.json"), &sum)
+		return sum.Judge
+	}
+	point := measure("")
+	group := measure("  mode: group\n")
+	checked := measure("  mode: group\n  position_check: 0.25\n")
+	for _, c := range []struct {
+		name string
+		c    cost
+	}{{"pointwise", point}, {"group", group}, {"group, position_check 0.25", checked}} {
+		t.Logf("%-27s judged %2.0f  calls %2.0f  prompt tokens %6.0f  completion tokens %5.0f  (per rollout: %.0f prompt, %.0f completion)",
+			c.name, c.c.Judged, c.c.Calls, c.c.PromptTokens, c.c.CompletionTokens, c.c.PromptTokens/c.c.Judged, c.c.CompletionTokens/c.c.Judged)
+	}
+	if point.Judged != 32 || group.Judged != 32 || point.Calls != 32 || group.Calls != 4 || checked.Calls < 4 || checked.Calls > 8 {
+		t.Errorf("pointwise %+v, group %+v, checked %+v: want 32 judged, in 32 calls pointwise, 4 in group mode, 4 to 8 checked", point, group, checked)
+	}
+	if group.PromptTokens >= point.PromptTokens {
+		t.Errorf("group mode sent %v prompt tokens, pointwise %v: the rubric is sent once per group, so fewer", group.PromptTokens, point.PromptTokens)
+	}
+}

@@ -256,10 +256,11 @@ func TestGroupPositionCheckShare(t *testing.T) {
 	n := 0
 	for g := 0; g < 40; g++ {
 		r := &dataset.Rollout{GroupID: fmt.Sprintf("g%d", g), RolloutID: "r"}
-		if j.checked([]*dataset.Rollout{r}) {
+		first := j.checked([]*dataset.Rollout{r})
+		if first {
 			n++
 		}
-		if j.checked([]*dataset.Rollout{r}) != j.checked([]*dataset.Rollout{r}) {
+		if again := NewCAGroupJudge(nil, GroupOptions{Seed: 5, PositionCheck: 0.5}).checked([]*dataset.Rollout{r}); again != first {
 			t.Fatal("the draw is not reproducible")
 		}
 	}

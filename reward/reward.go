@@ -4,8 +4,9 @@
 // quickstart. A judge scores one rollout, as a whole and, when the game's
 // roles earn differently, per role; ScoreAll scores a batch of rollouts
 // concurrently and records the outcome on each rollout and each of its
-// roles. A rollout whose judging finally fails is marked with JudgeError and
-// left unjudged: it is never scored 0.
+// roles; a GroupJudge (the CA judge in judge.mode group) is asked once per
+// group of rollouts. A rollout whose judging finally fails is marked with
+// JudgeError and left unjudged: it is never scored 0.
 package reward
 
 import (
@@ -120,7 +121,8 @@ func ScoreAll(ctx context.Context, j Judge, rs []dataset.Rollout, concurrency in
 // rollout is judged or skipped, for progress; it may be called
 // concurrently. A GroupJudge is asked once per group (the rollouts of one
 // GroupID, task and persona pair), concurrency groups at once; when its
-// verdict fails, every member of the group fails with its error.
+// verdict fails, every member of the group fails with its error. Each
+// member's JudgeMS is then the group's whole judging time.
 func ScoreAllFunc(ctx context.Context, j Judge, rs []dataset.Rollout, concurrency int, onDone func()) ScoreStats {
 	if onDone == nil {
 		onDone = func() {}

@@ -58,7 +58,10 @@
 // "Final completion:" / "Response:" style marker of the last user
 // message), "pairwise_preference" gives {"winner": "A"|"B"|"tie",
 // "rationale"} (comparing CACount of the "Response A" and "Response B"
-// sections), "dilemmas" gives {"items": [{category, task}]} (n from the
+// sections), "collective_agency_group_scores" gives {"scores": [{"label",
+// "rationale", "score"}]}, one per "### Solution <label>:" section, each
+// scored as that solution alone (Options.JudgeGroupFault answers every
+// group badly or with a bias for the first shown), "dilemmas" gives {"items": [{category, task}]} (n from the
 // first number in the prompt, else 5), "persona_pair" gives {"a", "b"}
 // (two opposed personas) and "persona_opposition" gives {"rationale",
 // "conflict", "opposition"} (conflicting, 4, when the two personas

@@ -152,6 +152,27 @@ func TestPythonJudgeBatches(t *testing.T) {
 	}
 }
 
+// TestPythonJudgeWorkerDies: a worker that dies fails its batch (never
+// hangs) and the next batch starts a new one, with a warning.
+func TestPythonJudgeWorkerDies(t *testing.T) {
+	j, logs := newTestPython(t, "exits", nil)
+	rs := []dataset.Rollout{pyRolloutOf("dies", "exit")}
+	ScoreAll(t.Context(), j, rs, 1)
+	if rs[0].Judged || !strings.Contains(rs[0].JudgeError, "the worker exited (exit status 3) during a batch of 1") {
+		t.Fatalf("judged %v, error %q; want the worker's exit", rs[0].Judged, rs[0].JudgeError)
+	}
+	for i := range 2 {
+		rs = []dataset.Rollout{pyRolloutOf("lives", "fine")}
+		ScoreAll(t.Context(), j, rs, 1)
+		if !rs[0].Judged || rs[0].Score != 1 {
+			t.Fatalf("call %d after the exit: judged %v, error %q", i, rs[0].Judged, rs[0].JudgeError)
+		}
+	}
+	if n := logs.FilterMessage("python judge: restarting the worker").Len(); j.started != 2 || n != 1 {
+		t.Errorf("worker starts %d, restart warnings %d; want 2 and 1", j.started, n)
+	}
+}
+
 // TestPythonJudgeTimeout: a batch past its timeout fails (never hangs),
 // its worker is killed, and the next batch gets a new one, with a warning.
 func TestPythonJudgeTimeout(t *testing.T) {

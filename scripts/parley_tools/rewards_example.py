@@ -9,11 +9,12 @@ Each takes one rollout, a dict with the keys of `parley export --format
 jsonl` (id, task, messages, final, agreed, personas, ...) plus "roles" (its
 roles' names), and returns a score in the judge's range (judge.python.min
 to judge.python.max, 0 to 1 by default) or a dict of role name to score.
-The last three exist for parley's tests of the judge's failures.
+The last four exist for parley's tests of the judge's failures.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from typing import Any
@@ -52,6 +53,13 @@ def sleeps(rollout: dict[str, Any]) -> float:
     """Sleeps a minute when the final mentions "sleep": a function that hangs."""
     if "sleep" in str(rollout.get("final") or ""):
         time.sleep(60)
+    return 1.0
+
+
+def exits(rollout: dict[str, Any]) -> float:
+    """Kills its process when the final mentions "exit": a worker that dies."""
+    if "exit" in str(rollout.get("final") or ""):
+        os._exit(3)
     return 1.0
 
 

@@ -20,7 +20,7 @@ import (
 // ($PARLEY_PYTHON, else the module's .venv/bin/python) and the worker's
 // environment: PYTHONPATH on this tree's scripts, so that the worker and
 // the example tested are this tree's. It skips without one.
-func testPython(t *testing.T) (python string, env []string) {
+func testPython(t testing.TB) (python string, env []string) {
 	t.Helper()
 	root, err := pkgdoc.ModuleRoot(".")
 	if err != nil {
@@ -252,5 +252,33 @@ func TestPythonJudgeCancel(t *testing.T) {
 	r := pyRolloutOf("slow", "sleep")
 	if _, err := j.Judge(ctx, &r); err == nil {
 		t.Fatal("Judge after the context ended: nil error")
+	}
+}
+
+// BenchmarkPythonJudge: rollouts judged per second through one worker
+// (the example's keyword_length), 32 calls in flight, by batch size.
+//
+//	go test ./reward -run '^$' -bench PythonJudge
+func BenchmarkPythonJudge(b *testing.B) {
+	for _, size := range []int{1, 8, 32} {
+		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
+			python, env := testPython(b)
+			j, err := NewPythonJudge(PythonOptions{Python: python, Function: "parley_tools.rewards_example:keyword_length", Env: env, BatchSize: size})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer j.Close()
+			rs := make([]dataset.Rollout, 256)
+			b.ResetTimer()
+			for range b.N {
+				for i := range rs {
+					rs[i] = pyRolloutOf(fmt.Sprint(i), "together we share")
+				}
+				if st := ScoreAll(b.Context(), j, rs, 32); st.Judged != len(rs) {
+					b.Fatalf("ScoreAll: %+v", st)
+				}
+			}
+			b.ReportMetric(float64(b.N*len(rs))/b.Elapsed().Seconds(), "rollouts/s")
+		})
 	}
 }

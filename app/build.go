@@ -163,7 +163,7 @@ func newJudge(cfg config.Config, cacheDir string, observe func(time.Duration, er
 		p := cfg.Judge.Python
 		j, err := reward.NewPythonJudge(reward.PythonOptions{
 			Python: benchPython(p.Interpreter), Function: p.Function, Path: slices.Clone(p.Path),
-			BatchSize: p.BatchSize, Timeout: p.Timeout, Min: p.Min, Max: p.Max, Logger: log,
+			BatchSize: p.BatchSize, Timeout: p.Timeout, Min: p.Min, Max: p.Max, Withhold: secretVars(cfg), Logger: log,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("config key judge.python: %w", err)

@@ -48,6 +48,10 @@ type PythonOptions struct {
 	Min, Max float64
 	// Env is added to the worker's environment (a test's PYTHONPATH).
 	Env []string
+	// Withhold names environment variables the worker does not get: the
+	// API keys of parley's config, which the function has no business
+	// with.
+	Withhold []string
 	// Logger receives the worker's stderr, tracebacks and restarts.
 	Logger *zap.Logger
 }
@@ -320,6 +324,14 @@ func sortedKeys(m map[string]bool) []string {
 	return ks
 }
 
+// withhold is env without the variables named in names.
+func withhold(env, names []string) []string {
+	return slices.DeleteFunc(env, func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return name != "" && slices.Contains(names, name)
+	})
+}
+
 // pyWorker is one running worker process.
 type pyWorker struct {
 	cmd    *exec.Cmd
@@ -337,7 +349,7 @@ func (j *PythonJudge) start() (*pyWorker, error) {
 		args = append(args, "--path", p)
 	}
 	cmd := exec.Command(j.opts.Python, args...)
-	cmd.Env = append(os.Environ(), j.opts.Env...)
+	cmd.Env = append(withhold(os.Environ(), j.opts.Withhold), j.opts.Env...)
 	// Its own process group, so that a timeout kills what it started;
 	// killed with parley.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -197,14 +197,18 @@ func TestPythonJudgeTimeout(t *testing.T) {
 }
 
 // TestPythonJudgeStderr: what the function prints reaches the log, not the
-// protocol.
+// protocol; a withheld variable (an API key) does not reach the function
+// (it scores 0.5 when it sees one).
 func TestPythonJudgeStderr(t *testing.T) {
 	dir := t.TempDir()
-	src := "def score(r):\n    print('hello from', r['id'])\n    return 0.25\n"
+	src := "import os\ndef score(r):\n    print('hello from', r['id'])\n    return 0.5 if os.environ.get('PYJUDGE_TEST_KEY') else 0.25\n"
+	t.Setenv("PYJUDGE_TEST_KEY", "secret")
 	if err := os.WriteFile(filepath.Join(dir, "printing.py"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	j, logs := newTestPython(t, "", func(o *PythonOptions) { o.Function, o.Path = "printing:score", []string{dir} })
+	j, logs := newTestPython(t, "", func(o *PythonOptions) {
+		o.Function, o.Path, o.Withhold = "printing:score", []string{dir}, []string{"PYJUDGE_TEST_KEY"}
+	})
 	rs := []dataset.Rollout{pyRolloutOf("r-print", "x")}
 	if st := ScoreAll(t.Context(), j, rs, 1); st.Judged != 1 || rs[0].Score != 0.25 {
 		t.Fatalf("ScoreAll: %+v, %+v", st, rs[0])

@@ -34,7 +34,8 @@ func benchDefaults(o *harness.BenchOptions, cfg config.Config, seedGiven bool) {
 // sets it to the venv's).
 const EnvPython = "PARLEY_PYTHON"
 
-// benchPython is the interpreter the math-verify scorer runs: flag, else
+// benchPython is the interpreter the math-verify scorer and the Python
+// judge (judge.python.interpreter) run: flag, else
 // $PARLEY_PYTHON, else .venv/bin/python when there is one (make venv's),
 // else python3.
 func benchPython(flag string) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -162,6 +163,16 @@ func newJudge(cfg config.Config, cacheDir string, observe func(time.Duration, er
 			return g, func() { _ = c.Close() }, nil
 		}
 		return reward.NewCAJudge(c), func() { _ = c.Close() }, nil
+	case reward.JudgePython:
+		p := cfg.Judge.Python
+		j, err := reward.NewPythonJudge(reward.PythonOptions{
+			Python: benchPython(p.Interpreter), Function: p.Function, Path: slices.Clone(p.Path),
+			BatchSize: p.BatchSize, Timeout: p.Timeout, Min: p.Min, Max: p.Max, Withhold: secretVars(cfg), Logger: log,
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("config key judge.python: %w", err)
+		}
+		return j, func() { _ = j.Close() }, nil
 	}
 	return nil, nil, fmt.Errorf("config key judge.kind: unknown kind %q (want one of %v)", cfg.Judge.Kind, reward.JudgeKinds)
 }

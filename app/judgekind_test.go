@@ -28,15 +28,19 @@ const kindBuilder = "app.newJudge"
 // scale config labels its scores with (reward.JudgeKind.Scale).
 func TestNewJudgeBuildsEveryKind(t *testing.T) {
 	bodies := map[reward.JudgeKind]string{
-		reward.JudgeCA:   "judge:\n  kind: ca\n",
-		reward.JudgeRule: "judge:\n  kind: rule\n  rule:\n    kind: keyword_share\n    keywords: [we]\n    agreement_weight: 0.5\n",
-		reward.JudgeGame: "game:\n  env: endowment\njudge:\n  kind: game\n",
+		reward.JudgeCA:     "judge:\n  kind: ca\n",
+		reward.JudgeRule:   "judge:\n  kind: rule\n  rule:\n    kind: keyword_share\n    keywords: [we]\n    agreement_weight: 0.5\n",
+		reward.JudgeGame:   "game:\n  env: endowment\njudge:\n  kind: game\n",
+		reward.JudgePython: "judge:\n  kind: python\n  python:\n    function: parley_tools.rewards_example:keyword_length\n    min: -1\n    max: 2\n",
 	}
 	for _, k := range reward.JudgeKinds {
 		t.Run(string(k), func(t *testing.T) {
 			body, ok := bodies[k]
 			if !ok {
 				t.Fatalf("no config for judge kind %q: add one to this test", k)
+			}
+			if k.UsesPython() {
+				body += "    interpreter: " + testPython(t) + "\n"
 			}
 			cfg, err := config.Load(writeYAML(t, body), nil)
 			if err != nil {

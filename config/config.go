@@ -234,7 +234,8 @@ type Rollout struct {
 // Judge is the reward model.
 type Judge struct {
 	// Kind is ca (the Collective Agency rubric judge, an LLM), rule (a
-	// rule scorer) or game (the game's own scorer).
+	// rule scorer), game (the game's own scorer) or python (a Python
+	// function, judge.python).
 	Kind reward.JudgeKind `yaml:"kind"`
 	// ChatEndpoint is the judge's API (an LLM judge's, and the judge a
 	// game consults during play).
@@ -252,6 +253,35 @@ type Judge struct {
 	// the step metric judge_position_moved is the share of their scores
 	// that moved (0: none).
 	PositionCheck float64 `yaml:"position_check"`
+	// Python configures the Python judge when Kind is python.
+	Python PythonJudge `yaml:"python"`
+}
+
+// PythonJudge configures a Python reward function (judge.kind: python),
+// run in a long-lived worker process (python -m
+// parley_tools.reward_worker) called in batches. The function takes one
+// rollout as `parley export --format jsonl` writes it, plus "roles" (its
+// roles' names), and returns a number or a dict of role name to number.
+type PythonJudge struct {
+	// Function is the reward function, module:function (e.g.
+	// parley_tools.rewards_example:keyword_length).
+	Function string `yaml:"function"`
+	// Interpreter is the Python that runs it, with parley_tools installed
+	// (empty: $PARLEY_PYTHON, else .venv/bin/python, else python3).
+	Interpreter string `yaml:"interpreter"`
+	// Path lists directories put first on the worker's sys.path (the
+	// current directory is on it too).
+	Path []string `yaml:"path"`
+	// BatchSize bounds the rollouts per call (at most judge.concurrency
+	// are waiting at once).
+	BatchSize int `yaml:"batch_size"`
+	// Timeout bounds one batch (and the worker's start); a batch past it
+	// fails, as judge failures, and its worker is killed and restarted.
+	Timeout time.Duration `yaml:"timeout"`
+	// Min and Max are the range of the function's scores; a score outside
+	// it is a judge failure.
+	Min float64 `yaml:"min"`
+	Max float64 `yaml:"max"`
 }
 
 // Generator is the LLM that writes curricula (parley curriculum generate):
@@ -522,7 +552,7 @@ func Default() Config {
 		Judge: Judge{Kind: reward.JudgeCA, Mode: reward.ModePointwise, ChatEndpoint: ChatEndpoint{
 			BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini", APIKeyEnv: "OPENAI_API_KEY",
 			Concurrency: 32, MaxRetries: 6, Timeout: 60 * time.Second, StructuredOutput: true,
-		}},
+		}, Python: PythonJudge{BatchSize: 32, Timeout: 60 * time.Second, Max: 1}},
 		Generator: Generator{
 			ChatEndpoint: ChatEndpoint{BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini", APIKeyEnv: "OPENAI_API_KEY",
 				Concurrency: 8, MaxRetries: 6, Timeout: 120 * time.Second, StructuredOutput: true},
@@ -547,8 +577,9 @@ func Default() Config {
 // charts label scores with it.
 func (c Config) ScoreScale() dataset.ScoreScale {
 	return c.Judge.Kind.Scale(reward.ScaleInputs{
-		Rule: reward.RuleOptions{Kind: c.Judge.Rule.Kind, AgreementWeight: c.Judge.Rule.AgreementWeight},
-		Game: c.gameScale(),
+		Rule:   reward.RuleOptions{Kind: c.Judge.Rule.Kind, AgreementWeight: c.Judge.Rule.AgreementWeight},
+		Game:   c.gameScale(),
+		Python: reward.PythonOptions{Function: c.Judge.Python.Function, Min: c.Judge.Python.Min, Max: c.Judge.Python.Max},
 	})
 }
 

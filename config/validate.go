@@ -404,7 +404,7 @@ func (c Config) validateJudge(k *checker) {
 	oneOf(k, "judge.kind", c.Judge.Kind, reward.JudgeKinds)
 	spec, _ := rollout.Lookup(c.Game.Env)
 	if c.Judge.Kind.UsesGameScorer() && spec.Scorer == nil && spec.Name != "" {
-		k.bad("judge.kind", "the %s game has no scorer of its own: use ca or rule", c.Game.Env)
+		k.bad("judge.kind", "the %s game has no scorer of its own: use ca, rule or python", c.Game.Env)
 	}
 	if c.Judge.Kind.UsesChat() || spec.UsesJudge {
 		c.Judge.checkUsed(k, "judge")
@@ -436,6 +436,21 @@ func (c Config) validateJudge(k *checker) {
 		if r.AgreementWeight > 0 && r.Kind == reward.RuleAgreement {
 			k.bad("judge.rule.agreement_weight", "is for the other rules: the agreement rule scores agreement alone")
 		}
+	}
+	if c.Judge.Kind.UsesPython() {
+		p := c.Judge.Python
+		if m, f, ok := strings.Cut(p.Function, ":"); !ok || strings.TrimSpace(m) == "" || strings.TrimSpace(f) == "" {
+			k.bad("judge.python.function", "must name the reward function as module:function, got %q", p.Function)
+		}
+		k.positive("judge.python.batch_size", p.BatchSize)
+		if p.Timeout <= 0 {
+			k.bad("judge.python.timeout", "must be positive, got %s", p.Timeout)
+		}
+		if !(p.Max > p.Min) {
+			k.bad("judge.python.max", "must be above judge.python.min (%v), got %v", p.Min, p.Max)
+		}
+		// The calls in flight are what a batch gathers.
+		k.positive("judge.concurrency", c.Judge.Concurrency)
 	}
 }
 

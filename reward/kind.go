@@ -20,6 +20,9 @@ const (
 	JudgeRule JudgeKind = "rule"
 	// JudgeGame is the game's own programmatic scorer (rollout.Spec.Scorer).
 	JudgeGame JudgeKind = "game"
+	// JudgePython is a Python function, "module:function", in a worker
+	// process of the run's Python environment (NewPythonJudge).
+	JudgePython JudgeKind = "python"
 )
 
 // kindEntry is what a judge kind is, beside how its judge is built: each
@@ -36,6 +39,8 @@ type kindEntry struct {
 	// gameScorer: the judge is the game's own scorer, which a game may
 	// not have.
 	gameScorer bool
+	// python: judge.python configures the judge, a Python function.
+	python bool
 	// pairwise is the aspect on which a run's held-out evaluation asks a
 	// pairwise LLM judge to compare two sides' finals ("": it compares
 	// the run judge's scores instead).
@@ -63,6 +68,12 @@ var kindTable = []kindEntry{
 	{
 		kind: JudgeGame, gameScorer: true,
 		scale: func(in ScaleInputs) dataset.ScoreScale { return in.Game },
+	},
+	{
+		kind: JudgePython, python: true,
+		scale: func(in ScaleInputs) dataset.ScoreScale {
+			return PythonScale(in.Python.Function, in.Python.Min, in.Python.Max)
+		},
 	},
 }
 
@@ -107,6 +118,10 @@ func (k JudgeKind) UsesGameScorer() bool { return kinds[k].gameScorer }
 // one request (judge.mode group).
 func (k JudgeKind) ScoresGroups() bool { return kinds[k].group }
 
+// UsesPython reports whether judge.python configures k's judge: a Python
+// function in a worker process.
+func (k JudgeKind) UsesPython() bool { return kinds[k].python }
+
 // PairwiseAspect is the aspect (AspectCollectiveAgency, ...) on which a
 // run's held-out evaluation asks a pairwise LLM judge, on the judge's chat
 // endpoint, to compare two sides' finals; "" when the evaluation compares
@@ -121,10 +136,14 @@ type ScaleInputs struct {
 	Rule RuleOptions
 	// Game is the scale of the game's own scorer.
 	Game dataset.ScoreScale
+	// Python is the Python judge's function (judge.python.function) and
+	// declared range (judge.python.min, judge.python.max).
+	Python PythonOptions
 }
 
 // Scale is the scale of the scores k's judge gives: CAScale for the
-// Collective Agency rubric, the rule's RuleScale, or the game scorer's.
+// Collective Agency rubric, the rule's RuleScale, the game scorer's, or the
+// Python function's PythonScale.
 // An unknown kind, which only a run's config read leniently can hold
 // (config.ScoreScaleOf), gets CAScale, the default kind's.
 func (k JudgeKind) Scale(in ScaleInputs) dataset.ScoreScale {

@@ -18,20 +18,23 @@ import (
 // kind's scale.
 func TestJudgeKindBehaviour(t *testing.T) {
 	in := ScaleInputs{
-		Rule: RuleOptions{Kind: RuleKeywordShare, AgreementWeight: 0.5},
-		Game: dataset.ScoreScale{Name: "endowment share", Min: 0, Max: 1},
+		Rule:   RuleOptions{Kind: RuleKeywordShare, AgreementWeight: 0.5},
+		Game:   dataset.ScoreScale{Name: "endowment share", Min: 0, Max: 1},
+		Python: PythonOptions{Function: "my_rewards:score", Min: -1, Max: 1},
 	}
 	tests := []struct {
 		kind                  JudgeKind
 		known, chat, rule, gs bool
+		python                bool
 		aspect                string
 		scale                 dataset.ScoreScale
 	}{
-		{JudgeCA, true, true, false, false, AspectCollectiveAgency, CAScale},
-		{JudgeRule, true, false, true, false, "", dataset.ScoreScale{Name: "rule keyword_share+agreement(0.5)", Min: 0, Max: 1}},
-		{JudgeGame, true, false, false, true, "", in.Game},
-		{"llama", false, false, false, false, "", CAScale},
-		{"", false, false, false, false, "", CAScale},
+		{JudgeCA, true, true, false, false, false, AspectCollectiveAgency, CAScale},
+		{JudgeRule, true, false, true, false, false, "", dataset.ScoreScale{Name: "rule keyword_share+agreement(0.5)", Min: 0, Max: 1}},
+		{JudgeGame, true, false, false, true, false, "", in.Game},
+		{JudgePython, true, false, false, false, true, "", dataset.ScoreScale{Name: "python my_rewards:score", Min: -1, Max: 1}},
+		{"llama", false, false, false, false, false, "", CAScale},
+		{"", false, false, false, false, false, "", CAScale},
 	}
 	for _, tt := range tests {
 		k := tt.kind
@@ -47,6 +50,9 @@ func TestJudgeKindBehaviour(t *testing.T) {
 		if got := k.UsesGameScorer(); got != tt.gs {
 			t.Errorf("JudgeKind(%q).UsesGameScorer() = %v, want %v", k, got, tt.gs)
 		}
+		if got := k.UsesPython(); got != tt.python {
+			t.Errorf("JudgeKind(%q).UsesPython() = %v, want %v", k, got, tt.python)
+		}
 		if got := k.PairwiseAspect(); got != tt.aspect {
 			t.Errorf("JudgeKind(%q).PairwiseAspect() = %q, want %q", k, got, tt.aspect)
 		}
@@ -54,7 +60,7 @@ func TestJudgeKindBehaviour(t *testing.T) {
 			t.Errorf("JudgeKind(%q).Scale() = %+v, want %+v", k, got, tt.scale)
 		}
 	}
-	if want := []JudgeKind{JudgeCA, JudgeRule, JudgeGame}; !slices.Equal(JudgeKinds, want) {
+	if want := []JudgeKind{JudgeCA, JudgeRule, JudgeGame, JudgePython}; !slices.Equal(JudgeKinds, want) {
 		t.Errorf("JudgeKinds = %v, want %v (config errors list them in this order)", JudgeKinds, want)
 	}
 }

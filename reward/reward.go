@@ -1,7 +1,8 @@
 // Package reward holds parley's judges: the Collective Agency rubric judge and
 // the pairwise preference judge over any OpenAI-compatible chat API
-// (llm/chat), and deterministic rule scorers for tests and the toy
-// quickstart. A judge scores one rollout, as a whole and, when the game's
+// (llm/chat), deterministic rule scorers for tests and the toy
+// quickstart, and a user's Python function in a worker process
+// (PythonJudge). A judge scores one rollout, as a whole and, when the game's
 // roles earn differently, per role; ScoreAll scores a batch of rollouts
 // concurrently and records the outcome on each rollout and each of its
 // roles; a GroupJudge (the CA judge in judge.mode group) is asked once per

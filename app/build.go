@@ -157,7 +157,7 @@ func newJudge(cfg config.Config, cacheDir string, observe func(time.Duration, er
 		if err != nil {
 			return nil, nil, fmt.Errorf("config key judge: %w", err)
 		}
-		return reward.NewCAJudge(c), func() { _ = c.Close() }, nil
+		return reward.NewCAJudge(c).WithRationaleMaxChars(cfg.Judge.RationaleMaxChars), func() { _ = c.Close() }, nil
 	}
 	return nil, nil, fmt.Errorf("config key judge.kind: unknown kind %q (want one of %v)", cfg.Judge.Kind, reward.JudgeKinds)
 }

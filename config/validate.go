@@ -410,6 +410,10 @@ func (c Config) validateJudge(k *checker) {
 		c.Judge.checkUsed(k, "judge")
 	}
 	c.Judge.checkLimits(k, "judge")
+	k.nonNegative("judge.rationale_max_chars", c.Judge.RationaleMaxChars)
+	if c.Judge.RationaleMaxChars > 0 && !c.Judge.StructuredOutput {
+		k.bad("judge.rationale_max_chars", "bounds the structured output's rationale: set judge.structured_output: true, or 0")
+	}
 	if c.Judge.Kind.UsesRule() {
 		r := c.Judge.Rule
 		oneOf(k, "judge.rule.kind", r.Kind, reward.RuleKinds)

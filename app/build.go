@@ -162,7 +162,7 @@ func newJudge(cfg config.Config, cacheDir string, observe func(time.Duration, er
 			g := reward.NewCAGroupJudge(c, reward.GroupOptions{Seed: cfg.Run.Seed, PositionCheck: cfg.Judge.PositionCheck})
 			return g, func() { _ = c.Close() }, nil
 		}
-		return reward.NewCAJudge(c), func() { _ = c.Close() }, nil
+		return reward.NewCAJudge(c).WithRationaleMaxChars(cfg.Judge.RationaleMaxChars), func() { _ = c.Close() }, nil
 	case reward.JudgePython:
 		p := cfg.Judge.Python
 		j, err := reward.NewPythonJudge(reward.PythonOptions{

@@ -242,6 +242,12 @@ type Judge struct {
 	ChatEndpoint `yaml:",inline"`
 	// Rule configures the rule scorer when Kind is rule.
 	Rule Rule `yaml:"rule"`
+	// RationaleMaxChars, when positive, bounds the CA judge's rationale in
+	// the structured-output schema (JSON schema maxLength), so that a small
+	// judge served by vLLM cannot write its rationale until the token limit
+	// cuts off the score. OpenAI's strict structured output refuses
+	// maxLength: leave 0 (unbounded) there. Needs structured_output.
+	RationaleMaxChars int `yaml:"rationale_max_chars"`
 	// Mode is pointwise (one request per rollout, the default) or group
 	// (one request per group: the group's finals in a seeded shuffled
 	// order under neutral labels, one score each, as ART's RULER does; a

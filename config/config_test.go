@@ -72,6 +72,8 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown role key", "roles:\n  B:\n    polcy: base\n", []string{"line 3", `unknown key "roles.B.polcy"`}},
 		{"external role without url", "roles:\n  B:\n    policy: external\n    model: m\n", []string{"key roles.B.base_url"}},
 		{"target_word rule", "judge:\n  kind: rule\n  rule:\n    kind: target_word\n", []string{"key judge.rule.target_word"}},
+		{"negative rationale bound", "judge:\n  rationale_max_chars: -1\n", []string{"key judge.rationale_max_chars"}},
+		{"rationale bound without structured output", "judge:\n  structured_output: false\n  rationale_max_chars: 300\n", []string{"key judge.rationale_max_chars", "judge.structured_output: true"}},
 		{"wrong type list", "policy:\n  endpoints: 5\n", []string{"line 2", "key policy.endpoints"}},
 		{"bad yaml", "run: [\n", []string{"invalid YAML"}},
 		{"out of range rounds", "game:\n  deliberation:\n    max_rounds: 0\n", []string{"key game.deliberation.max_rounds", "[1, 100]"}},

@@ -420,6 +420,10 @@ func (c Config) validateJudge(k *checker) {
 	if c.Judge.PositionCheck > 0 && c.Judge.Mode != reward.ModeGroup {
 		k.bad("judge.position_check", "re-scores groups in reversed order: it needs judge.mode group")
 	}
+	k.nonNegative("judge.rationale_max_chars", c.Judge.RationaleMaxChars)
+	if c.Judge.RationaleMaxChars > 0 && !c.Judge.StructuredOutput {
+		k.bad("judge.rationale_max_chars", "bounds the structured output's rationale: set judge.structured_output: true, or 0")
+	}
 	if c.Judge.Kind.UsesRule() {
 		r := c.Judge.Rule
 		oneOf(k, "judge.rule.kind", r.Kind, reward.RuleKinds)

@@ -89,12 +89,51 @@ func RenderCAPrompt(r *dataset.Rollout) string {
 // (chat.Options' zero value) and, in a run, cache in the run directory.
 type CAJudge struct {
 	chat *chat.Client
+	// schema and version are the structured-output schema and the cache
+	// key's prompt version (both bounded by WithRationaleMaxChars).
+	schema  json.RawMessage
+	version string
 }
 
 var _ Judge = (*CAJudge)(nil)
 
 // NewCAJudge returns a CA judge asking through c; the caller closes c.
-func NewCAJudge(c *chat.Client) *CAJudge { return &CAJudge{chat: c} }
+func NewCAJudge(c *chat.Client) *CAJudge {
+	return &CAJudge{chat: c, schema: caSchema, version: CARubricVersion}
+}
+
+// WithRationaleMaxChars bounds the rationale of the structured-output
+// schema to n characters (JSON schema maxLength; n <= 0 leaves it
+// unbounded) and returns j. A small model served by vLLM decodes under the
+// schema and, left unbounded, may write its rationale until the token limit
+// cuts the reply short of a score; bounded, the grammar closes the string
+// and the score follows. OpenAI's strict structured output refuses
+// maxLength, so an OpenAI judge leaves it unbounded (the default). The
+// bound is part of the cache key: verdicts asked under another bound are
+// not reused.
+func (j *CAJudge) WithRationaleMaxChars(n int) *CAJudge {
+	if n <= 0 {
+		j.schema, j.version = caSchema, CARubricVersion
+		return j
+	}
+	j.schema = boundedCASchema(n)
+	j.version = fmt.Sprintf("%s/rationale-max-%d", CARubricVersion, n)
+	return j
+}
+
+// boundedCASchema is caSchema with the rationale at most n characters.
+func boundedCASchema(n int) json.RawMessage {
+	var s map[string]any
+	if err := json.Unmarshal(caSchema, &s); err != nil {
+		panic(err) // caSchema is a constant
+	}
+	s["properties"].(map[string]any)["rationale"].(map[string]any)["maxLength"] = n
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
 
 // Name returns the judge model.
 func (j *CAJudge) Name() string { return j.chat.Model() }
@@ -106,9 +145,9 @@ func (j *CAJudge) Judge(ctx context.Context, r *dataset.Rollout) (Result, error)
 	out, err := j.chat.Ask(ctx, chat.Call{
 		System:     caSystem,
 		User:       RenderCAPrompt(r),
-		Version:    CARubricVersion,
+		Version:    j.version,
 		SchemaName: CASchemaName,
-		Schema:     caSchema,
+		Schema:     j.schema,
 		Parse: func(reply chat.Reply) (any, error) {
 			score, rationale, err := parseScore(reply)
 			if err != nil {

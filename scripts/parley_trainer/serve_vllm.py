@@ -36,6 +36,13 @@ Flags and why (vLLM 0.32, CPU build, as pinned in scripts/requirements.txt):
       temperature, top-k, top-p), which is what the trainer's default
       temperature scaling computes. vLLM's default (raw_logprobs) is the
       model's before temperature.
+  --structured-outputs-config '{"backend": "xgrammar", "disable_any_whitespace": true}'
+      a judge's JSON-schema reply (response_format json_schema) without
+      free whitespace between its tokens: a small model decoding under the
+      schema otherwise may pad spaces until max_tokens cuts the reply off
+      before its score (measured on the tiny model: 1,024 tokens of them).
+      vLLM accepts disable_any_whitespace only with a named backend;
+      xgrammar is the one its "auto" picks for parley's schemas.
   --dtype float32 (CPU)
       the tiny model's weights are fp32 and so is the trainer on CPU.
   --max-model-len L (default 4096)
@@ -72,6 +79,10 @@ import sys
 from collections.abc import Sequence
 
 VLLM_MODULE = "vllm.entrypoints.openai.api_server"
+
+# Structured output (a judge's response_format json_schema) decoded by
+# xgrammar with no free whitespace between JSON tokens.
+STRUCTURED_OUTPUTS_CONFIG = '{"backend": "xgrammar", "disable_any_whitespace": true}'
 
 # vLLM's accepted --max-lora-rank values.
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
@@ -116,6 +127,7 @@ def vllm_args(
         "--no-enable-chunked-prefill",
         "--generation-config", "vllm",
         "--logprobs-mode", "processed_logprobs",
+        "--structured-outputs-config", STRUCTURED_OUTPUTS_CONFIG,
         "--disable-uvicorn-access-log",
         *extra,
     ]  # fmt: skip

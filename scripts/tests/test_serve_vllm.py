@@ -58,6 +58,9 @@ def test_vllm_parser_accepts_the_flags():
     assert ns.enable_lora is True and ns.max_lora_rank == 16 and ns.max_loras == 4
     assert ns.enable_chunked_prefill is False
     assert ns.generation_config == "vllm" and ns.logprobs_mode == "processed_logprobs"
+    so = ns.structured_outputs_config
+    so = so if isinstance(so, dict) else vars(so)
+    assert so.get("backend") == "xgrammar" and so.get("disable_any_whitespace") is True, so
     assert ns.max_num_seqs == 64
 
 

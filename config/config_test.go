@@ -91,6 +91,8 @@ func TestLoadErrors(t *testing.T) {
 		{"negative group", "rollout:\n  group_size: -2\n", []string{"key rollout.group_size"}},
 		{"bad enum history", "rollout:\n  history: messages\n", []string{"key rollout.history", "messages", "tokens, rerender"}},
 		{"bad duration", "policy:\n  request_timeout: soon\n", []string{"line 2", "soon"}},
+		{"negative judge price", "judge:\n  price:\n    input: -0.15\n    output: 0.6\n", []string{"cfg.yaml:3: key judge.price.input", "-0.15"}},
+		{"price on a rule judge", "judge:\n  kind: rule\n  price:\n    output: 0.6\n", []string{"key judge.price", "rule judge asks no API"}},
 		{"rule without keywords", "judge:\n  kind: rule\n  rule:\n    kind: keywords\n", []string{"key judge.rule.keywords"}},
 		{"negative tis cap", "trainer:\n  tis_cap: -1\n", []string{"key trainer.tis_cap", "-1"}},
 		{"negative eval_every", "train:\n  eval_every: -3\n", []string{"key train.eval_every", "-3"}},

@@ -87,7 +87,13 @@ type CAJudge struct {
 	chat *chat.Client
 }
 
-var _ Judge = (*CAJudge)(nil)
+var (
+	_ Judge   = (*CAJudge)(nil)
+	_ Metered = (*CAJudge)(nil)
+)
+
+// ChatClient returns the client the judge asks through (Metered).
+func (j *CAJudge) ChatClient() *chat.Client { return j.chat }
 
 // NewCAJudge returns a CA judge asking through c; the caller closes c.
 func NewCAJudge(c *chat.Client) *CAJudge { return &CAJudge{chat: c} }
@@ -111,11 +117,13 @@ func (j *CAJudge) Judge(ctx context.Context, r *dataset.Rollout) (Result, error)
 				return nil, err
 			}
 			return Result{
-				Score:            float64(score),
-				Rationale:        rationale,
-				Model:            model,
-				PromptTokens:     reply.PromptTokens,
-				CompletionTokens: reply.CompletionTokens,
+				Score:             float64(score),
+				Rationale:         rationale,
+				Model:             model,
+				PromptTokens:      reply.PromptTokens,
+				CompletionTokens:  reply.CompletionTokens,
+				ReportedModel:     reply.Backend.Model,
+				SystemFingerprint: reply.Backend.Fingerprint,
 			}, nil
 		},
 	})

@@ -79,10 +79,10 @@ type Server struct {
 	// they carry (SetFingerprint).
 	chatPrompt, chatCompletion, chatCached atomic.Int64
 	fingerprint                            atomic.Pointer[string]
-	reqSeq    atomic.Uint64
-	engineN   atomic.Int64 // completion requests seen, for EngineDiesAfter
-	requests  map[string]*atomic.Int64
-	faultsN   map[string]*atomic.Int64
+	reqSeq                                 atomic.Uint64
+	engineN                                atomic.Int64 // completion requests seen, for EngineDiesAfter
+	requests                               map[string]*atomic.Int64
+	faultsN                                map[string]*atomic.Int64
 
 	rl rlState
 

@@ -1,0 +1,35 @@
+package train
+
+import (
+	"testing"
+	"time"
+)
+
+// TestPercentile: nearest-rank quantiles of call latencies.
+func TestPercentile(t *testing.T) {
+	ms := func(ns ...int) []time.Duration {
+		out := make([]time.Duration, len(ns))
+		for i, n := range ns {
+			out[i] = time.Duration(n) * time.Millisecond
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		ds   []time.Duration
+		q    float64
+		want time.Duration
+	}{
+		{"one", ms(7), 0.95, 7 * time.Millisecond},
+		{"median of four", ms(40, 10, 30, 20), 0.5, 20 * time.Millisecond},
+		{"p95 of twenty", ms(20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1), 0.95, 19 * time.Millisecond},
+		{"p95 of ten is the largest", ms(1, 2, 3, 4, 5, 6, 7, 8, 9, 100), 0.95, 100 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := percentile(tt.ds, tt.q); got != tt.want {
+				t.Errorf("percentile(%v) = %v, want %v", tt.q, got, tt.want)
+			}
+		})
+	}
+}

@@ -93,6 +93,10 @@ func TestLoopJudgeMeter(t *testing.T) {
 					}
 					sum[k] += v
 				}
+				t.Logf("step %d: calls %v attempts %v 429s %v retries %v prompt %v completion %v cached share %.3f p50 %.4fs p95 %.4fs cost %v backends %v",
+					i+1, m["judge/calls"], m["judge/attempts"], m["judge/http_429"], m["judge/retries"], m["judge/prompt_tokens"],
+					m["judge/completion_tokens"], m["judge/cached_share"], m["judge/latency_p50_s"], m["judge/latency_p95_s"],
+					m["judge/cost_usd"], m["judge/backends"])
 				calls := m[string(metrics.KeyJudgeCalls)].(float64)
 				if calls != float64(4*4) { // prompts per step × group size, no cache
 					t.Errorf("step %d: %v judge calls, want 16", i+1, calls)

@@ -4,8 +4,11 @@
 // backoff that honour Retry-After, the temperature always on the wire,
 // API-key redaction in errors and, for cached calls (Ask), a persistent
 // cache keyed by model and prompt hash with de-duplication of identical
-// requests in flight. It speaks to any OpenAI-compatible endpoint through
-// go-openai; the vLLM policy's token-level API is package llm's.
+// requests in flight, and counters a run reads per step (Stats, Since:
+// calls, attempts, retries, 429s, tokens, cached tokens, latencies and the
+// model and system fingerprint that answered). It speaks to any
+// OpenAI-compatible endpoint through go-openai; the vLLM policy's
+// token-level API is package llm's.
 package chat
 
 import (

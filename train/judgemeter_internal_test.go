@@ -1,6 +1,8 @@
 package train
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -29,6 +31,36 @@ func TestPercentile(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := percentile(tt.ds, tt.q); got != tt.want {
 				t.Errorf("percentile(%v) = %v, want %v", tt.q, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRecordedJudgeCost: a resumed run's judge cost goes on from the last
+// total metrics.jsonl recorded; lines without one, or cut short, do not
+// count.
+func TestRecordedJudgeCost(t *testing.T) {
+	tests := []struct {
+		name, body string
+		want       float64
+	}{
+		{"no file", "", 0},
+		{"no price", `{"step":1,"judge/calls":16}` + "\n", 0},
+		{"priced", `{"step":1,"judge/cost_usd":0.5,"judge/cost_usd_total":0.5}` + "\n" + `{"step":2,"kind":"eval","eval/win_rate":50}` + "\n" +
+			`{"step":2,"judge/cost_usd":0.25,"judge/cost_usd_total":0.75}` + "\n", 0.75},
+		{"torn last line", `{"step":1,"judge/cost_usd_total":0.5}` + "\n" + `{"step":2,"judge/cost_usd_total":0.9`, 0.5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "metrics.jsonl")
+			if tt.body != "" {
+				if err := os.WriteFile(path, []byte(tt.body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := recordedJudgeCost(path)
+			if err != nil || got != tt.want {
+				t.Errorf("recordedJudgeCost = %v, %v, want %v", got, err, tt.want)
 			}
 		})
 	}

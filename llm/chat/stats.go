@@ -67,7 +67,8 @@ func (c *Client) Stats() Stats {
 }
 
 // Since returns the counters gained since prev (a snapshot Stats returned
-// earlier; the zero Stats means since the start), with the latencies of
+// earlier, not a difference Since returned; the zero Stats means since the
+// start), with the latencies of
 // the requests that finished since, each from its first attempt to its
 // last, in the order they finished.
 func (c *Client) Since(prev Stats) (Stats, []time.Duration) {
@@ -79,7 +80,6 @@ func (c *Client) Since(prev Stats) (Stats, []time.Duration) {
 		PromptTokens: now.PromptTokens - prev.PromptTokens, CompletionTokens: now.CompletionTokens - prev.CompletionTokens,
 		CachedTokens: now.CachedTokens - prev.CachedTokens,
 		Backends:     map[Backend]int64{},
-		latencies:    now.latencies,
 	}
 	for b, n := range now.Backends {
 		if n -= prev.Backends[b]; n > 0 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/grpo"
 	"github.com/parleyhq/parley/internal/retry"
 	"github.com/parleyhq/parley/llm"
 	"github.com/parleyhq/parley/llm/chat"
@@ -168,6 +169,67 @@ func TestLoopJudgeMeter(t *testing.T) {
 			warned := logs.FilterMessageSnippet("the judge changed under the run").Len()
 			if want := min(tt.refingerS, 1); warned != want {
 				t.Errorf("%d warnings that the judge changed, want %d", warned, want)
+			}
+		})
+	}
+}
+
+// TestRescoreJudgeAPI: parley score's summary (score-summary.json) says
+// what a CA judge on serve-sim was asked and paid: one call per rollout,
+// the tokens serve-sim served, their cost at the price; a rule judge's
+// has none.
+func TestRescoreJudgeAPI(t *testing.T) {
+	run := dataset.RunDir(t.TempDir())
+	if _, err := trained(t, run, simURL(t), 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := dataset.ReadAllRollouts(run.RolloutsPath(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule, err := reward.NewRuleJudge(reward.RuleOptions{Kind: "agreement"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := sim.New(sim.Options{})
+	jts := httptest.NewServer(js.Handler())
+	defer jts.Close()
+	c, err := chat.New(chat.Options{BaseURL: jts.URL + "/v1", Model: "gpt-judge", Retry: retry.Policy{BackoffBase: time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	price := func(p, c int64) float64 { return (float64(p)*0.15 + float64(c)*0.6) / 1e6 }
+	tests := []struct {
+		name  string
+		judge reward.Judge
+		api   bool
+	}{
+		{"CA judge", reward.NewCAJudge(c), true},
+		{"rule judge", rule, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sum, err := train.Rescore(context.Background(), train.RescoreOptions{
+				In: run.RolloutsPath(1), Out: dataset.RunDir(t.TempDir()), Step: -1, PolicyVersion: -1, Judge: tt.judge, JudgeCost: price,
+				Score: train.ScoreOptions{Advantage: grpo.AdvantageOptions{Mode: "group", KeepZeroVariance: true}, Mask: "dialogue", JudgeConcurrency: 4},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.api {
+				if sum.JudgeAPI != nil {
+					t.Errorf("JudgeAPI = %v, want none for a rule judge", sum.JudgeAPI)
+				}
+				return
+			}
+			st := js.Stats()
+			api := sum.JudgeAPI
+			cost := price(st.ChatPromptTokens, st.ChatCompletionTokens)
+			if api["judge/calls"] != int64(len(rs)) || api["judge/prompt_tokens"] != st.ChatPromptTokens ||
+				api["judge/completion_tokens"] != st.ChatCompletionTokens || api["judge/cost_usd"] != cost || st.Requests[sim.PathChat] != int64(len(rs)) {
+				t.Errorf("JudgeAPI = %v; want %d calls, %d prompt and %d completion tokens, cost %v (serve-sim served %d requests)",
+					api, len(rs), st.ChatPromptTokens, st.ChatCompletionTokens, cost, st.Requests[sim.PathChat])
 			}
 		})
 	}

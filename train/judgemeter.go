@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"time"
 
+	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/llm/chat"
 	"github.com/parleyhq/parley/metrics"
 	"github.com/parleyhq/parley/reward"
@@ -118,29 +120,46 @@ func percentile(ds []time.Duration, q float64) time.Duration {
 	return ds[min(max(i, 0), len(ds)-1)]
 }
 
-// recordedJudgeCost is the run's judge cost as metrics.jsonl last recorded
-// it (metrics.KeyJudgeCostTotal; 0 without), so that a resumed run's total
-// goes on from it.
-func recordedJudgeCost(path string) (float64, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("train: read %s: %w", path, err)
-	}
+// recordedJudgeCost is the run's judge cost as d last recorded it
+// (metrics.KeyJudgeCostTotal; 0 without): the most of metrics.jsonl's
+// lines and of the step sidecars (a step judged but not yet recorded was
+// paid for too), so that a resumed run's total goes on from it.
+func recordedJudgeCost(d dataset.RunDir) (float64, error) {
 	total := 0.0
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 1<<26)
-	for sc.Scan() {
-		if !bytes.Contains(sc.Bytes(), []byte(metrics.KeyJudgeCostTotal)) {
+	b, err := os.ReadFile(d.MetricsPath())
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return 0, fmt.Errorf("train: read %s: %w", d.MetricsPath(), err)
+	default:
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Buffer(make([]byte, 1<<20), 1<<26)
+		for sc.Scan() {
+			if !bytes.Contains(sc.Bytes(), []byte(metrics.KeyJudgeCostTotal)) {
+				continue
+			}
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) != nil {
+				continue
+			}
+			if v, ok := m[string(metrics.KeyJudgeCostTotal)].(float64); ok {
+				total = max(total, v)
+			}
+		}
+	}
+	sidecars, _ := filepath.Glob(filepath.Join(d.Root(), dataset.RolloutsDirName, "*"+dataset.SidecarExt))
+	for _, p := range sidecars {
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(b, []byte(metrics.KeyJudgeCostTotal)) {
 			continue
 		}
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) != nil {
+		var sc struct {
+			Metrics map[string]any `json:"metrics"`
+		}
+		if json.Unmarshal(b, &sc) != nil {
 			continue
 		}
-		if v, ok := m[string(metrics.KeyJudgeCostTotal)].(float64); ok {
+		if v, ok := sc.Metrics[string(metrics.KeyJudgeCostTotal)].(float64); ok {
 			total = max(total, v)
 		}
 	}

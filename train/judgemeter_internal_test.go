@@ -2,9 +2,10 @@ package train
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/parleyhq/parley/dataset"
 )
 
 // TestPercentile: nearest-rank quantiles of call latencies.
@@ -37,28 +38,39 @@ func TestPercentile(t *testing.T) {
 }
 
 // TestRecordedJudgeCost: a resumed run's judge cost goes on from the last
-// total metrics.jsonl recorded; lines without one, or cut short, do not
-// count.
+// total metrics.jsonl or a step's sidecar recorded; lines without one, or
+// cut short, do not count.
 func TestRecordedJudgeCost(t *testing.T) {
 	tests := []struct {
 		name, body string
+		sidecar    string // step 3's sidecar ("": none)
 		want       float64
 	}{
-		{"no file", "", 0},
-		{"no price", `{"step":1,"judge/calls":16}` + "\n", 0},
+		{"no file", "", "", 0},
+		{"no price", `{"step":1,"judge/calls":16}` + "\n", "", 0},
 		{"priced", `{"step":1,"judge/cost_usd":0.5,"judge/cost_usd_total":0.5}` + "\n" + `{"step":2,"kind":"eval","eval/win_rate":50}` + "\n" +
-			`{"step":2,"judge/cost_usd":0.25,"judge/cost_usd_total":0.75}` + "\n", 0.75},
-		{"torn last line", `{"step":1,"judge/cost_usd_total":0.5}` + "\n" + `{"step":2,"judge/cost_usd_total":0.9`, 0.5},
+			`{"step":2,"judge/cost_usd":0.25,"judge/cost_usd_total":0.75}` + "\n", "", 0.75},
+		{"torn last line", `{"step":1,"judge/cost_usd_total":0.5}` + "\n" + `{"step":2,"judge/cost_usd_total":0.9`, "", 0.5},
+		{"a step judged, not recorded", `{"step":1,"judge/cost_usd_total":0.5}` + "\n", `{"metrics":{"step":2,"judge/cost_usd_total":0.8}}`, 0.8},
+		{"a sidecar without cost", `{"step":1,"judge/cost_usd_total":0.5}` + "\n", `{"metrics":{"step":2}}`, 0.5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "metrics.jsonl")
+			d := dataset.RunDir(t.TempDir())
+			if err := d.Create(); err != nil {
+				t.Fatal(err)
+			}
 			if tt.body != "" {
-				if err := os.WriteFile(path, []byte(tt.body), 0o644); err != nil {
+				if err := os.WriteFile(d.MetricsPath(), []byte(tt.body), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
-			got, err := recordedJudgeCost(path)
+			if tt.sidecar != "" {
+				if err := os.WriteFile(d.SidecarPath(3), []byte(tt.sidecar), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := recordedJudgeCost(d)
 			if err != nil || got != tt.want {
 				t.Errorf("recordedJudgeCost = %v, %v, want %v", got, err, tt.want)
 			}

@@ -261,7 +261,7 @@ func NewLoop(opts LoopOptions) (*Loop, error) {
 		return nil, err
 	}
 	l := &Loop{opts: opts, log: opts.Logger, state: st, recorded: recorded, evalRecorded: evals, baseline: st.RoleBaseline.Clone()}
-	cost, err := recordedJudgeCost(opts.Dir.MetricsPath())
+	cost, err := recordedJudgeCost(opts.Dir)
 	if err != nil {
 		return nil, err
 	}

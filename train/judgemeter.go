@@ -67,8 +67,9 @@ func (jm *judgeMeter) add(step int, m metrics.Line) {
 	if jm == nil {
 		return
 	}
-	d, lat := jm.client.Since(jm.prev)
-	jm.prev = jm.client.Stats()
+	now := jm.client.Stats()
+	d, lat := jm.client.Between(jm.prev, now)
+	jm.prev = now
 	m[metrics.KeyJudgeCalls], m[metrics.KeyJudgeCallsFailed], m[metrics.KeyJudgeCacheHits] = d.Requests, d.Failures, d.CacheHits
 	m[metrics.KeyJudgeAttempts], m[metrics.KeyJudgeRetries], m[metrics.KeyJudge429] = d.Attempts, d.Retries, d.RateLimited
 	m[metrics.KeyJudgePromptTokens], m[metrics.KeyJudgeCompletionTokens], m[metrics.KeyJudgeCachedTokens] = d.PromptTokens, d.CompletionTokens, d.CachedTokens

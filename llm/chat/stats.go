@@ -67,12 +67,17 @@ func (c *Client) Stats() Stats {
 }
 
 // Since returns the counters gained since prev (a snapshot Stats returned
-// earlier, not a difference Since returned; the zero Stats means since the
-// start), with the latencies of
-// the requests that finished since, each from its first attempt to its
-// last, in the order they finished.
+// earlier, not a difference; the zero Stats means since the start), with
+// the latencies of the requests that finished since, each from its first
+// attempt to its last, in the order they finished: Between(prev, Stats()).
 func (c *Client) Since(prev Stats) (Stats, []time.Duration) {
-	now := c.Stats()
+	return c.Between(prev, c.Stats())
+}
+
+// Between is Since up to the snapshot now rather than up to this moment,
+// so that a caller that keeps now as its next prev loses no request that
+// finishes in between.
+func (c *Client) Between(prev, now Stats) (Stats, []time.Duration) {
 	d := Stats{
 		Requests: now.Requests - prev.Requests, Failures: now.Failures - prev.Failures,
 		Attempts: now.Attempts - prev.Attempts, Retries: now.Retries - prev.Retries,
@@ -87,8 +92,9 @@ func (c *Client) Since(prev Stats) (Stats, []time.Duration) {
 		}
 	}
 	c.stats.mu.Lock()
-	lat := make([]time.Duration, 0, max(0, now.latencies-prev.latencies))
-	for _, ms := range c.stats.latencies[min(prev.latencies, now.latencies):now.latencies] {
+	lo, hi := min(prev.latencies, now.latencies, len(c.stats.latencies)), min(now.latencies, len(c.stats.latencies))
+	lat := make([]time.Duration, 0, hi-lo)
+	for _, ms := range c.stats.latencies[lo:hi] {
 		lat = append(lat, time.Duration(float64(ms)*float64(time.Millisecond)))
 	}
 	c.stats.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/internal/summary"
 	"github.com/parleyhq/parley/internal/textfile"
+	"github.com/parleyhq/parley/metrics"
 	"github.com/parleyhq/parley/train"
 )
 
@@ -64,7 +65,7 @@ func Score(ctx context.Context, cfg config.Config, env Env, o ScoreOptions) erro
 		In: o.In, Out: dataset.RunDir(o.Out), Step: o.Step, PolicyVersion: o.PolicyVersion, Force: o.Force,
 		MaxFailedFraction: cfg.Train.MaxFailedFraction,
 		Score:             train.ScoreOptions{RunID: cfg.Run.Name, Advantage: advantageOptions(cfg.GRPO), Mask: cfg.GRPO.Mask, JudgeConcurrency: cfg.Judge.Concurrency},
-		Judge:             judge, Progress: bars.Start, Logger: log,
+		Judge:             judge, JudgeCost: judgeCost(cfg), Progress: bars.Start, Logger: log,
 	})
 	bars.Wait()
 	if err != nil {
@@ -74,6 +75,17 @@ func Score(ctx context.Context, cfg config.Config, env Env, o ScoreOptions) erro
 		Add("judged", sum.Judge.Judged).AddIf(sum.Judge.Failed > 0, "judge failed", sum.Judge.Failed).AddIf(sum.Judge.Cached > 0, "from cache", sum.Judge.Cached).
 		Add("groups", sum.Advantage.Groups).Add("dropped (zero variance)", sum.Advantage.DroppedZeroVariance).
 		Add("score mean", sum.Advantage.ScoreMean).Add("rows", sum.Ready.Rows).Add("tokens", sum.Ready.Tokens).
-		Add("batch", sum.BatchPath))
+		Add("batch", sum.BatchPath).
+		AddIf(sum.JudgeAPI != nil, "judge calls", sum.JudgeAPI[string(metrics.KeyJudgeCalls)]).
+		AddIf(sum.JudgeAPI != nil, "judge tokens (prompt, completion)", fmt.Sprint(sum.JudgeAPI[string(metrics.KeyJudgePromptTokens)], ", ", sum.JudgeAPI[string(metrics.KeyJudgeCompletionTokens)])).
+		AddIf(sum.JudgeAPI[string(metrics.KeyJudgeCost)] != nil, "judge cost", sum.JudgeAPI[string(metrics.KeyJudgeCost)]))
 	return nil
+}
+
+// judgeCost prices the judge's tokens at judge.price; nil when unset.
+func judgeCost(cfg config.Config) func(prompt, completion int64) float64 {
+	if !cfg.Judge.Price.Set() {
+		return nil
+	}
+	return cfg.Judge.Price.Cost
 }

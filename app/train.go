@@ -175,6 +175,7 @@ func runTrain(ctx context.Context, env Env, cfg config.Config, runDir dataset.Ru
 		Eval: evals, OnStart: rep.onStart, Progress: bars.Start, OnStep: rep.onStep,
 		League: leagueRoles(cfg, ro), CrossPlay: crossPlayOptions(cfg, runDir, log),
 	}
+	opts.Loop.JudgeCost = judgeCost(cfg)
 	opts.Loop.Stream = streaming(cfg, log)
 	opts.Loop.DynamicSampling = dynamicSampling(cfg, opts.Loop.League, opts.Loop.Series, opts.Loop.Stream, log)
 	if cfg.Curriculum.Sampler == config.SamplerAdaptive && opts.Loop.Series == nil {

@@ -261,6 +261,9 @@ type Judge struct {
 	PositionCheck float64 `yaml:"position_check"`
 	// Python configures the Python judge when Kind is python.
 	Python PythonJudge `yaml:"python"`
+	// Price is what the judge's API charges; unset (both zero), parley
+	// train writes no cost keys.
+	Price Price `yaml:"price"`
 }
 
 // PythonJudge configures a Python reward function (judge.kind: python),
@@ -288,6 +291,26 @@ type PythonJudge struct {
 	// it is a judge failure.
 	Min float64 `yaml:"min"`
 	Max float64 `yaml:"max"`
+}
+
+// Price is a chat API's price per million tokens, in the currency of the
+// bill (the metrics call it usd): the cost of a step is its prompt tokens
+// times Input plus its completion tokens times Output, over a million.
+// Cached prompt tokens are charged at Input (an upper bound where the API
+// discounts them).
+type Price struct {
+	// Input is the price of a million prompt (input) tokens.
+	Input float64 `yaml:"input"`
+	// Output is the price of a million completion (output) tokens.
+	Output float64 `yaml:"output"`
+}
+
+// Set reports whether a price was given.
+func (p Price) Set() bool { return p.Input != 0 || p.Output != 0 }
+
+// Cost is the price of prompt and completion tokens.
+func (p Price) Cost(prompt, completion int64) float64 {
+	return (float64(prompt)*p.Input + float64(completion)*p.Output) / 1e6
 }
 
 // Generator is the LLM that writes curricula (parley curriculum generate):

@@ -97,6 +97,8 @@ func TestLoadErrors(t *testing.T) {
 		{"group mode with a rule", "judge:\n  kind: rule\n  mode: group\n  rule:\n    kind: length\n    target_length: 5\n", []string{"key judge.mode", "judge.kind ca", "not rule"}},
 		{"position check out of range", "judge:\n  mode: group\n  position_check: 1.5\n", []string{"key judge.position_check", "1.5"}},
 		{"position check pointwise", "judge:\n  position_check: 0.2\n", []string{"key judge.position_check", "needs judge.mode group"}},
+		{"negative judge price", "judge:\n  price:\n    input: -0.15\n    output: 0.6\n", []string{"cfg.yaml:3: key judge.price.input", "-0.15"}},
+		{"price on a rule judge", "judge:\n  kind: rule\n  price:\n    output: 0.6\n", []string{"key judge.price", "rule judge asks no API"}},
 		{"rule without keywords", "judge:\n  kind: rule\n  rule:\n    kind: keywords\n", []string{"key judge.rule.keywords"}},
 		{"negative tis cap", "trainer:\n  tis_cap: -1\n", []string{"key trainer.tis_cap", "-1"}},
 		{"negative eval_every", "train:\n  eval_every: -3\n", []string{"key train.eval_every", "-3"}},

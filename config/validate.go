@@ -424,6 +424,17 @@ func (c Config) validateJudge(k *checker) {
 	if c.Judge.RationaleMaxChars > 0 && !c.Judge.StructuredOutput {
 		k.bad("judge.rationale_max_chars", "bounds the structured output's rationale: set judge.structured_output: true, or 0")
 	}
+	for _, p := range []struct {
+		key string
+		v   float64
+	}{{"judge.price.input", c.Judge.Price.Input}, {"judge.price.output", c.Judge.Price.Output}} {
+		if !(p.v >= 0) || math.IsInf(p.v, 0) {
+			k.bad(p.key, "must be a price per million tokens, zero or more, got %g", p.v)
+		}
+	}
+	if c.Judge.Price.Set() && !c.Judge.Kind.UsesChat() {
+		k.bad("judge.price", "prices an LLM judge's tokens; the %s judge asks no API", c.Judge.Kind)
+	}
 	if c.Judge.Kind.UsesRule() {
 		r := c.Judge.Rule
 		oneOf(k, "judge.rule.kind", r.Kind, reward.RuleKinds)

@@ -193,6 +193,53 @@ const (
 	KeySampleMetricsLost Key = "sample_metrics_lost"
 )
 
+// Keys of a step line about the judge's API (written when the judge asks
+// an LLM, reward.Metered): what it was asked and paid since the previous
+// step line, from its chat client's counters (llm/chat Stats). Calls are
+// requests sent, each with its retries; a cache hit is no call.
+const (
+	// JudgePrefix is the prefix of the keys below.
+	JudgePrefix Key = "judge/"
+	// KeyJudgeCalls counts requests sent; KeyJudgeCallsFailed those that
+	// failed after their retries; KeyJudgeCacheHits the verdicts the
+	// judge cache (or an identical request in flight) answered.
+	KeyJudgeCalls       = JudgePrefix + "calls"
+	KeyJudgeCallsFailed = JudgePrefix + "calls_failed"
+	KeyJudgeCacheHits   = JudgePrefix + "cache_hits"
+	// KeyJudgeAttempts counts HTTP requests made, KeyJudgeRetries those
+	// after a request's first, KeyJudge429 those answered 429 (rate
+	// limited).
+	KeyJudgeAttempts = JudgePrefix + "attempts"
+	KeyJudgeRetries  = JudgePrefix + "retries"
+	KeyJudge429      = JudgePrefix + "http_429"
+	// KeyJudgePromptTokens, KeyJudgeCompletionTokens and
+	// KeyJudgeCachedTokens total the usage the API reported on every
+	// answered attempt; KeyJudgeCachedShare is cached over prompt tokens
+	// (the share the API's prompt cache served).
+	KeyJudgePromptTokens     = JudgePrefix + "prompt_tokens"
+	KeyJudgeCompletionTokens = JudgePrefix + "completion_tokens"
+	KeyJudgeCachedTokens     = JudgePrefix + "cached_tokens"
+	KeyJudgeCachedShare      = JudgePrefix + "cached_share"
+	// KeyJudgeLatencyP50 and KeyJudgeLatencyP95 are the median and 95th
+	// percentile of the calls' latency, first attempt to last, in
+	// seconds (written when the step made a call).
+	KeyJudgeLatencyP50 = JudgePrefix + "latency_p50_s"
+	KeyJudgeLatencyP95 = JudgePrefix + "latency_p95_s"
+	// KeyJudgeCost is the step's cost at judge.price and KeyJudgeCostTotal
+	// the run's so far (this process's steps and, after a resume, those
+	// metrics.jsonl held); written only when judge.price is set.
+	KeyJudgeCost      = JudgePrefix + "cost_usd"
+	KeyJudgeCostTotal = JudgePrefix + "cost_usd_total"
+	// KeyJudgeBackends lists the backends that answered the step's calls
+	// as "model fingerprint" strings (the reply's model and
+	// system_fingerprint, "-" when it sent none), sorted: a list, so
+	// TensorBoard and W&B leave it out. KeyJudgeBackendChanges counts
+	// those not seen at an earlier step of the run: the judge changing
+	// under the run (an API model update, a new fingerprint).
+	KeyJudgeBackends       = JudgePrefix + "backends"
+	KeyJudgeBackendChanges = JudgePrefix + "backend_changes"
+)
+
 // Prefixes of a step line's keys.
 const (
 	// RoleRewardPrefix + role is a trained role's reward mean, written

@@ -95,7 +95,13 @@ type CAJudge struct {
 	version string
 }
 
-var _ Judge = (*CAJudge)(nil)
+var (
+	_ Judge   = (*CAJudge)(nil)
+	_ Metered = (*CAJudge)(nil)
+)
+
+// ChatClient returns the client the judge asks through (Metered).
+func (j *CAJudge) ChatClient() *chat.Client { return j.chat }
 
 // NewCAJudge returns a CA judge asking through c; the caller closes c.
 func NewCAJudge(c *chat.Client) *CAJudge {
@@ -154,11 +160,13 @@ func (j *CAJudge) Judge(ctx context.Context, r *dataset.Rollout) (Result, error)
 				return nil, err
 			}
 			return Result{
-				Score:            float64(score),
-				Rationale:        rationale,
-				Model:            model,
-				PromptTokens:     reply.PromptTokens,
-				CompletionTokens: reply.CompletionTokens,
+				Score:             float64(score),
+				Rationale:         rationale,
+				Model:             model,
+				PromptTokens:      reply.PromptTokens,
+				CompletionTokens:  reply.CompletionTokens,
+				ReportedModel:     reply.Backend.Model,
+				SystemFingerprint: reply.Backend.Fingerprint,
 			}, nil
 		},
 	})

@@ -111,6 +111,9 @@ type groupReply struct {
 	Items            []groupItem `json:"items"`
 	PromptTokens     int         `json:"prompt_tokens"`
 	CompletionTokens int         `json:"completion_tokens"`
+	// ReportedModel and SystemFingerprint are the reply's (Result's).
+	ReportedModel     string `json:"reported_model,omitempty"`
+	SystemFingerprint string `json:"system_fingerprint,omitempty"`
 }
 
 // parseGroup reads a group verdict for labels from a judge reply: a JSON
@@ -256,7 +259,10 @@ type CAGroupJudge struct {
 	opts GroupOptions
 }
 
-var _ GroupJudge = (*CAGroupJudge)(nil)
+var (
+	_ GroupJudge = (*CAGroupJudge)(nil)
+	_ Metered    = (*CAGroupJudge)(nil)
+)
 
 // NewCAGroupJudge returns a CA group judge asking through c; the caller
 // closes c.
@@ -266,6 +272,9 @@ func NewCAGroupJudge(c *chat.Client, opts GroupOptions) *CAGroupJudge {
 
 // Name returns the judge model.
 func (j *CAGroupJudge) Name() string { return j.chat.Model() }
+
+// ChatClient is the client the judge asks through (Metered).
+func (j *CAGroupJudge) ChatClient() *chat.Client { return j.chat }
 
 // Scale returns CAScale.
 func (j *CAGroupJudge) Scale() dataset.ScoreScale { return CAScale }
@@ -325,7 +334,7 @@ func (j *CAGroupJudge) JudgeGroup(ctx context.Context, rs []*dataset.Rollout) (G
 		}
 	}
 	perm, seed := j.order(rs)
-	items, err := j.ask(ctx, rs, perm, &v)
+	items, backend, err := j.ask(ctx, rs, perm, &v)
 	cached := v.Calls == 0
 	if err != nil {
 		return GroupVerdict{}, fmt.Errorf("reward.CAGroupJudge group %q: %w", rs[0].GroupID, err)
@@ -334,13 +343,14 @@ func (j *CAGroupJudge) JudgeGroup(ctx context.Context, rs []*dataset.Rollout) (G
 	v.Results = make([]Result, len(rs))
 	for p, i := range perm {
 		o := GroupOrder{Label: GroupLabel(p + 1), Position: p + 1, Size: len(rs), Shuffle: seed}
-		v.Results[i] = Result{Score: items[p].Score, Rationale: items[p].Rationale, Model: model, Cached: cached, Group: &o}
+		v.Results[i] = Result{Score: items[p].Score, Rationale: items[p].Rationale, Model: model, Cached: cached, Group: &o,
+			ReportedModel: backend.ReportedModel, SystemFingerprint: backend.SystemFingerprint}
 	}
 	if j.checked(rs) {
 		v.Checked = true
 		rev := slices.Clone(perm)
 		slices.Reverse(rev)
-		again, err := j.ask(ctx, rs, rev, &v)
+		again, _, err := j.ask(ctx, rs, rev, &v)
 		if err != nil {
 			v.CheckErr = fmt.Errorf("reward.CAGroupJudge group %q reversed: %w", rs[0].GroupID, err)
 		} else {
@@ -361,8 +371,8 @@ func (j *CAGroupJudge) JudgeGroup(ctx context.Context, rs []*dataset.Rollout) (G
 }
 
 // ask asks for the scores of rs shown in order perm, returning one item
-// per position and adding the paid usage to v.
-func (j *CAGroupJudge) ask(ctx context.Context, rs []*dataset.Rollout, perm []int, v *GroupVerdict) ([]groupItem, error) {
+// per position and the reply (its backend), adding the paid usage to v.
+func (j *CAGroupJudge) ask(ctx context.Context, rs []*dataset.Rollout, perm []int, v *GroupVerdict) ([]groupItem, groupReply, error) {
 	shown := make([]*dataset.Rollout, len(perm))
 	labels := make([]string, len(perm))
 	for p, i := range perm {
@@ -379,25 +389,26 @@ func (j *CAGroupJudge) ask(ctx context.Context, rs []*dataset.Rollout, perm []in
 			if err != nil {
 				return nil, err
 			}
-			return groupReply{Items: items, PromptTokens: reply.PromptTokens, CompletionTokens: reply.CompletionTokens}, nil
+			return groupReply{Items: items, PromptTokens: reply.PromptTokens, CompletionTokens: reply.CompletionTokens,
+				ReportedModel: reply.Backend.Model, SystemFingerprint: reply.Backend.Fingerprint}, nil
 		},
 	})
 	if err != nil {
-		return nil, err
+		return nil, groupReply{}, err
 	}
 	var g groupReply
 	if err := json.Unmarshal(out.Value, &g); err != nil {
-		return nil, fmt.Errorf("cached verdict: %w", err)
+		return nil, g, fmt.Errorf("cached verdict: %w", err)
 	}
 	if len(g.Items) != len(labels) {
-		return nil, fmt.Errorf("cached verdict holds %d scores, not %d", len(g.Items), len(labels))
+		return nil, g, fmt.Errorf("cached verdict holds %d scores, not %d", len(g.Items), len(labels))
 	}
 	for p, it := range g.Items {
 		if it.Label != labels[p] {
-			return nil, fmt.Errorf("cached verdict: score %d is %s's, not %s's", p+1, it.Label, labels[p])
+			return nil, g, fmt.Errorf("cached verdict: score %d is %s's, not %s's", p+1, it.Label, labels[p])
 		}
 		if _, err := validScore(it.Score); err != nil {
-			return nil, fmt.Errorf("cached verdict: %w", err)
+			return nil, g, fmt.Errorf("cached verdict: %w", err)
 		}
 	}
 	if !out.Cached {
@@ -405,5 +416,5 @@ func (j *CAGroupJudge) ask(ctx context.Context, rs []*dataset.Rollout, perm []in
 		v.PromptTokens += g.PromptTokens
 		v.CompletionTokens += g.CompletionTokens
 	}
-	return g.Items, nil
+	return g.Items, g, nil
 }

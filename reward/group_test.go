@@ -268,3 +268,30 @@ func TestGroupPositionCheckShare(t *testing.T) {
 		t.Errorf("%d of 40 groups checked at share 0.5", n)
 	}
 }
+
+// TestGroupJudgeRecordsBackend: a group verdict records the model and
+// system fingerprint the judge API reported on every member's result, and
+// the group judge is metered like the pointwise one (its chat client's
+// counters are a run's judge metrics).
+func TestGroupJudgeRecordsBackend(t *testing.T) {
+	c, _ := newTestChat(t, simJudge(t, sim.Options{}))
+	j := NewCAGroupJudge(c, GroupOptions{Seed: 1})
+	rs := groupedRollouts(1, 4)
+	ptrs := make([]*dataset.Rollout, len(rs))
+	for i := range rs {
+		ptrs[i] = &rs[i]
+	}
+	v, err := j.JudgeGroup(context.Background(), ptrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range v.Results {
+		if r.SystemFingerprint != sim.DefaultFingerprint || r.ReportedModel == "" {
+			t.Errorf("member %d: backend %q %q, want the reply's model and %q", i, r.ReportedModel, r.SystemFingerprint, sim.DefaultFingerprint)
+		}
+	}
+	var m Metered = j
+	if st := m.ChatClient().Stats(); st.Requests != 1 {
+		t.Errorf("the group judge's client counted %d calls, want 1", st.Requests)
+	}
+}

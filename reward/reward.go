@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/llm/chat"
 )
 
 // Result is a judge's verdict on one rollout.
@@ -44,6 +45,20 @@ type Result struct {
 	// group), records where the rollout was shown in it; its rationale
 	// then starts with the same record (GroupOrder.String).
 	Group *GroupOrder `json:"group,omitempty"`
+	// ReportedModel and SystemFingerprint are what the judge API said
+	// answered (the reply's model, which may name a dated snapshot, and
+	// its system_fingerprint); empty for a rule scorer or an API that
+	// sends none. Cached verdicts keep those of the reply that was paid
+	// for.
+	ReportedModel     string `json:"reported_model,omitempty"`
+	SystemFingerprint string `json:"system_fingerprint,omitempty"`
+}
+
+// Metered is a judge that asks an LLM through a chat client; a run reads
+// that client's counters (chat.Client.Stats and Since: calls, tokens,
+// latency, 429s, retries, the backends that answered) once per step.
+type Metered interface {
+	ChatClient() *chat.Client
 }
 
 // Judge scores rollouts.

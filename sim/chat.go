@@ -44,12 +44,18 @@ type chatOutMessage struct {
 }
 
 type chatResponse struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []chatChoice `json:"choices"`
-	Usage   usageInfo    `json:"usage"`
+	ID                string       `json:"id"`
+	Object            string       `json:"object"`
+	Created           int64        `json:"created"`
+	Model             string       `json:"model"`
+	SystemFingerprint string       `json:"system_fingerprint"`
+	Choices           []chatChoice `json:"choices"`
+	Usage             usageInfo    `json:"usage"`
+}
+
+// promptDetails is usage.prompt_tokens_details as OpenAI reports it.
+type promptDetails struct {
+	CachedTokens int `json:"cached_tokens"`
 }
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
@@ -104,13 +110,23 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		toks, finish = toks[:maxTok], "length"
 		content = s.tok.Decode(toks)
 	}
-	resp := chatResponse{ID: s.nextID("chatcmpl"), Object: "chat.completion", Created: time.Now().Unix(), Model: model}
+	resp := chatResponse{ID: s.nextID("chatcmpl"), Object: "chat.completion", Created: time.Now().Unix(), Model: model,
+		SystemFingerprint: *s.fingerprint.Load()}
 	for i := 0; i < n; i++ {
 		resp.Choices = append(resp.Choices, chatChoice{Index: i, FinishReason: finish,
 			Message: chatOutMessage{Role: "assistant", Content: content, ToolCalls: []any{}}})
 	}
 	completion := n * (len(toks) + 1)
-	resp.Usage = usageInfo{PromptTokens: len(prompt), CompletionTokens: completion, TotalTokens: len(prompt) + completion}
+	cached := 0
+	if len(prompt) > 0 {
+		cached = s.chatCache.lookup(model, prompt)
+		s.chatCache.insert(model, prompt)
+	}
+	resp.Usage = usageInfo{PromptTokens: len(prompt), CompletionTokens: completion, TotalTokens: len(prompt) + completion,
+		PromptTokensDetails: promptDetails{CachedTokens: cached}}
+	s.chatPrompt.Add(int64(len(prompt)))
+	s.chatCompletion.Add(int64(completion))
+	s.chatCached.Add(int64(cached))
 	slept := s.sleep(r.Context(), s.latency(s.opts.LatencyMedian, true))
 	s.release()
 	if !slept && r.Context().Err() != nil {

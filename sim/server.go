@@ -70,10 +70,19 @@ type Server struct {
 	waiting   atomic.Int64
 	promptTok atomic.Int64
 	genTok    atomic.Int64
-	reqSeq    atomic.Uint64
-	engineN   atomic.Int64 // completion requests seen, for EngineDiesAfter
-	requests  map[string]*atomic.Int64
-	faultsN   map[string]*atomic.Int64
+	// chatCache is the chat completions' own prefix-cache model (nil when
+	// disabled), kept apart from the policy's so that judge traffic does
+	// not move the vllm:prefix_cache counters; it reports cached_tokens.
+	chatCache *prefixCache
+	// chatPrompt, chatCompletion and chatCached total the usage reported
+	// by served chat completions; fingerprint is the system_fingerprint
+	// they carry (SetFingerprint).
+	chatPrompt, chatCompletion, chatCached atomic.Int64
+	fingerprint                            atomic.Pointer[string]
+	reqSeq                                 atomic.Uint64
+	engineN                                atomic.Int64 // completion requests seen, for EngineDiesAfter
+	requests                               map[string]*atomic.Int64
+	faultsN                                map[string]*atomic.Int64
 
 	rl rlState
 
@@ -120,7 +129,10 @@ func New(opts Options) (*Server, error) {
 	}
 	if o.PrefixCacheBlocks > 0 {
 		s.cache = newPrefixCache(o.PrefixCacheBlocks)
+		s.chatCache = newPrefixCache(o.PrefixCacheBlocks)
 	}
+	fp := DefaultFingerprint
+	s.fingerprint.Store(&fp)
 	if o.Weights != "" {
 		if err := s.rl.load(o.Weights); err != nil {
 			return nil, fmt.Errorf("sim.New: %w", err)
@@ -230,7 +242,19 @@ type Stats struct {
 	// SessionHeader and NoSessionHeader count completions that did and
 	// did not carry the session header (SessionHeader).
 	SessionHeader, NoSessionHeader int64
+	// ChatPromptTokens, ChatCompletionTokens and ChatCachedTokens total
+	// the usage reported by served chat completions (judge, generator,
+	// agents); ChatCachedTokens is prompt_tokens_details.cached_tokens.
+	ChatPromptTokens, ChatCompletionTokens, ChatCachedTokens int64
 }
+
+// DefaultFingerprint is the system_fingerprint of chat completions until
+// SetFingerprint changes it.
+const DefaultFingerprint = "fp_sim0"
+
+// SetFingerprint changes the system_fingerprint chat completions report
+// from now on: the judge's backend changing under a run.
+func (s *Server) SetFingerprint(fp string) { s.fingerprint.Store(&fp) }
 
 // Stats returns a snapshot of the server's counters.
 func (s *Server) Stats() Stats {
@@ -243,6 +267,10 @@ func (s *Server) Stats() Stats {
 		GenerationTokens: s.genTok.Load(),
 		NoSessionHeader:  s.sessions[0].Load(),
 		SessionHeader:    s.sessions[1].Load(),
+
+		ChatPromptTokens:     s.chatPrompt.Load(),
+		ChatCompletionTokens: s.chatCompletion.Load(),
+		ChatCachedTokens:     s.chatCached.Load(),
 	}
 	st.PrefixCacheQueries, st.PrefixCacheHits = s.cache.counts()
 	for p, c := range s.requests {

@@ -96,6 +96,10 @@ type LoopOptions struct {
 
 	Judge            reward.Judge
 	JudgeConcurrency int
+	// JudgeCost, when set, prices the judge's prompt and completion
+	// tokens (config judge.price): each step line then carries the step's
+	// cost and the run's (metrics.KeyJudgeCost, KeyJudgeCostTotal).
+	JudgeCost func(promptTokens, completionTokens int64) float64
 	// DynamicSampling judges each group as it completes and plays further
 	// prompt rows until PromptsPerStep groups have an advantage that is not
 	// zero, at most OversampleMax times as many groups a step (default
@@ -199,6 +203,9 @@ type Loop struct {
 	// serving reads the servers' requests running through the run (nil:
 	// the policy reports none).
 	serving *servingSampler
+	// jm reads the judge's API counters into each step line (nil: the
+	// judge asks no LLM).
+	jm *judgeMeter
 }
 
 // sidecar is what a step's sampling leaves beside its rollouts for the
@@ -254,6 +261,11 @@ func NewLoop(opts LoopOptions) (*Loop, error) {
 		return nil, err
 	}
 	l := &Loop{opts: opts, log: opts.Logger, state: st, recorded: recorded, evalRecorded: evals, baseline: st.RoleBaseline.Clone()}
+	cost, err := recordedJudgeCost(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	l.jm = newJudgeMeter(opts.Judge, opts.JudgeCost, cost, opts.Logger)
 	if opts.Curriculum != nil {
 		l.cur = st.Curriculum.Clone()
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/parleyhq/parley/grpo"
 	"github.com/parleyhq/parley/internal/crashpoint"
 	"github.com/parleyhq/parley/internal/fsutil"
+	"github.com/parleyhq/parley/metrics"
 	"github.com/parleyhq/parley/reward"
 	"go.uber.org/zap"
 )
@@ -175,6 +176,9 @@ type RescoreOptions struct {
 	// PolicyVersion are set by Rescore.
 	Score ScoreOptions
 	Judge reward.Judge
+	// JudgeCost, when set, prices the judge's tokens (config judge.price)
+	// in the summary's JudgeAPI.
+	JudgeCost func(promptTokens, completionTokens int64) float64
 	// Progress, if set, starts the judging progress bar (as LoopOptions'):
 	// its tick is called once per rollout, its end when judging is done.
 	Progress func(label string, total int) (tick func(), end func(failed bool))
@@ -189,6 +193,10 @@ type RescoreSummary struct {
 	Ready     dataset.Ready       `json:"ready"`
 	// BatchPath is the batch file written.
 	BatchPath string `json:"batch_path"`
+	// JudgeAPI is what the judge's API was asked and paid, under the step
+	// line's judge/ keys (metrics.JudgePrefix); absent when the judge asks
+	// no LLM.
+	JudgeAPI map[string]any `json:"judge_api,omitempty"`
 }
 
 // Rescore judges a rollouts file again, computes advantages and writes the
@@ -222,6 +230,7 @@ func Rescore(ctx context.Context, opts RescoreOptions) (RescoreSummary, error) {
 	if opts.Progress != nil {
 		so.OnJudged, end = opts.Progress("judging", len(rs))
 	}
+	jm := newJudgeMeter(opts.Judge, opts.JudgeCost, 0, opts.Logger)
 	res, err := ScoreStep(ctx, opts.Judge, rs, grpo.NewRoleBaseline(), so)
 	end(err != nil || ctx.Err() != nil)
 	if err != nil {
@@ -240,6 +249,12 @@ func Rescore(ctx context.Context, opts RescoreOptions) (RescoreSummary, error) {
 		return sum, err
 	}
 	sum = RescoreSummary{Judge: res.Judge, Advantage: res.Advantage, Batch: res.Batch, Ready: ready, BatchPath: opts.Out.BatchPath(step)}
+	if jm != nil {
+		api := metrics.Line{}
+		jm.add(step, api)
+		delete(api, metrics.KeyJudgeCostTotal) // one step: its cost is the total
+		sum.JudgeAPI = api.Strings()
+	}
 	b, err := json.MarshalIndent(sum, "", "  ")
 	if err != nil {
 		return sum, fmt.Errorf("train.Rescore: %w", err)

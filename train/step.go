@@ -45,6 +45,7 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 	}
 	j.cur = l.observeCurriculum(step, s.rs)
 	m := l.stepMetrics(step, s, j)
+	l.jm.add(step, m)
 	l.curriculumMetrics(step, s.rs, j.cur, m)
 	if l.opts.MaxOffPolicySteps > 0 {
 		m[metrics.KeyRolloutsDroppedOffPolicy] = dropped

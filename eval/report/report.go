@@ -134,6 +134,9 @@ func (g *generator) run() error {
 		if err := g.dynamics(metrics); err != nil {
 			return err
 		}
+		if err := g.judgeSection(metrics); err != nil {
+			return err
+		}
 	} else if metrics != nil {
 		g.note("metrics.jsonl has no steps: no training dynamics")
 	}

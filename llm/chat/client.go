@@ -4,8 +4,11 @@
 // backoff that honour Retry-After, the temperature always on the wire,
 // API-key redaction in errors and, for cached calls (Ask), a persistent
 // cache keyed by model and prompt hash with de-duplication of identical
-// requests in flight. It speaks to any OpenAI-compatible endpoint through
-// go-openai; the vLLM policy's token-level API is package llm's.
+// requests in flight, and counters a run reads per step (Stats, Since:
+// calls, attempts, retries, 429s, tokens, cached tokens, latencies and the
+// model and system fingerprint that answered). It speaks to any
+// OpenAI-compatible endpoint through go-openai; the vLLM policy's
+// token-level API is package llm's.
 package chat
 
 import (
@@ -147,6 +150,7 @@ type Client struct {
 	cache  *cache        // nil when disabled
 	group  singleflight.Group
 	log    *zap.Logger
+	stats  counters
 	// sleep waits d or until ctx is done; replaced in tests.
 	sleep func(ctx context.Context, d time.Duration) error
 }
@@ -249,6 +253,8 @@ type Response struct {
 	// attempt that succeeded.
 	PromptTokens     int
 	CompletionTokens int
+	// Backend is the model and system fingerprint the API reported.
+	Backend Backend
 }
 
 // ErrInvalidReply is matched (errors.Is) by a Chat failure whose last
@@ -309,6 +315,7 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 				FinishReason:     reply.FinishReason,
 				PromptTokens:     reply.PromptTokens,
 				CompletionTokens: reply.CompletionTokens,
+				Backend:          reply.Backend,
 			}, nil
 		},
 	})
@@ -351,6 +358,8 @@ type Reply struct {
 	Content, Refusal, FinishReason string
 	// PromptTokens and CompletionTokens are the usage the API reported.
 	PromptTokens, CompletionTokens int
+	// Backend is the model and system fingerprint the API reported.
+	Backend Backend
 }
 
 // Outcome is a verdict and where it came from.
@@ -380,6 +389,7 @@ func (c *Client) Ask(ctx context.Context, call Call) (Outcome, error) {
 	key := cacheKey(c.opts.Model, call.prompt(structured))
 	if c.cache != nil {
 		if v, ok := c.cache.get(key); ok {
+			c.stats.cacheHit()
 			return Outcome{Value: v, Cached: true}, nil
 		}
 	}
@@ -405,6 +415,9 @@ func (c *Client) Ask(ctx context.Context, call Call) (Outcome, error) {
 			return Outcome{}, res.Err
 		}
 		// Followers of an identical in-flight request paid nothing.
+		if !ran {
+			c.stats.cacheHit()
+		}
 		return Outcome{Value: res.Val.(json.RawMessage), Cached: !ran}, nil
 	}
 }
@@ -453,10 +466,14 @@ type exchange struct {
 // send runs the attempts of one request: the retry loop shared by every
 // caller.
 func (c *Client) send(ctx context.Context, ex exchange) (v any, err error) {
-	if c.opts.Observe != nil {
-		start := time.Now()
-		defer func() { c.opts.Observe(time.Since(start), err) }()
-	}
+	start := time.Now()
+	defer func() {
+		elapsed := time.Since(start)
+		c.stats.request(elapsed, err)
+		if c.opts.Observe != nil {
+			c.opts.Observe(elapsed, err)
+		}
+	}()
 	return c.sendAttempts(ctx, ex)
 }
 
@@ -475,7 +492,7 @@ func (c *Client) sendAttempts(ctx context.Context, ex exchange) (any, error) {
 				return nil, c.redact(fmt.Errorf("%s %s: %w (last error: %v)", c.opts.Name, c.opts.Model, err, lastErr))
 			}
 		}
-		v, err := c.attempt(ctx, ex)
+		v, err := c.attempt(ctx, ex, attempt > 0)
 		if err == nil {
 			return v, nil
 		}
@@ -492,7 +509,7 @@ func (c *Client) sendAttempts(ctx context.Context, ex exchange) (any, error) {
 
 // attempt makes one request under the concurrency bound, the rate limits
 // and the per-request timeout, and parses the reply.
-func (c *Client) attempt(ctx context.Context, ex exchange) (any, error) {
+func (c *Client) attempt(ctx context.Context, ex exchange, retry bool) (any, error) {
 	select {
 	case c.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -513,6 +530,7 @@ func (c *Client) attempt(ctx context.Context, ex exchange) (any, error) {
 	actx, cancel := context.WithTimeout(context.WithValue(ctx, attemptKey{}, info), c.opts.Timeout)
 	defer cancel()
 	resp, err := c.client.CreateChatCompletion(actx, ex.req)
+	c.stats.attempt(retry, &resp, err)
 	if err != nil {
 		if info.retryAfter > 0 {
 			return nil, &retryAfterError{err: err, wait: info.retryAfter}
@@ -532,6 +550,7 @@ func (c *Client) attempt(ctx context.Context, ex exchange) (any, error) {
 		FinishReason:     string(ch.FinishReason),
 		PromptTokens:     resp.Usage.PromptTokens,
 		CompletionTokens: resp.Usage.CompletionTokens,
+		Backend:          Backend{Model: resp.Model, Fingerprint: resp.SystemFingerprint},
 	})
 }
 

@@ -1,0 +1,64 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parleyhq/parley/figure"
+)
+
+// TestJudgeSection: the Judge section of a run whose metrics.jsonl came
+// from parley train against a serve-sim judge (train's
+// TestLoopJudgeMeter, 3 steps of 16 calls, judge.price 0.15/0.6, the
+// judge's fingerprint changed before step 3) totals the calls, tokens,
+// cached share and cost, charts the latency, lists both backends and
+// says the judge changed; a run without judge keys has no section.
+func TestJudgeSection(t *testing.T) {
+	tests := []struct {
+		name, run string
+		want      []string
+		absent    []string
+		charts    int
+	}{
+		{name: "metered run", run: "testdata/run/judge", want: []string{
+			"## Judge\n", "| judge calls | 48 |", "| prompt tokens | 70009 |", "| completion tokens | 1744 |",
+			"| cached share of prompt tokens | 87.3 % |", "| cost of the run (judge.price) | 0.0115 |", "| HTTP 429 answers | 0 |",
+			"| call latency p95, worst step | 0.061 s |", "| call latency p50, median over steps | 0.006 s |",
+			"| `gpt-judge fp_sim0` | 1 | 2 | 2 |", "| `gpt-judge fp_sim1` | 3 | 3 | 1 |",
+			"**The judge changed under the run**: from step 3", "![Judge call latency](judge_latency.png)",
+		}, charts: 1},
+		{name: "rule-judged run", run: "testdata/run/quickstart", absent: []string{"## Judge", "judge_latency.png"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := t.TempDir()
+			if err := Generate(Options{RunDir: tt.run, OutDir: out}); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(filepath.Join(out, ReportFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := string(b)
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("report lacks %q", w)
+				}
+			}
+			for _, w := range tt.absent {
+				if strings.Contains(got, w) {
+					t.Errorf("report has %q", w)
+				}
+			}
+			if tt.charts > 0 {
+				checkPNG(t, filepath.Join(out, "judge_latency.png"), figure.DefaultWidthPx, figure.DefaultHeightPx)
+			}
+			if t.Failed() {
+				i := strings.Index(got, "## Judge")
+				t.Logf("report from the Judge section:\n%s", got[max(i, 0):])
+			}
+		})
+	}
+}

@@ -119,6 +119,12 @@ func runTrain(ctx context.Context, env Env, cfg config.Config, runDir dataset.Ru
 	if err != nil {
 		return err
 	}
+	var gold []train.GoldItem
+	if cfg.Judge.Gold.Every > 0 { // read before any step: a bad line stops the run here
+		if gold, err = train.ReadGold(cfg.Judge.Gold.Path); err != nil {
+			return fmt.Errorf("judge.gold.path: %w", err)
+		}
+	}
 	if len(cfg.Train.TrainerCommand) > 0 {
 		if err := checkModelDir(cfg.Trainer.Model); err != nil {
 			return fmt.Errorf("train: config key trainer.model (the base model the trainer parley starts loads): %w", err)
@@ -176,6 +182,7 @@ func runTrain(ctx context.Context, env Env, cfg config.Config, runDir dataset.Ru
 		League: leagueRoles(cfg, ro), CrossPlay: crossPlayOptions(cfg, runDir, log),
 	}
 	opts.Loop.JudgeCost = judgeCost(cfg)
+	opts.Loop.Gold, opts.Loop.GoldEvery = gold, cfg.Judge.Gold.Every
 	opts.Loop.Stream = streaming(cfg, log)
 	opts.Loop.DynamicSampling = dynamicSampling(cfg, opts.Loop.League, opts.Loop.Series, opts.Loop.Stream, log)
 	if cfg.Curriculum.Sampler == config.SamplerAdaptive && opts.Loop.Series == nil {

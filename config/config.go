@@ -264,6 +264,23 @@ type Judge struct {
 	// Price is what the judge's API charges; unset (both zero), parley
 	// train writes no cost keys.
 	Price Price `yaml:"price"`
+	// Gold is a fixed gold set the judge scores again every few steps of
+	// parley train, to see the judge change under the run.
+	Gold Gold `yaml:"gold"`
+}
+
+// Gold is a fixed set of final completions with the scores the judge
+// first gave them, scored again every Every steps: a score that moves
+// means the judge changed under the run (an API model update, a new
+// system fingerprint, a changed prompt). The step keys judge/gold_* say
+// how many moved, and the run warns once naming them.
+type Gold struct {
+	// Path is the gold set, a JSONL file: one item a line, {"id", "task",
+	// "final", "personas" (optional, [{"role", "text"}]), "score"}.
+	Path string `yaml:"path"`
+	// Every is K: the judge scores the gold set again at every K-th step
+	// (0: never, the default).
+	Every int `yaml:"every"`
 }
 
 // PythonJudge configures a Python reward function (judge.kind: python),

@@ -432,6 +432,10 @@ func (c Config) validateJudge(k *checker) {
 			k.bad(p.key, "must be a price per million tokens, zero or more, got %g", p.v)
 		}
 	}
+	k.nonNegative("judge.gold.every", c.Judge.Gold.Every)
+	if c.Judge.Gold.Every > 0 && c.Judge.Gold.Path == "" {
+		k.bad("judge.gold.path", "must name the gold set (JSONL) when judge.gold.every is set")
+	}
 	if c.Judge.Price.Set() && !c.Judge.Kind.UsesChat() {
 		k.bad("judge.price", "prices an LLM judge's tokens; the %s judge asks no API", c.Judge.Kind)
 	}

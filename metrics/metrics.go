@@ -238,6 +238,15 @@ const (
 	// under the run (an API model update, a new fingerprint).
 	KeyJudgeBackends       = JudgePrefix + "backends"
 	KeyJudgeBackendChanges = JudgePrefix + "backend_changes"
+	// KeyJudgeGoldScored counts the gold items (judge.gold) the judge
+	// scored again at the step (every judge.gold.every steps);
+	// KeyJudgeGoldMovedShare is the share of them whose score differs from
+	// the gold file's, and KeyJudgeGoldMeanAbsChange the mean absolute
+	// difference: a score that moves means the judge changed under the
+	// run (a model update, a new fingerprint, a changed prompt).
+	KeyJudgeGoldScored        = JudgePrefix + "gold_scored"
+	KeyJudgeGoldMovedShare    = JudgePrefix + "gold_moved_share"
+	KeyJudgeGoldMeanAbsChange = JudgePrefix + "gold_mean_abs_change"
 )
 
 // Prefixes of a step line's keys.

@@ -100,6 +100,11 @@ type LoopOptions struct {
 	// tokens (config judge.price): each step line then carries the step's
 	// cost and the run's (metrics.KeyJudgeCost, KeyJudgeCostTotal).
 	JudgeCost func(promptTokens, completionTokens int64) float64
+	// Gold is a gold set (ReadGold) the judge scores again at every
+	// GoldEvery-th step, beside the step's judging, into the judge/gold_*
+	// keys of its line (0: never).
+	Gold      []GoldItem
+	GoldEvery int
 	// DynamicSampling judges each group as it completes and plays further
 	// prompt rows until PromptsPerStep groups have an advantage that is not
 	// zero, at most OversampleMax times as many groups a step (default
@@ -206,6 +211,8 @@ type Loop struct {
 	// jm reads the judge's API counters into each step line (nil: the
 	// judge asks no LLM).
 	jm *judgeMeter
+	// gold scores the gold set again every few steps (nil: no gold set).
+	gold *goldCheck
 }
 
 // sidecar is what a step's sampling leaves beside its rollouts for the
@@ -266,6 +273,9 @@ func NewLoop(opts LoopOptions) (*Loop, error) {
 		return nil, err
 	}
 	l.jm = newJudgeMeter(opts.Judge, opts.JudgeCost, cost, opts.Logger)
+	if opts.GoldEvery > 0 && len(opts.Gold) > 0 {
+		l.gold = &goldCheck{items: opts.Gold, every: opts.GoldEvery, concurrency: opts.JudgeConcurrency, log: opts.Logger}
+	}
 	if opts.Curriculum != nil {
 		l.cur = st.Curriculum.Clone()
 	}

@@ -45,6 +45,9 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 	}
 	j.cur = l.observeCurriculum(step, s.rs)
 	m := l.stepMetrics(step, s, j)
+	if err := l.gold.add(ctx, step, l.opts.Judge, m); err != nil {
+		return err
+	}
 	l.jm.add(step, m)
 	l.curriculumMetrics(step, s.rs, j.cur, m)
 	if l.opts.MaxOffPolicySteps > 0 {

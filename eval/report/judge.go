@@ -104,7 +104,35 @@ func (g *generator) judgeSection(m *Metrics) error {
 	if err := g.chart(m, judgeLatencyPanel, w); err != nil {
 		return err
 	}
-	return g.backendsTable(m)
+	if err := g.backendsTable(m); err != nil {
+		return err
+	}
+	g.goldTable(m)
+	return nil
+}
+
+// goldTable lists the steps that scored the gold set again (judge.gold):
+// a score that moved means the judge changed under the run.
+func (g *generator) goldTable(m *Metrics) {
+	steps, scored := m.Series(metrics.KeyJudgeGoldScored)
+	if len(steps) == 0 {
+		return
+	}
+	moved, abs := map[float64]float64{}, map[float64]float64{}
+	for k, into := range map[metrics.Key]map[float64]float64{metrics.KeyJudgeGoldMovedShare: moved, metrics.KeyJudgeGoldMeanAbsChange: abs} {
+		xs, ys := m.Series(k)
+		for i, x := range xs {
+			into[x] = ys[i]
+		}
+	}
+	g.printf("### Gold-set drift\n\n")
+	g.printf("The gold set (judge.gold.path) scored again every judge.gold.every steps against the scores stored with it: " +
+		"a score that moved means the judge changed under the run (a model update, a new system fingerprint, a changed prompt).\n\n")
+	rows := make([][]string, 0, len(steps))
+	for i, s := range steps {
+		rows = append(rows, []string{fmt.Sprint(s), fmt.Sprint(scored[i]), fmt.Sprintf("%.1f %%", 100*moved[s]), fmt.Sprintf("%.3f", abs[s])})
+	}
+	g.table([]string{"step", "items scored", "moved", "mean abs change"}, rows)
 }
 
 // backendSpan is a judge backend and the steps it answered at.

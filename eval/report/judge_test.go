@@ -29,6 +29,10 @@ func TestJudgeSection(t *testing.T) {
 			"| `gpt-judge fp_sim0` | 1 | 2 | 2 |", "| `gpt-judge fp_sim1` | 3 | 3 | 1 |",
 			"**The judge changed under the run**: from step 3", "![Judge call latency](judge_latency.png)",
 		}, charts: 1},
+		{name: "gold set scored again", run: "testdata/run/judge_gold", want: []string{
+			"### Gold-set drift", "| step | items scored | moved | mean abs change |", "| 2 | 3 | 0.0 % | 0.000 |", "| 3 | 3 | 33.3 % | 0.333 |",
+		}, charts: 1},
+		{name: "no gold set", run: "testdata/run/judge", absent: []string{"Gold-set drift"}, charts: 1},
 		{name: "rule-judged run", run: "testdata/run/quickstart", absent: []string{"## Judge", "judge_latency.png"}},
 	}
 	for _, tt := range tests {

@@ -98,6 +98,8 @@ func TestLoadErrors(t *testing.T) {
 		{"position check out of range", "judge:\n  mode: group\n  position_check: 1.5\n", []string{"key judge.position_check", "1.5"}},
 		{"position check pointwise", "judge:\n  position_check: 0.2\n", []string{"key judge.position_check", "needs judge.mode group"}},
 		{"negative judge price", "judge:\n  price:\n    input: -0.15\n    output: 0.6\n", []string{"cfg.yaml:3: key judge.price.input", "-0.15"}},
+		{"gold every negative", "judge:\n  gold:\n    path: gold.jsonl\n    every: -1\n", []string{"key judge.gold.every"}},
+		{"gold every without path", "judge:\n  gold:\n    every: 5\n", []string{"key judge.gold.path", "judge.gold.every is set"}},
 		{"price on a rule judge", "judge:\n  kind: rule\n  price:\n    output: 0.6\n", []string{"key judge.price", "rule judge asks no API"}},
 		{"rule without keywords", "judge:\n  kind: rule\n  rule:\n    kind: keywords\n", []string{"key judge.rule.keywords"}},
 		{"negative tis cap", "trainer:\n  tis_cap: -1\n", []string{"key trainer.tis_cap", "-1"}},

@@ -35,6 +35,9 @@ func init() {
 		metrics.KeyJudgeLatencyP95:       "call latency p95, s",
 		metrics.KeyJudgeCost:             "cost per step (judge.price)",
 		metrics.KeyJudgeCostTotal:        "cost of the run so far",
+		metrics.KeyJudgeCorrPersonaEcho:  "corr(reward, persona 3-gram echo)",
+		metrics.KeyJudgeCorrLength:       "corr(reward, final length in words)",
+		metrics.KeyJudgeCorrAgreement:    "corr(reward, agreement phrases)",
 	} {
 		metricLabels[k] = v
 	}
@@ -104,7 +107,33 @@ func (g *generator) judgeSection(m *Metrics) error {
 	if err := g.chart(m, judgeLatencyPanel, w); err != nil {
 		return err
 	}
-	return g.backendsTable(m)
+	if err := g.backendsTable(m); err != nil {
+		return err
+	}
+	g.monitorsTable(m, w)
+	return nil
+}
+
+// monitorKeys are the reward-hacking monitors the Judge section tables.
+var monitorKeys = []metrics.Key{metrics.KeyJudgeCorrLength, metrics.KeyJudgeCorrPersonaEcho, metrics.KeyJudgeCorrAgreement}
+
+// monitorsTable tables the reward-hacking monitors (first and last
+// window) when the run wrote any.
+func (g *generator) monitorsTable(m *Metrics, w int) {
+	var keys []metrics.Key
+	for _, k := range monitorKeys {
+		if m.Has(k) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	g.printf("### Hacking monitors\n\n")
+	g.printf("Pearson correlation, per step over the trained policy's judged rollouts, of the score with the final's length in words, " +
+		"the share of its word 3-grams found in the persona texts, and its count of agreement phrases (reward.AgreementPhrases). " +
+		"A correlation that grows over the run is a sign the policy learns the judge's taste rather than the task.\n\n")
+	g.summaryTable(m, keys, w)
 }
 
 // backendSpan is a judge backend and the steps it answered at.

@@ -247,6 +247,15 @@ const (
 	KeyJudgeGoldScored        = JudgePrefix + "gold_scored"
 	KeyJudgeGoldMovedShare    = JudgePrefix + "gold_moved_share"
 	KeyJudgeGoldMeanAbsChange = JudgePrefix + "gold_mean_abs_change"
+	// KeyJudgeCorrLength, KeyJudgeCorrPersonaEcho and KeyJudgeCorrAgreement
+	// are the reward-hacking monitors (reward.Monitors): the Pearson
+	// correlation, over the step's judged rollouts of the trained policy,
+	// of the score with the final's length in words, with the share of
+	// its word 3-grams found in the persona texts, and with its count of
+	// agreement phrases; absent with fewer than 3 judged or no spread.
+	KeyJudgeCorrLength      = JudgePrefix + "corr_length"
+	KeyJudgeCorrPersonaEcho = JudgePrefix + "corr_persona_echo"
+	KeyJudgeCorrAgreement   = JudgePrefix + "corr_agreement"
 )
 
 // Prefixes of a step line's keys.

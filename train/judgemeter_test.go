@@ -98,6 +98,11 @@ func TestLoopJudgeMeter(t *testing.T) {
 					i+1, m["judge/calls"], m["judge/attempts"], m["judge/http_429"], m["judge/retries"], m["judge/prompt_tokens"],
 					m["judge/completion_tokens"], m["judge/cached_share"], m["judge/latency_p50_s"], m["judge/latency_p95_s"],
 					m["judge/cost_usd"], m["judge/backends"])
+				t.Logf("step %d: monitors corr length %v persona echo %v agreement %v", i+1,
+					m[string(metrics.KeyJudgeCorrLength)], m[string(metrics.KeyJudgeCorrPersonaEcho)], m[string(metrics.KeyJudgeCorrAgreement)])
+				if r, ok := m[string(metrics.KeyJudgeCorrLength)].(float64); !ok || r < -1 || r > 1 {
+					t.Errorf("step %d: %s = %v, want a correlation in [-1, 1]", i+1, metrics.KeyJudgeCorrLength, m[string(metrics.KeyJudgeCorrLength)])
+				}
 				calls := m[string(metrics.KeyJudgeCalls)].(float64)
 				if calls != float64(4*4) { // prompts per step × group size, no cache
 					t.Errorf("step %d: %v judge calls, want 16", i+1, calls)

@@ -321,6 +321,13 @@ func (l *Loop) stepMetrics(step int, s sampled, j judged) metrics.Line {
 		m[metrics.KeyJudgePositionChecked] = res.Judge.PositionMembers
 		m[metrics.KeyJudgePositionMoved] = res.Judge.PositionMovedShare()
 	}
+	mon := reward.ComputeMonitors(s.rs)
+	for k, v := range map[metrics.Key]*float64{metrics.KeyJudgeCorrLength: mon.Length,
+		metrics.KeyJudgeCorrPersonaEcho: mon.PersonaEcho, metrics.KeyJudgeCorrAgreement: mon.Agreement} {
+		if v != nil {
+			m[k] = *v
+		}
+	}
 	if sum.RoundsToAgree != nil { // without an agreement there are no rounds to agreement
 		m[metrics.KeyRoundsToAgreement] = *sum.RoundsToAgree
 	}

@@ -35,6 +35,9 @@ func init() {
 		metrics.KeyJudgeLatencyP95:       "call latency p95, s",
 		metrics.KeyJudgeCost:             "cost per step (judge.price)",
 		metrics.KeyJudgeCostTotal:        "cost of the run so far",
+		metrics.KeyJudgeCorrPersonaEcho:  "corr(reward, persona 3-gram echo)",
+		metrics.KeyJudgeCorrLength:       "corr(reward, final length in words)",
+		metrics.KeyJudgeCorrAgreement:    "corr(reward, agreement phrases)",
 	} {
 		metricLabels[k] = v
 	}
@@ -108,6 +111,7 @@ func (g *generator) judgeSection(m *Metrics) error {
 		return err
 	}
 	g.goldTable(m)
+	g.monitorsTable(m, w)
 	return nil
 }
 
@@ -133,6 +137,28 @@ func (g *generator) goldTable(m *Metrics) {
 		rows = append(rows, []string{fmt.Sprint(s), fmt.Sprint(scored[i]), fmt.Sprintf("%.1f %%", 100*moved[s]), fmt.Sprintf("%.3f", abs[s])})
 	}
 	g.table([]string{"step", "items scored", "moved", "mean abs change"}, rows)
+}
+
+// monitorKeys are the reward-hacking monitors the Judge section tables.
+var monitorKeys = []metrics.Key{metrics.KeyJudgeCorrLength, metrics.KeyJudgeCorrPersonaEcho, metrics.KeyJudgeCorrAgreement}
+
+// monitorsTable tables the reward-hacking monitors (first and last
+// window) when the run wrote any.
+func (g *generator) monitorsTable(m *Metrics, w int) {
+	var keys []metrics.Key
+	for _, k := range monitorKeys {
+		if m.Has(k) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	g.printf("### Hacking monitors\n\n")
+	g.printf("Pearson correlation, per step over the trained policy's judged rollouts, of the score with the final's length in words, " +
+		"the share of its word 3-grams found in the persona texts, and its count of agreement phrases (reward.AgreementPhrases). " +
+		"A correlation that grows over the run is a sign the policy learns the judge's taste rather than the task.\n\n")
+	g.summaryTable(m, keys, w)
 }
 
 // backendSpan is a judge backend and the steps it answered at.

@@ -28,12 +28,14 @@ func TestJudgeSection(t *testing.T) {
 			"| call latency p95, worst step | 0.061 s |", "| call latency p50, median over steps | 0.006 s |",
 			"| `gpt-judge fp_sim0` | 1 | 2 | 2 |", "| `gpt-judge fp_sim1` | 3 | 3 | 1 |",
 			"**The judge changed under the run**: from step 3", "![Judge call latency](judge_latency.png)",
-		}, charts: 1},
+			"### Hacking monitors", "| `judge/corr_length` | corr(reward, final length in words) | 3 | 0.50 | 0.90 |",
+			"| `judge/corr_persona_echo` | corr(reward, persona 3-gram echo) | 1 | -0.25 | -0.25 |",
+		}, absent: []string{"judge/corr_agreement"}, charts: 1},
 		{name: "gold set scored again", run: "testdata/run/judge_gold", want: []string{
 			"### Gold-set drift", "| step | items scored | moved | mean abs change |", "| 2 | 3 | 0.0 % | 0.000 |", "| 3 | 3 | 33.3 % | 0.333 |",
 		}, charts: 1},
 		{name: "no gold set", run: "testdata/run/judge", absent: []string{"Gold-set drift"}, charts: 1},
-		{name: "rule-judged run", run: "testdata/run/quickstart", absent: []string{"## Judge", "judge_latency.png"}},
+		{name: "rule-judged run", run: "testdata/run/quickstart", absent: []string{"## Judge", "judge_latency.png", "Hacking monitors"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package reward
 
 import (
 	"math"
+	"regexp"
 	"strings"
 
 	"github.com/parleyhq/parley/dataset"
@@ -83,15 +84,20 @@ func trigrams(s string) []string {
 	return out
 }
 
-// AgreementCount counts the occurrences of AgreementPhrases in s,
-// lower-cased.
-func AgreementCount(s string) int {
-	s = strings.ToLower(s)
-	n := 0
-	for _, p := range AgreementPhrases {
-		n += strings.Count(s, p)
+// agreementRE matches any of AgreementPhrases as whole words (so "deal"
+// is not counted in "ideal"), case-insensitively.
+var agreementRE = func() *regexp.Regexp {
+	alts := make([]string, len(AgreementPhrases))
+	for i, p := range AgreementPhrases {
+		alts[i] = regexp.QuoteMeta(p)
 	}
-	return n
+	return regexp.MustCompile(`(?i)\b(?:` + strings.Join(alts, "|") + `)\b`)
+}()
+
+// AgreementCount counts the occurrences of AgreementPhrases in s as
+// whole words, case-insensitively.
+func AgreementCount(s string) int {
+	return len(agreementRE.FindAllStringIndex(s, -1))
 }
 
 // Pearson is the Pearson correlation of xs and ys (equal lengths), nil

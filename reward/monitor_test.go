@@ -44,6 +44,8 @@ func TestPersonaEchoAndAgreement(t *testing.T) {
 		{"Be LOYAL to your friends now", 0.75, 0},
 		{"I agree, deal. Agreed.", 0, 3},
 		{"too short", 0, 0},
+		// Whole words only: no "deal" in "ideal", no "agreed" in "disagreed".
+		{"An ideal plan, but we disagreed", 0, 0},
 	} {
 		if got := PersonaEcho(tc.final, ps); math.Abs(got-tc.echo) > 1e-9 {
 			t.Errorf("PersonaEcho(%q) = %v, want %v", tc.final, got, tc.echo)

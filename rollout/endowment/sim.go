@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/rollout"
+	"github.com/parleyhq/parley/sim/scripted"
 )
 
 // The game in serve-sim (rollout.Spec.Sim, package sim's Answerer):
@@ -80,7 +81,7 @@ func NewSim(options map[string]string) (*Sim, error) {
 // Reply implements sim.Answerer: a holder's or requester's next message,
 // as the agent named model, for a prompt of the game.
 func (s *Sim) Reply(model string, roles, contents []string, rng *rand.Rand) (string, bool) {
-	return endowmentReply(readDialogue(roles, contents), model, rng)
+	return endowmentReply(scripted.Read(roles, contents), model, rng)
 }
 
 // Judge implements sim.Answerer: the ledger judge's verdict on the
@@ -90,42 +91,6 @@ func (s *Sim) Judge(schema, question string, outOfRange bool) (string, bool) {
 		return "", false
 	}
 	return ledgerContent(question, s.ledgerMode, outOfRange), true
-}
-
-// dialogueState is what a simulated agent reads from its prompt.
-type dialogueState struct {
-	context   string // system messages (persona, task), or the first user message
-	lastOther string // the last message from the other side (role user)
-	ownTurns  int    // assistant messages already in the prompt
-}
-
-// readDialogue reads a prompt's messages as serve-sim's persona agents
-// do: the system (and developer) messages are the context, each ended by
-// a newline, followed by the first user message when there is no system
-// message or the agent has not spoken yet.
-func readDialogue(roles, contents []string) dialogueState {
-	var st dialogueState
-	var ctx strings.Builder
-	firstUser := ""
-	for i, role := range roles {
-		switch role {
-		case "system", "developer":
-			ctx.WriteString(contents[i])
-			ctx.WriteByte('\n')
-		case "assistant":
-			st.ownTurns++
-		case "user":
-			if firstUser == "" {
-				firstUser = contents[i]
-			}
-			st.lastOther = contents[i]
-		}
-	}
-	if ctx.Len() == 0 || st.ownTurns == 0 {
-		ctx.WriteString(firstUser)
-	}
-	st.context = ctx.String()
-	return st
 }
 
 var digitsRE = regexp.MustCompile(`[0-9]+`)
@@ -198,8 +163,8 @@ var (
 
 // endowmentReply is the scripted agent's next message in the endowment
 // game, or false when the dialogue is not one.
-func endowmentReply(st dialogueState, model string, rng *rand.Rand) (string, bool) {
-	role := endowmentRole(st.context)
+func endowmentReply(st scripted.Dialogue, model string, rng *rand.Rand) (string, bool) {
+	role := endowmentRole(st.Context)
 	if role == "" {
 		return "", false
 	}
@@ -221,13 +186,13 @@ func pressure(msg string) float64 {
 
 var numberWords = map[int]string{5: "five", 10: "ten", 15: "fifteen", 20: "twenty", 25: "twenty-five", 30: "thirty", 40: "forty", 50: "fifty"}
 
-func holderReply(st dialogueState, prof SimProfile, rng *rand.Rand) string {
+func holderReply(st scripted.Dialogue, prof SimProfile, rng *rand.Rand) string {
 	balance := 0.0
-	if m := balanceRE.FindStringSubmatch(st.lastOther); m != nil {
+	if m := balanceRE.FindStringSubmatch(st.LastOther); m != nil {
 		balance, _ = strconv.ParseFloat(m[1], 64)
 	}
-	turn := st.ownTurns + 1
-	pr := pressure(st.lastOther)
+	turn := st.OwnTurns + 1
+	pr := pressure(st.LastOther)
 	think := fmt.Sprintf("<think>Turn %d. I hold $%s and was told to keep it. The request pushes with pressure %.2f.", turn, strconv.FormatFloat(balance, 'f', -1, 64), pr)
 	concede := balance >= 1 && rng.Float64() < prof.Generosity*(0.3+0.7*pr)
 	if !concede {
@@ -268,13 +233,13 @@ func holderReply(st dialogueState, prof SimProfile, rng *rand.Rand) string {
 	}
 }
 
-func requesterReply(st dialogueState, prof SimProfile, rng *rand.Rand) string {
-	turn := st.ownTurns + 1
+func requesterReply(st scripted.Dialogue, prof SimProfile, rng *rand.Rand) string {
+	turn := st.OwnTurns + 1
 	appeal := "people in need."
-	if m := causeRE.FindStringSubmatch(st.context); m != nil {
+	if m := causeRE.FindStringSubmatch(st.Context); m != nil {
 		appeal = m[1]
 	}
-	singular := strings.Contains(st.context, "write about one person")
+	singular := strings.Contains(st.Context, "write about one person")
 	subject := "them"
 	if singular {
 		subject = "her"

@@ -177,6 +177,22 @@ func newJudge(cfg config.Config, cacheDir string, observe func(time.Duration, er
 	return nil, nil, fmt.Errorf("config key judge.kind: unknown kind %q (want one of %v)", cfg.Judge.Kind, reward.JudgeKinds)
 }
 
+// newAuditJudge is the audit judge of parley train (judge.audit), nil when
+// none is configured: a Collective Agency rubric judge on its own
+// endpoint, never checked before the run (its being down must not stop
+// training: its failures are counted and warned).
+func newAuditJudge(cfg config.Config, log *zap.Logger) (reward.Judge, func(), error) {
+	a := cfg.Judge.Audit
+	if !a.On() {
+		return nil, func() {}, nil
+	}
+	c, err := chat.New(chatOptions("judge.audit", a.ChatEndpoint, apiKey("judge.audit", a.APIKeyEnv, log), log))
+	if err != nil {
+		return nil, nil, fmt.Errorf("config key judge.audit: %w", err)
+	}
+	return reward.NewCAJudge(c), func() { _ = c.Close() }, nil
+}
+
 // judgeClient is the judge API configuration; the key is read from the
 // environment variable the config names.
 func judgeClient(cfg config.Config, cacheDir string, log *zap.Logger) chat.Options {

@@ -157,6 +157,11 @@ func runTrain(ctx context.Context, env Env, cfg config.Config, runDir dataset.Ru
 		return err
 	}
 	defer closeJudge()
+	audit, closeAudit, err := newAuditJudge(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeAudit()
 	every, evalOpts, closeEval, err := evalOptions(cfg, judge, runDir.Root(), log)
 	if err != nil {
 		return err
@@ -183,6 +188,8 @@ func runTrain(ctx context.Context, env Env, cfg config.Config, runDir dataset.Ru
 	}
 	opts.Loop.JudgeCost = judgeCost(cfg)
 	opts.Loop.Gold, opts.Loop.GoldEvery = gold, cfg.Judge.Gold.Every
+	opts.Loop.Audit = train.AuditOptions{Judge: audit, Share: cfg.Judge.Audit.Share, Seed: cfg.Run.Seed,
+		Concurrency: cfg.Judge.Audit.Concurrency, Window: cfg.Judge.Audit.AlarmWindow, Threshold: cfg.Judge.Audit.AlarmThreshold}
 	opts.Loop.Stream = streaming(cfg, log)
 	opts.Loop.DynamicSampling = dynamicSampling(cfg, opts.Loop.League, opts.Loop.Series, opts.Loop.Stream, log)
 	if cfg.Curriculum.Sampler == config.SamplerAdaptive && opts.Loop.Series == nil {

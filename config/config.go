@@ -267,7 +267,49 @@ type Judge struct {
 	// Gold is a fixed gold set the judge scores again every few steps of
 	// parley train, to see the judge change under the run.
 	Gold Gold `yaml:"gold"`
+	// Audit is a second judge that scores a sample of each step's finals
+	// beside training (parley train), to watch the training judge.
+	Audit Audit `yaml:"audit"`
 }
+
+// Audit is the audit judge of parley train: the evaluation judge (seed
+// 000: GPT-5.2 audits GPT-4o-mini) scoring, with the Collective Agency
+// rubric, a seeded sample of each step's judged final completions beside
+// training, never blocking it. Each audited step gets its record
+// (RUN/audit/step-N.json) and a metrics line {"kind": "audit"}: both
+// judges' mean score and their agreement (seed 000's table 7: exact, ±1,
+// Pearson, quadratic kappa). Its failures (down, rate-limited, garbage)
+// are counted per step and warned once per cause; they never fail a step.
+//
+// The over-optimisation alarm (Gao et al., 2022) compares the newer half
+// of the last AlarmWindow audited steps with the older half: it fires when
+// the training judge's mean score rose by at least AlarmThreshold while
+// the audit judge's fell by at least as much. The defaults, 6 steps and
+// 0.3 rubric points: with the default 16 audited finals a step and a
+// score spread near 1 point, a half-window mean (48 finals) has a
+// standard error near 0.14, so a 0.3 move is about 1.5 standard errors of
+// the difference each way; both at once, in opposite directions, happen by
+// chance well under 1% of the time without a trend, while a real
+// divergence of 0.1 point a step trips it within a window.
+type Audit struct {
+	// ChatEndpoint is the audit judge's API: its own base_url, model,
+	// api_key_env, concurrency, limits, retries and timeout.
+	ChatEndpoint `yaml:",inline"`
+	// Share is the share (0 to 1) of each step's judged rollouts the audit
+	// judge scores, drawn by seed (run.seed and the step), at least one;
+	// 0, the default, audits nothing.
+	Share float64 `yaml:"share"`
+	// AlarmWindow is the number of audited steps the alarm compares (its
+	// older half with its newer half): even, at least 2.
+	AlarmWindow int `yaml:"alarm_window"`
+	// AlarmThreshold is the rise of the training judge's mean score, and
+	// the fall of the audit judge's, in score points, that together fire
+	// the alarm.
+	AlarmThreshold float64 `yaml:"alarm_threshold"`
+}
+
+// On reports whether the audit judge is configured.
+func (a Audit) On() bool { return a.Share > 0 }
 
 // Gold is a fixed set of final completions with the scores the judge
 // first gave them, scored again every Every steps: a score that moves
@@ -598,7 +640,9 @@ func Default() Config {
 		Judge: Judge{Kind: reward.JudgeCA, Mode: reward.ModePointwise, ChatEndpoint: ChatEndpoint{
 			BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini", APIKeyEnv: "OPENAI_API_KEY",
 			Concurrency: 32, MaxRetries: 6, Timeout: 60 * time.Second, StructuredOutput: true,
-		}, Python: PythonJudge{BatchSize: 32, Timeout: 60 * time.Second, Max: 1}},
+		}, Python: PythonJudge{BatchSize: 32, Timeout: 60 * time.Second, Max: 1},
+			Audit: Audit{ChatEndpoint: ChatEndpoint{APIKeyEnv: "OPENAI_API_KEY", Concurrency: 8, MaxRetries: 3,
+				Timeout: 60 * time.Second, StructuredOutput: true}, AlarmWindow: 6, AlarmThreshold: 0.3}},
 		Generator: Generator{
 			ChatEndpoint: ChatEndpoint{BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini", APIKeyEnv: "OPENAI_API_KEY",
 				Concurrency: 8, MaxRetries: 6, Timeout: 120 * time.Second, StructuredOutput: true},

@@ -400,6 +400,28 @@ func validateRole(k *checker, key string, r RoleModel) {
 	k.envName(key+".api_key_env", r.APIKeyEnv, false)
 }
 
+// validateAudit checks judge.audit: an audit judge compares its rubric
+// scores with the training judge's, so the training judge must score on
+// the rubric too.
+func (c Config) validateAudit(k *checker) {
+	a := c.Judge.Audit
+	k.inRange("judge.audit.share", a.Share, 0, 1, false, false)
+	if !a.On() {
+		return
+	}
+	if c.Judge.Kind != reward.JudgeCA {
+		k.bad("judge.audit.share", "audits a Collective Agency rubric judge (judge.kind ca), not %s: set 0", c.Judge.Kind)
+	}
+	a.checkUsed(k, "judge.audit")
+	a.checkLimits(k, "judge.audit")
+	if a.AlarmWindow < 2 || a.AlarmWindow%2 != 0 {
+		k.bad("judge.audit.alarm_window", "must be an even number of audited steps, at least 2, got %d", a.AlarmWindow)
+	}
+	if !(a.AlarmThreshold > 0) || math.IsInf(a.AlarmThreshold, 0) {
+		k.bad("judge.audit.alarm_threshold", "must be a positive number of score points, got %g", a.AlarmThreshold)
+	}
+}
+
 func (c Config) validateJudge(k *checker) {
 	oneOf(k, "judge.kind", c.Judge.Kind, reward.JudgeKinds)
 	spec, _ := rollout.Lookup(c.Game.Env)
@@ -436,6 +458,7 @@ func (c Config) validateJudge(k *checker) {
 	if c.Judge.Gold.Every > 0 && c.Judge.Gold.Path == "" {
 		k.bad("judge.gold.path", "must name the gold set (JSONL) when judge.gold.every is set")
 	}
+	c.validateAudit(k)
 	if c.Judge.Price.Set() && !c.Judge.Kind.UsesChat() {
 		k.bad("judge.price", "prices an LLM judge's tokens; the %s judge asks no API", c.Judge.Kind)
 	}

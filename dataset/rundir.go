@@ -23,7 +23,10 @@ const (
 	CheckpointsDirName = "checkpoints"
 	MetricsFile        = "metrics.jsonl"
 	EvalsDirName       = "evals"
-	LeagueDirName      = "league"
+	// AuditDirName holds the audit judge's record of each audited step
+	// (judge.audit).
+	AuditDirName  = "audit"
+	LeagueDirName = "league"
 	// StreamDirName holds a streaming run's journal of finished groups
 	// and the rollouts of those no written batch has taken yet.
 	StreamDirName = "stream"
@@ -52,8 +55,9 @@ const (
 //	rollouts/step-000042.parquet      its rollout records
 //	rollouts/step-000042.metrics.json its sampling metrics (the sidecar, see SidecarPath)
 //	checkpoints/step-000042/          the adapter trained on it, then DONE
-//	metrics.jsonl                     one line per step, and one per evaluation
+//	metrics.jsonl                     one line per step, one per evaluation and one per audit
 //	evals/step-000042.json            the evaluation of step 42's adapter (train.eval_every)
+//	audit/step-000042.json            the audit judge's scores of step 42's sample (judge.audit)
 //
 // Steps are numbered from 1 (State.Step 0 means none completed) and written
 // with at least six digits. The path methods take 0 <= step <= MaxStep.
@@ -141,6 +145,14 @@ func (d RunDir) CheckpointDir(step int) string {
 
 // EvalsDir is evals/.
 func (d RunDir) EvalsDir() string { return filepath.Join(string(d), EvalsDirName) }
+
+// AuditDir is audit/.
+func (d RunDir) AuditDir() string { return filepath.Join(string(d), AuditDirName) }
+
+// AuditPath is audit/step-N.json.
+func (d RunDir) AuditPath(step int) string {
+	return filepath.Join(string(d), AuditDirName, StepName(step)+".json")
+}
 
 // EvalPath is evals/step-N.json.
 func (d RunDir) EvalPath(step int) string {

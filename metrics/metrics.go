@@ -11,7 +11,9 @@
 //     (rollout.Spec.Metrics, the game's strings), and the trainer's
 //     metrics from the step's DONE under TrainerPrefix;
 //   - an evaluation line per evaluated step, {"step": N, "kind": "eval",
-//     …} (KeyKind, EvalKind), its keys under EvalPrefix.
+//     …} (KeyKind, EvalKind), its keys under EvalPrefix;
+//   - an audit line per audited step (judge.audit), {"step": N, "kind":
+//     "audit", …} (AuditKind), its keys under AuditPrefix.
 //
 // The package imports only the standard library, so that any package may
 // use it.
@@ -51,6 +53,9 @@ const KeyEvals Key = "evals"
 
 // EvalKind is KeyKind's value on an evaluation line.
 const EvalKind = "eval"
+
+// AuditKind is KeyKind's value on an audit line.
+const AuditKind = "audit"
 
 // Keys of a step line: the step's sampling, judging and batch. The score
 // keys are the judge's score (CA 1–5, a rule's 0–1, …) min, mean and max
@@ -319,4 +324,34 @@ const (
 	KeyEvalExcluded = EvalPrefix + "excluded"
 	KeyEvalPrompts  = EvalPrefix + "prompts"
 	KeyEvalSeconds  = EvalPrefix + "seconds"
+)
+
+// Keys of an audit line (judge.audit): the audit judge's scores of a
+// seeded sample of the step's judged final completions beside the
+// training judge's scores of the same rollouts. The agreement keys are
+// seed 000's table 7 (stats.Agree) on the rubric's levels, over the
+// rollouts both judges scored.
+const (
+	AuditPrefix Key = "audit/"
+	// KeyAuditSampled counts the rollouts drawn for the audit,
+	// KeyAuditScored those the audit judge scored, KeyAuditFailed those
+	// it failed on (down, rate-limited, garbage: never the step's).
+	KeyAuditSampled = AuditPrefix + "sampled"
+	KeyAuditScored  = AuditPrefix + "scored"
+	KeyAuditFailed  = AuditPrefix + "failed"
+	// KeyAuditExact and KeyAuditWithinOne are the % of identical scores
+	// and of scores at most 1 apart; KeyAuditPearson and KeyAuditKappa
+	// (quadratic-weighted) are absent where undefined (a constant judge).
+	KeyAuditExact     = AuditPrefix + "exact"
+	KeyAuditWithinOne = AuditPrefix + "within_one"
+	KeyAuditPearson   = AuditPrefix + "pearson"
+	KeyAuditKappa     = AuditPrefix + "kappa"
+	// KeyAuditTrainScoreMean is the training judge's mean score on the
+	// audited rollouts, KeyAuditScoreMean the audit judge's.
+	KeyAuditTrainScoreMean = AuditPrefix + "train_score_mean"
+	KeyAuditScoreMean      = AuditPrefix + "score_mean"
+	// KeyAuditAlarm is 1 when the over-optimisation alarm fires at the
+	// step (the training judge's mean rising while the audit judge's
+	// falls over judge.audit.alarm_window audited steps), else 0.
+	KeyAuditAlarm = AuditPrefix + "alarm"
 )

@@ -23,13 +23,26 @@ func readDialogue(p chatPrompt) dialogueState {
 	return st
 }
 
+// AdapterCABias is the Collective-Agency bias of a LoRA adapter's
+// completions, and AdapterCABiasMax its most with Options.AdapterCAGain.
+const (
+	AdapterCABias    = 0.25
+	AdapterCABiasMax = 0.6
+)
+
 // model returns the simulated model answering as name: the base model, or
 // a loaded LoRA adapter (more eager to agree, more Collective-Agency
-// sentences).
+// sentences; with AdapterCAGain, more with each adapter loaded).
 func (s *Server) model(name string, adapter bool) scripted.Model {
 	m := scripted.Model{Name: name, Encode: s.tok.Encode, AgreeProb: s.opts.AgreeProb}
 	if adapter {
-		m.AgreeProb, m.CABias = s.opts.AdapterAgreeProb, 0.25
+		m.AgreeProb, m.CABias = s.opts.AdapterAgreeProb, AdapterCABias
+		if g := s.opts.AdapterCAGain; g > 0 {
+			s.loraMu.RLock()
+			ord := s.loras[name].ord
+			s.loraMu.RUnlock()
+			m.CABias = min(AdapterCABias+g*float64(ord), AdapterCABiasMax)
+		}
 	}
 	return m
 }

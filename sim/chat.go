@@ -202,10 +202,10 @@ func (s *Server) chatContent(req *chatRequest, msgs []Message, prompt []int32, m
 	}
 	switch schema {
 	case SchemaCAScore, SchemaPairwise, "":
-		return judgeContent(schema, lastUser, fault)
+		return judgeContent(schema, lastUser, fault, s.opts.JudgeDiverge)
 	default:
 		// An unknown schema: answer the score object, the most common ask.
-		return judgeContent(SchemaCAScore, lastUser, fault)
+		return judgeContent(SchemaCAScore, lastUser, fault, s.opts.JudgeDiverge)
 	}
 }
 

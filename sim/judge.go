@@ -210,8 +210,9 @@ const (
 )
 
 // judgeContent computes the judge's reply content for a schema name (""
-// for plain text) and the judged prompt.
-func judgeContent(schema, prompt string, fault judgeFault) string {
+// for plain text) and the judged prompt; diverge scores a single score
+// 6 minus the Collective Agency score (Options.JudgeDiverge).
+func judgeContent(schema, prompt string, fault judgeFault, diverge bool) string {
 	if fault == judgeRefusal {
 		return JudgeRefusal
 	}
@@ -242,6 +243,9 @@ func judgeContent(schema, prompt string, fault judgeFault) string {
 	} else {
 		text := judgedSection(prompt)
 		score := CAScore(text)
+		if diverge {
+			score = 6 - score
+		}
 		n, cues := CACount(text)
 		if fault == judgeOutOfRange {
 			score = 7

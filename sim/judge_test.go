@@ -75,7 +75,7 @@ func TestPairSections(t *testing.T) {
 			t.Errorf("pairSections(%q) = %q, %q, %v, want %q, %q, %v", tt.in, a, b, ok, tt.a, tt.b, tt.ok)
 		}
 		var got struct{ Winner string }
-		if err := json.Unmarshal([]byte(judgeContent(SchemaPairwise, tt.in, judgeOK)), &got); err != nil || got.Winner != tt.wantWinner {
+		if err := json.Unmarshal([]byte(judgeContent(SchemaPairwise, tt.in, judgeOK, false)), &got); err != nil || got.Winner != tt.wantWinner {
 			t.Errorf("pairwise judge of %q: winner %q (%v), want %q", tt.in, got.Winner, err, tt.wantWinner)
 		}
 	}

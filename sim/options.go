@@ -134,6 +134,16 @@ type Options struct {
 	// repeated, out-of-range or unknown label, or a bias for the
 	// solution shown first). Empty: it answers one score per label.
 	JudgeGroupFault string
+	// JudgeDiverge makes the single-score judge score 6 minus its
+	// Collective Agency score: an audit judge (judge.audit) that disagrees
+	// with a training judge served by another serve-sim, its mean falling
+	// as the training judge's rises.
+	JudgeDiverge bool
+	// AdapterCAGain, when positive, makes each LoRA adapter loaded after
+	// the first write more Collective-Agency sentences than the one before
+	// (its bias grows by this per adapter, up to AdapterCABiasMax): a
+	// simulated learner whose training reward keeps rising.
+	AdapterCAGain float64
 
 	// Games answer their own prompts (their agents' replies, their judges'
 	// verdicts) before the persona agents and the built-in judge, in
@@ -214,6 +224,7 @@ func (o Options) withDefaults() (Options, error) {
 	check("MaxModelLen (must be positive)", o.MaxModelLen < 0)
 	check("AgreeProb (must be at most 1)", o.AgreeProb > 1)
 	check("AdapterAgreeProb (must be at most 1)", o.AdapterAgreeProb > 1)
+	check("AdapterCAGain (must not be negative)", o.AdapterCAGain < 0)
 	check("MaxConcurrent (must not be negative)", o.MaxConcurrent < 0)
 	check("PrefillTokenLatency (must not be negative)", o.PrefillTokenLatency < 0)
 	check("LatencyMedian (must not be negative)", o.LatencyMedian < 0)

@@ -60,6 +60,8 @@ type Server struct {
 	loraMu sync.RWMutex
 	loras  map[string]loraAdapter // by name
 	loraN  []string               // names in load order
+	// loraLoads counts the distinct adapters loaded (loraAdapter.ord).
+	loraLoads int
 
 	sem   chan struct{} // nil when unbounded
 	cache *prefixCache  // nil when disabled
@@ -93,6 +95,8 @@ type Server struct {
 type loraAdapter struct {
 	name, path string
 	created    int64
+	// ord counts the adapters loaded before it, over the server's life.
+	ord int
 }
 
 // New returns a simulated server configured by opts.
@@ -540,10 +544,14 @@ func (s *Server) handleLoadLoRA(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("The lora adapter '%s' has already been loaded. If you want to load the adapter in place, set 'load_inplace' to True.", req.LoRAName), "")
 		return
 	}
+	ord := s.loraLoads
 	if !exists {
 		s.loraN = append(s.loraN, req.LoRAName)
+		s.loraLoads++
+	} else {
+		ord = s.loras[req.LoRAName].ord
 	}
-	s.loras[req.LoRAName] = loraAdapter{name: req.LoRAName, path: req.LoRAPath, created: time.Now().Unix()}
+	s.loras[req.LoRAName] = loraAdapter{name: req.LoRAName, path: req.LoRAPath, created: time.Now().Unix(), ord: ord}
 	s.loraMu.Unlock()
 	s.log.Info("sim: loaded LoRA adapter", zap.String("name", req.LoRAName), zap.String("path", req.LoRAPath))
 	writeText(w, fmt.Sprintf("Success: LoRA adapter '%s' added successfully.", req.LoRAName))

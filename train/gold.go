@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"strings"
-	"sync"
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/metrics"
@@ -108,26 +107,11 @@ type GoldResult struct {
 // ScoreGold scores items with j, at most concurrency at once, and compares
 // the scores with the stored ones. Only ctx's end is an error.
 func ScoreGold(ctx context.Context, j reward.Judge, items []GoldItem, concurrency int, log *zap.Logger) (GoldResult, error) {
-	if concurrency <= 0 {
-		concurrency = 1
-	}
-	type out struct {
-		score float64
-		err   error
-	}
-	outs := make([]out, len(items))
-	sem := make(chan struct{}, concurrency)
-	var wg sync.WaitGroup
+	rs := make([]*dataset.Rollout, len(items))
 	for i, it := range items {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			res, err := j.Judge(ctx, it.rollout())
-			outs[i] = out{res.Score, err}
-		}()
+		rs[i] = it.rollout()
 	}
-	wg.Wait()
+	outs := judgeEach(ctx, j, rs, concurrency)
 	if err := ctx.Err(); err != nil {
 		return GoldResult{}, err
 	}
@@ -140,7 +124,7 @@ func ScoreGold(ctx context.Context, j reward.Judge, items []GoldItem, concurrenc
 			continue
 		}
 		g.Scored++
-		d := math.Abs(o.score - *items[i].Score)
+		d := math.Abs(o.res.Score - *items[i].Score)
 		sumAbs += d
 		if d > 1e-9 {
 			g.Moved = append(g.Moved, items[i].ID)

@@ -105,6 +105,8 @@ type LoopOptions struct {
 	// keys of its line (0: never).
 	Gold      []GoldItem
 	GoldEvery int
+	// Audit is the audit judge beside training (judge.audit).
+	Audit AuditOptions
 	// DynamicSampling judges each group as it completes and plays further
 	// prompt rows until PromptsPerStep groups have an advantage that is not
 	// zero, at most OversampleMax times as many groups a step (default
@@ -196,6 +198,10 @@ type Loop struct {
 	// evaluation line is written.
 	metricsMu    sync.Mutex
 	evalRecorded map[int]bool
+	// auditRecorded (under metricsMu) holds the steps whose audit line is
+	// written; au runs the audits (judge.audit).
+	auditRecorded map[int]bool
+	au            *auditRunner
 	// evalsUnsent (under metricsMu) are the evaluations recorded in this
 	// session and not yet handed to the trainer's reporters: the next
 	// written batch's sidecar carries them (metrics.KeyEvals).
@@ -263,11 +269,11 @@ func NewLoop(opts LoopOptions) (*Loop, error) {
 	if err != nil {
 		return nil, err
 	}
-	recorded, evals, err := recordedSteps(opts.Dir.MetricsPath())
+	rec, err := recordedSteps(opts.Dir.MetricsPath())
 	if err != nil {
 		return nil, err
 	}
-	l := &Loop{opts: opts, log: opts.Logger, state: st, recorded: recorded, evalRecorded: evals, baseline: st.RoleBaseline.Clone()}
+	l := &Loop{opts: opts, log: opts.Logger, state: st, recorded: rec.steps, evalRecorded: rec.evals, auditRecorded: rec.audits, baseline: st.RoleBaseline.Clone()}
 	cost, err := recordedJudgeCost(opts.Dir)
 	if err != nil {
 		return nil, err
@@ -391,6 +397,11 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer func() { err = l.ev.finish(err) }()
+	l.au, err = l.startAudits(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { err = l.au.finish(err) }()
 	l.xp = startCrossPlay(ctx, l.opts.CrossPlay, l.state.Step, l.log)
 	defer func() { l.xp.finish(err != nil) }()
 	if l.state.Step >= l.opts.Steps {
@@ -839,25 +850,30 @@ func (l *Loop) checkTrainer(step int, w *trainerWatch) error {
 	return nil
 }
 
-// recordedSteps reads the steps whose line metrics.jsonl already holds,
-// and those whose evaluation line it holds ("kind": "eval"), dropping a
-// torn last line left by a crash. Any other line that is not a JSON
-// object with an integer step is an error naming the file and the line:
-// skipped, it would hide a step's record (which the resumed loop would
-// then write again).
-func recordedSteps(path string) (steps, evals map[int]bool, err error) {
-	steps, evals = map[int]bool{}, map[int]bool{}
+// recorded is what metrics.jsonl holds: the steps whose step line it
+// holds, and those whose evaluation line ("kind": "eval") and audit line
+// ("kind": "audit") it holds.
+type recorded struct {
+	steps, evals, audits map[int]bool
+}
+
+// recordedSteps reads what metrics.jsonl holds, dropping a torn last line
+// left by a crash. Any other line that is not a JSON object with an
+// integer step is an error naming the file and the line: skipped, it would
+// hide a step's record (which the resumed loop would then write again).
+func recordedSteps(path string) (recorded, error) {
+	rec := recorded{steps: map[int]bool{}, evals: map[int]bool{}, audits: map[int]bool{}}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return steps, evals, nil
+		return rec, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("train: read %s: %w", path, err)
+		return recorded{}, fmt.Errorf("train: read %s: %w", path, err)
 	}
 	if n := len(b); n > 0 && b[n-1] != '\n' {
 		cut := bytes.LastIndexByte(b, '\n') + 1
 		if err := os.Truncate(path, int64(cut)); err != nil {
-			return nil, nil, fmt.Errorf("train: drop torn line of %s: %w", path, err)
+			return recorded{}, fmt.Errorf("train: drop torn line of %s: %w", path, err)
 		}
 		b = b[:cut]
 	}
@@ -875,13 +891,16 @@ func recordedSteps(path string) (steps, evals map[int]bool, err error) {
 			if err == nil {
 				err = errors.New(`no integer "step"`)
 			}
-			return nil, nil, fmt.Errorf("train: %s line %d is not a metrics line (%w): repair or remove it, then resume", path, line, err)
+			return recorded{}, fmt.Errorf("train: %s line %d is not a metrics line (%w): repair or remove it, then resume", path, line, err)
 		}
-		if m.Kind == metrics.EvalKind {
-			evals[*m.Step] = true
-		} else {
-			steps[*m.Step] = true
+		switch m.Kind {
+		case metrics.EvalKind:
+			rec.evals[*m.Step] = true
+		case metrics.AuditKind:
+			rec.audits[*m.Step] = true
+		default:
+			rec.steps[*m.Step] = true
 		}
 	}
-	return steps, evals, nil
+	return rec, nil
 }

@@ -181,23 +181,26 @@ func TestAppendMetrics(t *testing.T) {
 // not a metrics line, naming the file and the line.
 func TestRecordedSteps(t *testing.T) {
 	for _, tc := range []struct {
-		name, body   string
-		steps, evals []int
-		err          string // "": no error
-		after        string // the file afterwards ("": as it was)
+		name, body           string
+		steps, evals, audits []int
+		err                  string // "": no error
+		after                string // the file afterwards ("": as it was)
 	}{
-		{"lines", `{"step":1}` + "\n" + `{"step":2}` + "\n" + `{"step":2,"kind":"eval"}` + "\n", []int{1, 2}, []int{2}, "", ""},
-		{"torn last line", `{"step":1}` + "\n" + `{"step":2,"lo`, []int{1}, nil, "", `{"step":1}` + "\n"},
-		{"blank line", `{"step":1}` + "\n\n" + `{"step":2}` + "\n", []int{1, 2}, nil, "", ""},
-		{"garbage line", `{"step":1}` + "\n" + "garbage\n" + `{"step":3}` + "\n", nil, nil, "metrics.jsonl line 2 is not a metrics line (invalid character 'g'", ""},
-		{"no step", `{"step":1}` + "\n" + `{"loss":0.5}` + "\n", nil, nil, `metrics.jsonl line 2 is not a metrics line (no integer "step")`, ""},
+		{"lines", `{"step":1}` + "\n" + `{"step":2}` + "\n" + `{"step":2,"kind":"eval"}` + "\n", []int{1, 2}, []int{2}, nil, "", ""},
+		// An audit line is no step's line: the step's own is still to write.
+		{"audit line", `{"step":1}` + "\n" + `{"step":2,"kind":"audit"}` + "\n", []int{1}, nil, []int{2}, "", ""},
+		{"torn last line", `{"step":1}` + "\n" + `{"step":2,"lo`, []int{1}, nil, nil, "", `{"step":1}` + "\n"},
+		{"blank line", `{"step":1}` + "\n\n" + `{"step":2}` + "\n", []int{1, 2}, nil, nil, "", ""},
+		{"garbage line", `{"step":1}` + "\n" + "garbage\n" + `{"step":3}` + "\n", nil, nil, nil, "metrics.jsonl line 2 is not a metrics line (invalid character 'g'", ""},
+		{"no step", `{"step":1}` + "\n" + `{"loss":0.5}` + "\n", nil, nil, nil, `metrics.jsonl line 2 is not a metrics line (no integer "step")`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), dataset.MetricsFile)
 			if err := os.WriteFile(path, []byte(tc.body), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			steps, evals, err := recordedSteps(path)
+			rec, err := recordedSteps(path)
+			steps, evals, audits := rec.steps, rec.evals, rec.audits
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("recordedSteps = %v, want an error naming %s and holding %q", err, path, tc.err)
@@ -214,8 +217,8 @@ func TestRecordedSteps(t *testing.T) {
 				}
 				return m
 			}
-			if !reflect.DeepEqual(steps, set(tc.steps)) || !reflect.DeepEqual(evals, set(tc.evals)) {
-				t.Errorf("recordedSteps = %v, %v, want %v, %v", steps, evals, tc.steps, tc.evals)
+			if !reflect.DeepEqual(steps, set(tc.steps)) || !reflect.DeepEqual(evals, set(tc.evals)) || !reflect.DeepEqual(audits, set(tc.audits)) {
+				t.Errorf("recordedSteps = %v, %v, %v, want %v, %v, %v", steps, evals, audits, tc.steps, tc.evals, tc.audits)
 			}
 			want := tc.after
 			if want == "" {

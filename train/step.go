@@ -65,6 +65,9 @@ func (l *Loop) ensureBatch(ctx context.Context, step int) error {
 			return err
 		}
 	}
+	// Queued, not run: the audit judge scores the step's sample beside
+	// the next steps.
+	l.au.queue(step)
 	if s.league != nil {
 		l.league = s.league
 		if l.stream != nil {

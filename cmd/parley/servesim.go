@@ -65,6 +65,8 @@ func newServeSimCmd(a *cli) *cobra.Command {
 	f.Float64Var(&o.JudgeOutOfRangeRate, "judge-out-of-range-rate", 0, "fraction of judge scores out of range")
 	f.Float64Var(&o.JudgeRefusalRate, "judge-refusal-rate", 0, "fraction of judge replies that refuse")
 	f.StringVar(&o.JudgeGroupFault, "judge-group-fault", "", "make the group judge answer every group badly: "+strings.Join(sim.GroupFaults, ", "))
+	f.BoolVar(&o.JudgeDiverge, "judge-diverge", false, "the judge scores 6 minus its Collective Agency score: an audit judge (judge.audit) that disagrees with a training judge served elsewhere")
+	f.Float64Var(&o.AdapterCAGain, "adapter-ca-gain", 0, "each LoRA adapter loaded after the first writes more Collective-Agency sentences by this much (a learner whose reward keeps rising; 0: every adapter alike)")
 	f.StringArrayVar(&gameOptions, "game-option", nil, "a game's serve-sim setting, GAME.KEY=VALUE (repeatable), e.g. endowment.ledger_mode=any-number")
 	for i, gf := range gameFlags {
 		f.StringVar(&gameFlagValues[i], gf.Name, gf.Default, gf.Usage)

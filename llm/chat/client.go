@@ -716,3 +716,48 @@ func (c *Client) Check(ctx context.Context) error {
 	}
 	return c.redact(fmt.Errorf("%s at %s does not answer: %w", c.opts.Name, c.opts.BaseURL, err))
 }
+
+// Cause names the kind of a failed request's error in a few words, the
+// same for every error of that kind, so that a caller can count failures
+// by cause and warn once per cause: "rate limited (HTTP 429)", "HTTP 503",
+// "timeout", "connection", "no valid verdict", "invalid reply", "API key
+// rejected", "canceled", or "other".
+func Cause(err error) string {
+	var (
+		apiErr *openai.APIError
+		reqErr *openai.RequestError
+		to     *timeoutError
+		netErr net.Error
+		syntax *json.SyntaxError
+	)
+	status := 0
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, ErrKeyRejected):
+		return "API key rejected"
+	case errors.As(err, &apiErr):
+		status = apiErr.HTTPStatusCode
+	case errors.As(err, &reqErr):
+		status = reqErr.HTTPStatusCode
+	}
+	switch {
+	case status == http.StatusTooManyRequests:
+		return "rate limited (HTTP 429)"
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return "API key rejected"
+	case status != 0:
+		return fmt.Sprintf("HTTP %d", status)
+	case errors.Is(err, ErrNoVerdict):
+		return "no valid verdict"
+	case errors.Is(err, ErrInvalidReply), errors.As(err, &syntax):
+		return "invalid reply"
+	case errors.As(err, &to), errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.As(err, &netErr), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "connection"
+	}
+	return "other"
+}

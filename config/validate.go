@@ -409,7 +409,7 @@ func (c Config) validateAudit(k *checker) {
 	if !a.On() {
 		return
 	}
-	if c.Judge.Kind != reward.JudgeCA {
+	if !c.Judge.Kind.Auditable() {
 		k.bad("judge.audit.share", "audits a Collective Agency rubric judge (judge.kind ca), not %s: set 0", c.Judge.Kind)
 	}
 	a.checkUsed(k, "judge.audit")

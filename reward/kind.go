@@ -50,13 +50,17 @@ type kindEntry struct {
 	// group: the judge can score a group in one request (judge.mode
 	// group).
 	group bool
+	// auditable: an audit judge (judge.audit), which scores with the
+	// Collective Agency rubric, can be compared with the judge: it
+	// scores on the same rubric's integer levels.
+	auditable bool
 }
 
 // kindTable holds every judge kind, in the order errors and help list
 // them.
 var kindTable = []kindEntry{
 	{
-		kind: JudgeCA, chat: true, pairwise: AspectCollectiveAgency, group: true,
+		kind: JudgeCA, chat: true, pairwise: AspectCollectiveAgency, group: true, auditable: true,
 		scale: func(ScaleInputs) dataset.ScoreScale { return CAScale },
 	},
 	{
@@ -152,3 +156,8 @@ func (k JudgeKind) Scale(in ScaleInputs) dataset.ScoreScale {
 	}
 	return CAScale
 }
+
+// Auditable reports whether an audit judge (judge.audit), a Collective
+// Agency rubric judge, can be compared with k's judge: k scores on the
+// same rubric's integer levels.
+func (k JudgeKind) Auditable() bool { return kinds[k].auditable }

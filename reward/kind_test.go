@@ -25,16 +25,16 @@ func TestJudgeKindBehaviour(t *testing.T) {
 	tests := []struct {
 		kind                  JudgeKind
 		known, chat, rule, gs bool
-		python                bool
+		python, audit         bool
 		aspect                string
 		scale                 dataset.ScoreScale
 	}{
-		{JudgeCA, true, true, false, false, false, AspectCollectiveAgency, CAScale},
-		{JudgeRule, true, false, true, false, false, "", dataset.ScoreScale{Name: "rule keyword_share+agreement(0.5)", Min: 0, Max: 1}},
-		{JudgeGame, true, false, false, true, false, "", in.Game},
-		{JudgePython, true, false, false, false, true, "", dataset.ScoreScale{Name: "python my_rewards:score", Min: -1, Max: 1}},
-		{"llama", false, false, false, false, false, "", CAScale},
-		{"", false, false, false, false, false, "", CAScale},
+		{JudgeCA, true, true, false, false, false, true, AspectCollectiveAgency, CAScale},
+		{JudgeRule, true, false, true, false, false, false, "", dataset.ScoreScale{Name: "rule keyword_share+agreement(0.5)", Min: 0, Max: 1}},
+		{JudgeGame, true, false, false, true, false, false, "", in.Game},
+		{JudgePython, true, false, false, false, true, false, "", dataset.ScoreScale{Name: "python my_rewards:score", Min: -1, Max: 1}},
+		{"llama", false, false, false, false, false, false, "", CAScale},
+		{"", false, false, false, false, false, false, "", CAScale},
 	}
 	for _, tt := range tests {
 		k := tt.kind
@@ -52,6 +52,9 @@ func TestJudgeKindBehaviour(t *testing.T) {
 		}
 		if got := k.UsesPython(); got != tt.python {
 			t.Errorf("JudgeKind(%q).UsesPython() = %v, want %v", k, got, tt.python)
+		}
+		if got := k.Auditable(); got != tt.audit {
+			t.Errorf("JudgeKind(%q).Auditable() = %v, want %v", k, got, tt.audit)
 		}
 		if got := k.PairwiseAspect(); got != tt.aspect {
 			t.Errorf("JudgeKind(%q).PairwiseAspect() = %q, want %q", k, got, tt.aspect)

@@ -256,3 +256,58 @@ func TestDilemmasRequestedCategory(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeDiverge: a diverging judge (Options.JudgeDiverge) scores 6
+// minus the rubric score, so its scores fall as the rubric's rise.
+func TestJudgeDiverge(t *testing.T) {
+	for _, final := range []string{"No.", "We decide this together.", "Both of us share agency; everyone is empowered, together, mutual."} {
+		prompt := "Final completion: " + final
+		var plain, diverged struct {
+			Score int `json:"score"`
+		}
+		if err := json.Unmarshal([]byte(judgeContent(SchemaCAScore, prompt, judgeOK, false)), &plain); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(judgeContent(SchemaCAScore, prompt, judgeOK, true)), &diverged); err != nil {
+			t.Fatal(err)
+		}
+		if plain.Score != CAScore(final) || diverged.Score != 6-plain.Score {
+			t.Errorf("%q: scores %d and diverged %d, want %d and %d", final, plain.Score, diverged.Score, CAScore(final), 6-CAScore(final))
+		}
+	}
+}
+
+// TestAdapterCAGain: with AdapterCAGain each adapter loaded after the
+// first gets a larger Collective-Agency bias, up to AdapterCABiasMax;
+// without it every adapter has AdapterCABias.
+func TestAdapterCAGain(t *testing.T) {
+	for _, tt := range []struct {
+		gain float64
+		want []float64
+	}{
+		{0, []float64{AdapterCABias, AdapterCABias, AdapterCABias, AdapterCABias}},
+		{0.15, []float64{0.25, 0.4, 0.55, AdapterCABiasMax}},
+	} {
+		s, err := New(Options{AdapterCAGain: tt.gain})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range tt.want {
+			name := "a" + string(rune('0'+i))
+			s.loraMu.Lock()
+			s.loras[name] = loraAdapter{name: name, ord: s.loraLoads}
+			s.loraLoads++
+			s.loraMu.Unlock()
+			if got := s.model(name, true).CABias; got < tt.want[i]-1e-9 || got > tt.want[i]+1e-9 {
+				t.Errorf("gain %g: adapter %d's bias %g, want %g", tt.gain, i, got, tt.want[i])
+			}
+		}
+		if got := s.model(s.opts.Model, false).CABias; got != 0 {
+			t.Errorf("gain %g: the base model's bias %g, want 0", tt.gain, got)
+		}
+		s.Close()
+	}
+	if _, err := New(Options{AdapterCAGain: -1}); err == nil {
+		t.Error("a negative AdapterCAGain was accepted")
+	}
+}

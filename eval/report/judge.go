@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/parleyhq/parley/figure"
 	"github.com/parleyhq/parley/internal/textfile"
@@ -38,6 +39,12 @@ func init() {
 		metrics.KeyJudgeCorrPersonaEcho:  "corr(reward, persona 3-gram echo)",
 		metrics.KeyJudgeCorrLength:       "corr(reward, final length in words)",
 		metrics.KeyJudgeCorrAgreement:    "corr(reward, agreement phrases)",
+		metrics.KeyAuditTrainScoreMean:   "training judge's mean score (audited finals)",
+		metrics.KeyAuditScoreMean:        "audit judge's mean score (audited finals)",
+		metrics.KeyAuditExact:            "exact agreement, %",
+		metrics.KeyAuditWithinOne:        "±1 agreement, %",
+		metrics.KeyAuditPearson:          "Pearson r",
+		metrics.KeyAuditKappa:            "quadratic-weighted κ",
 	} {
 		metricLabels[k] = v
 	}
@@ -112,6 +119,95 @@ func (g *generator) judgeSection(m *Metrics) error {
 	}
 	g.goldTable(m)
 	g.monitorsTable(m, w)
+	return g.auditPart(m, w)
+}
+
+// auditPanels chart the audit judge against the training judge on the
+// audited finals, and their agreement, per audited step.
+func auditPanels(limits [2]float64) []panel {
+	return []panel{
+		{file: "judge_audit_reward.png", title: "Training judge against audit judge", ylab: "mean score of the audited finals", raw: true, limits: limits,
+			lines: []chartLine{
+				{key: metrics.KeyAuditTrainScoreMean, label: "training judge", style: figure.StyleSolid, color: colorMean},
+				{key: metrics.KeyAuditScoreMean, label: "audit judge", style: figure.StyleDashed, color: colorMax},
+			}},
+		{file: "judge_audit_agreement.png", title: "Agreement of the two judges", ylab: "% of audited finals", raw: true, limits: percentLimits,
+			lines: []chartLine{
+				{key: metrics.KeyAuditWithinOne, label: "±1", style: figure.StyleDashed, color: colorMax},
+				{key: metrics.KeyAuditExact, label: "exact", style: figure.StyleSolid, color: colorMean},
+			}},
+	}
+}
+
+// auditKeys are the audit line's keys the Audit part tables.
+var auditKeys = []metrics.Key{metrics.KeyAuditTrainScoreMean, metrics.KeyAuditScoreMean, metrics.KeyAuditExact,
+	metrics.KeyAuditWithinOne, metrics.KeyAuditPearson, metrics.KeyAuditKappa}
+
+// auditPart is the Judge section's audit judge (judge.audit): both judges'
+// mean score and their agreement over the audited steps, the audit
+// judge's failures, and the over-optimisation alarm, marked when it fired.
+func (g *generator) auditPart(m *Metrics, w int) error {
+	steps, sampled := m.Series(metrics.KeyAuditSampled)
+	if len(steps) == 0 {
+		return nil
+	}
+	g.printf("### Audit judge\n\n")
+	g.printf("A second judge (judge.audit) scored a seeded sample of each step's judged finals beside training, never blocking it " +
+		"(`audit/…` lines in metrics.jsonl, records in audit/step-N.json). Agreement is seed 000's table 7 on the rubric's levels, " +
+		"over the finals both judges scored. The over-optimisation alarm fires when, over judge.audit.alarm_window audited steps, " +
+		"the training judge's mean rose by judge.audit.alarm_threshold while the audit judge's fell by as much: the policy learning " +
+		"the training judge's quirks (Gao et al., 2022).\n\n")
+	alarmSteps, alarms := m.Series(metrics.KeyAuditAlarm)
+	var fired []string
+	for i, s := range alarmSteps {
+		if alarms[i] == 1 {
+			fired = append(fired, fmt.Sprint(s))
+		}
+	}
+	if len(fired) > 0 {
+		noun := "step"
+		if len(fired) > 1 {
+			noun = "steps"
+		}
+		g.printf("**⚠ Over-optimisation alarm fired** at %s %s: the training judge's reward rose while the audit judge's fell. "+
+			"Read the audited finals of those steps (audit/step-N.json) before trusting the training curves.\n\n", noun, strings.Join(fired, ", "))
+	} else {
+		g.printf("The over-optimisation alarm did not fire.\n\n")
+	}
+	sum := func(k metrics.Key) float64 {
+		_, ys := m.Series(k)
+		t := 0.0
+		for _, y := range ys {
+			t += y
+		}
+		return t
+	}
+	n := 0.0
+	for _, y := range sampled {
+		n += y
+	}
+	g.table([]string{"over the run", "total"}, [][]string{
+		{"steps audited", fmt.Sprint(len(steps))},
+		{"finals sampled", fmt.Sprint(n)},
+		{"scored by the audit judge", fmt.Sprint(sum(metrics.KeyAuditScored))},
+		{"audit judge failures (down, rate-limited, garbage)", fmt.Sprint(sum(metrics.KeyAuditFailed))},
+	})
+	var keys []metrics.Key
+	for _, k := range auditKeys {
+		if m.Has(k) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		g.printf("The audit judge scored no final both judges could be compared on.\n\n")
+		return nil
+	}
+	g.summaryTable(m, keys, w)
+	for _, c := range auditPanels(scoreLimits(g.scale)) {
+		if err := g.chart(m, c, w); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -34,7 +34,18 @@ func TestJudgeSection(t *testing.T) {
 		{name: "gold set scored again", run: "testdata/run/judge_gold", want: []string{
 			"### Gold-set drift", "| step | items scored | moved | mean abs change |", "| 2 | 3 | 0.0 % | 0.000 |", "| 3 | 3 | 33.3 % | 0.333 |",
 		}, charts: 1},
-		{name: "no gold set", run: "testdata/run/judge", absent: []string{"Gold-set drift"}, charts: 1},
+		{name: "no gold set", run: "testdata/run/judge", absent: []string{"Gold-set drift", "### Audit judge"}, charts: 1},
+		// train's TestLoopAudit: 6 steps, an audit judge that diverges
+		// (serve-sim --judge-diverge), the alarm fired at steps 4 and 6.
+		{name: "audit judge diverging", run: "testdata/run/judge_audit", want: []string{
+			"### Audit judge", "**⚠ Over-optimisation alarm fired** at steps 4, 6", "| steps audited | 6 |", "| finals sampled | 48 |",
+			"| scored by the audit judge | 48 |", "| audit judge failures (down, rate-limited, garbage) | 0 |",
+			"| `audit/kappa` | quadratic-weighted κ |", "![Training judge against audit judge](judge_audit_reward.png)",
+			"![Agreement of the two judges](judge_audit_agreement.png)",
+		}, absent: []string{"did not fire"}, charts: 3},
+		{name: "audit judge agreeing", run: "testdata/run/judge_audit_agree", want: []string{
+			"### Audit judge", "The over-optimisation alarm did not fire.", "| `audit/exact` | exact agreement, % | 6 | 100.00 | 100.00 |",
+		}, absent: []string{"alarm fired"}, charts: 3},
 		{name: "rule-judged run", run: "testdata/run/quickstart", absent: []string{"## Judge", "judge_latency.png", "Hacking monitors"}},
 	}
 	for _, tt := range tests {
@@ -60,6 +71,10 @@ func TestJudgeSection(t *testing.T) {
 			}
 			if tt.charts > 0 {
 				checkPNG(t, filepath.Join(out, "judge_latency.png"), figure.DefaultWidthPx, figure.DefaultHeightPx)
+			}
+			if tt.charts == 3 {
+				checkPNG(t, filepath.Join(out, "judge_audit_reward.png"), figure.DefaultWidthPx, figure.DefaultHeightPx)
+				checkPNG(t, filepath.Join(out, "judge_audit_agreement.png"), figure.DefaultWidthPx, figure.DefaultHeightPx)
 			}
 			if t.Failed() {
 				i := strings.Index(got, "## Judge")

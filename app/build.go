@@ -20,6 +20,7 @@ import (
 	"github.com/parleyhq/parley/rollout"
 	"github.com/parleyhq/parley/train"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // secretFromEnv reads the secret named by the config key's env var; an
@@ -186,7 +187,10 @@ func newAuditJudge(cfg config.Config, log *zap.Logger) (reward.Judge, func(), er
 	if !a.On() {
 		return nil, func() {}, nil
 	}
-	c, err := chat.New(chatOptions("judge.audit", a.ChatEndpoint, apiKey("judge.audit", a.APIKeyEnv, log), log))
+	// Its retries are not warned one by one: the audit warns once per
+	// cause of failure (train.AuditOptions).
+	quiet := log.WithOptions(zap.IncreaseLevel(zapcore.ErrorLevel))
+	c, err := chat.New(chatOptions("judge.audit", a.ChatEndpoint, apiKey("judge.audit", a.APIKeyEnv, log), quiet))
 	if err != nil {
 		return nil, nil, fmt.Errorf("config key judge.audit: %w", err)
 	}

@@ -260,17 +260,22 @@ func (r AuditRecord) point() auditPoint {
 	return auditPoint{step: r.Step, train: r.TrainMean, audit: r.AuditMean, hasMeans: r.Agreement != nil, alarmd: r.Alarm}
 }
 
-// appendAuditLine appends rec's line to metrics.jsonl unless it is there.
+// appendAuditLine appends rec's line to metrics.jsonl unless it is there,
+// and queues it for the trainer's reporters (TensorBoard, W&B) in the next
+// written batch's sidecar, as an evaluation's.
 func (l *Loop) appendAuditLine(rec AuditRecord) error {
 	l.metricsMu.Lock()
 	defer l.metricsMu.Unlock()
 	if l.auditRecorded[rec.Step] {
 		return nil
 	}
-	if err := AppendMetrics(l.opts.Dir.MetricsPath(), rec.line()); err != nil {
+	line := rec.line()
+	if err := AppendMetrics(l.opts.Dir.MetricsPath(), line); err != nil {
 		return err
 	}
 	l.auditRecorded[rec.Step] = true
+	// TensorBoard and W&B get it at the audited step, as an evaluation.
+	l.evalsUnsent = append(l.evalsUnsent, pastStepReport(rec.Step, line, metrics.AuditPrefix))
 	return nil
 }
 

@@ -201,6 +201,23 @@ func TestLoopAudit(t *testing.T) {
 			if tt.name == "agreeing" && !slices.Equal(trainMeans, auditMeans) {
 				t.Errorf("train means %v, audit means %v: the same scorer must give the same means", trainMeans, auditMeans)
 			}
+			if tt.wantExact != -1 {
+				// The trainer's reporters get the audits in later sidecars.
+				handed := 0
+				for s := 2; s <= steps; s++ {
+					for _, ev := range sidecarEvals(t, dir, s) {
+						if v, ok := ev.Metrics[string(metrics.KeyAuditExact)]; ok {
+							handed++
+							if ev.Step >= s || v != lines[ev.Step][string(metrics.KeyAuditExact)] {
+								t.Errorf("step %d's sidecar hands %+v, want an earlier step's audit as its line has it", s, ev)
+							}
+						}
+					}
+				}
+				if handed == 0 {
+					t.Error("no audit reached the trainer's reporters through a sidecar")
+				}
+			}
 			if tt.wantCause != "" {
 				if n := logs.FilterMessageSnippet("the audit judge failed").FilterField(zap.String("cause", tt.wantCause)).Len(); n != 1 {
 					t.Errorf("cause %q warned %d times, want once", tt.wantCause, n)
@@ -310,4 +327,23 @@ func TestAuditNeverBlocks(t *testing.T) {
 	if logs.FilterMessageSnippet("audits not finished").Len() != 1 {
 		t.Errorf("want one warning that the audits were left for a resume")
 	}
+}
+
+// sidecarEvals are the evaluations (and audits) step's sidecar hands the
+// trainer's reporters.
+func sidecarEvals(t *testing.T, dir dataset.RunDir, step int) []train.EvalReport {
+	t.Helper()
+	b, err := os.ReadFile(dir.SidecarPath(step))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc struct {
+		Metrics struct {
+			Evals []train.EvalReport `json:"evals"`
+		} `json:"metrics"`
+	}
+	if err := json.Unmarshal(b, &sc); err != nil {
+		t.Fatal(err)
+	}
+	return sc.Metrics.Evals
 }

@@ -146,14 +146,36 @@ func (l *Loop) repairEvalLines() error {
 	return nil
 }
 
-// EvalReport is one held-out evaluation as the trainer's reporters
-// (TensorBoard, W&B) get it, in the sidecar of the next batch written
-// after it (metrics.KeyEvals): its step, its eval/… metrics and, when the
-// Evaluator writes them (EvalSampler), sample dialogues as markdown.
+// EvalReport is one held-out evaluation, or one audit (its audit/…
+// metrics), as the trainer's reporters (TensorBoard, W&B) get it, in the
+// sidecar of the next batch written after it (metrics.KeyEvals): its step,
+// its eval/… metrics and, when the Evaluator writes them (EvalSampler),
+// sample dialogues as markdown.
 type EvalReport struct {
 	Step    int                `json:"step"`
 	Metrics map[string]float64 `json:"metrics"`
 	Samples string             `json:"samples,omitempty"`
+}
+
+// pastStepReport is the report, for the trainer's reporters, of the
+// numeric keys under prefix of a line about an earlier step (an
+// evaluation's, an audit's).
+func pastStepReport(step int, line metrics.Line, prefix metrics.Key) EvalReport {
+	r := EvalReport{Step: step, Metrics: map[string]float64{}}
+	for k, v := range line {
+		if !strings.HasPrefix(string(k), string(prefix)) {
+			continue
+		}
+		switch x := v.(type) {
+		case float64:
+			r.Metrics[string(k)] = x
+		case int:
+			r.Metrics[string(k)] = float64(x)
+		case int64:
+			r.Metrics[string(k)] = float64(x)
+		}
+	}
+	return r
 }
 
 // EvalSampler is an Evaluator that also renders sample dialogues of an
@@ -176,20 +198,7 @@ func (l *Loop) appendEvalLine(step int, line metrics.Line, file []byte) error {
 		return err
 	}
 	l.evalRecorded[step] = true
-	r := EvalReport{Step: step, Metrics: map[string]float64{}}
-	for k, v := range line {
-		if !strings.HasPrefix(string(k), string(metrics.EvalPrefix)) {
-			continue
-		}
-		switch x := v.(type) {
-		case float64:
-			r.Metrics[string(k)] = x
-		case int:
-			r.Metrics[string(k)] = float64(x)
-		case int64:
-			r.Metrics[string(k)] = float64(x)
-		}
-	}
+	r := pastStepReport(step, line, metrics.EvalPrefix)
 	if s, ok := l.opts.Eval.Evaluator.(EvalSampler); ok {
 		r.Samples = s.EvalSamples(file)
 	}

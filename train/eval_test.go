@@ -403,22 +403,11 @@ func TestEvalsReachTheTrainer(t *testing.T) {
 	if _, err := trained(t, dir, url, 3, 0, withEval(t, 2, nil)); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(dir.SidecarPath(3))
-	if err != nil {
-		t.Fatal(err)
+	evs := sidecarEvals(t, dir, 3)
+	if len(evs) != 1 {
+		t.Fatalf("step 3's sidecar carries %d evaluations, want step 2's", len(evs))
 	}
-	var sc struct {
-		Metrics struct {
-			Evals []train.EvalReport `json:"evals"`
-		} `json:"metrics"`
-	}
-	if err := json.Unmarshal(b, &sc); err != nil {
-		t.Fatal(err)
-	}
-	if len(sc.Metrics.Evals) != 1 {
-		t.Fatalf("step 3's sidecar carries %d evaluations, want step 2's", len(sc.Metrics.Evals))
-	}
-	ev := sc.Metrics.Evals[0]
+	ev := evs[0]
 	wr, ok := ev.Metrics[string(metrics.KeyEvalWinRate)]
 	if ev.Step != 2 || !ok || wr != evals[0][string(metrics.KeyEvalWinRate)] || !strings.Contains(ev.Samples, "- trained, ") || !strings.Contains(ev.Samples, "- base, ") {
 		t.Errorf("evaluation handed to the trainer: %+v, want step 2 with win rate %v and sample dialogues", ev, evals[0][string(metrics.KeyEvalWinRate)])

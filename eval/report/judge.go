@@ -72,14 +72,7 @@ func (g *generator) judgeSection(m *Metrics) error {
 	g.printf("What the judge's API was asked and paid, as parley train counted it in the judge's chat client (`judge/…` in metrics.jsonl). " +
 		"A call is one request with all its retries; a verdict from the judge cache is no call. Tokens are the usage the API reported " +
 		"on every answered attempt (a rejected reply that was retried was paid for); latency runs from a call's first attempt to its last.\n\n")
-	sum := func(k metrics.Key) float64 {
-		_, ys := m.Series(k)
-		t := 0.0
-		for _, y := range ys {
-			t += y
-		}
-		return t
-	}
+	sum := m.Sum
 	_, p50s := m.Series(metrics.KeyJudgeLatencyP50)
 	_, p95s := m.Series(metrics.KeyJudgeLatencyP95)
 	steps, _ := m.Series(metrics.KeyJudgeCalls)
@@ -147,7 +140,7 @@ var auditKeys = []metrics.Key{metrics.KeyAuditTrainScoreMean, metrics.KeyAuditSc
 // mean score and their agreement over the audited steps, the audit
 // judge's failures, and the over-optimisation alarm, marked when it fired.
 func (g *generator) auditPart(m *Metrics, w int) error {
-	steps, sampled := m.Series(metrics.KeyAuditSampled)
+	steps, _ := m.Series(metrics.KeyAuditSampled)
 	if len(steps) == 0 {
 		return nil
 	}
@@ -174,23 +167,11 @@ func (g *generator) auditPart(m *Metrics, w int) error {
 	} else {
 		g.printf("The over-optimisation alarm did not fire.\n\n")
 	}
-	sum := func(k metrics.Key) float64 {
-		_, ys := m.Series(k)
-		t := 0.0
-		for _, y := range ys {
-			t += y
-		}
-		return t
-	}
-	n := 0.0
-	for _, y := range sampled {
-		n += y
-	}
 	g.table([]string{"over the run", "total"}, [][]string{
 		{"steps audited", fmt.Sprint(len(steps))},
-		{"finals sampled", fmt.Sprint(n)},
-		{"scored by the audit judge", fmt.Sprint(sum(metrics.KeyAuditScored))},
-		{"audit judge failures (down, rate-limited, garbage)", fmt.Sprint(sum(metrics.KeyAuditFailed))},
+		{"finals sampled", fmt.Sprint(m.Sum(metrics.KeyAuditSampled))},
+		{"scored by the audit judge", fmt.Sprint(m.Sum(metrics.KeyAuditScored))},
+		{"audit judge failures (down, rate-limited, garbage)", fmt.Sprint(m.Sum(metrics.KeyAuditFailed))},
 	})
 	var keys []metrics.Key
 	for _, k := range auditKeys {

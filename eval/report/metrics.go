@@ -124,6 +124,17 @@ func flatten(prefix string, obj map[string]any, out map[metrics.Key]float64) {
 	}
 }
 
+// Sum is the sum of key's values over the steps (NaN skipped, as Series
+// does).
+func (m *Metrics) Sum(key metrics.Key) float64 {
+	_, ys := m.Series(key)
+	t := 0.0
+	for _, y := range ys {
+		t += y
+	}
+	return t
+}
+
 // Has reports whether any step has a value for key (an undefined one,
 // NaN, is none).
 func (m *Metrics) Has(key metrics.Key) bool {

@@ -71,7 +71,6 @@ func readMetrics(path string) ([]metricLine, string, error) {
 	return out, bad, sc.Err()
 }
 
-
 // series is one curve: [step, value] points.
 type series struct {
 	Key    string       `json:"key"`

@@ -758,10 +758,7 @@ func (s *Server) dialogue(r *http.Request) (any, error) {
 	tok := s.tokenizer(src, src.config())
 	for i := range seqs {
 		if tok != nil {
-			seqs[i].Text = make([]string, len(seqs[i].IDs))
-			for j, t := range seqs[i].IDs {
-				seqs[i].Text[j] = tok.Piece(t)
-			}
+			seqs[i].Text = tok.Pieces(seqs[i].IDs)
 		}
 	}
 	if seqs == nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 )
 
 // Tokenizer decodes token ids to text: a byte-level BPE tokenizer.json's
@@ -81,6 +82,30 @@ func (t *Tokenizer) Piece(id int32) string {
 		return t.pieces[id]
 	}
 	return fmt.Sprintf("⟨%d⟩", id)
+}
+
+// Pieces is the text of each token of ids, whole characters only: the
+// bytes of a character split over several tokens (a byte-level BPE splits
+// "—" into three) go to the token that completes it, and the tokens
+// before it get "". Bytes that never complete a character are shown as
+// U+FFFD on the last of their tokens.
+func (t *Tokenizer) Pieces(ids []int32) []string {
+	out := make([]string, len(ids))
+	var pending []byte
+	for i, id := range ids {
+		pending = append(pending, t.Piece(id)...)
+		n := 0 // the bytes that form whole characters, or never will
+		for n < len(pending) {
+			r, size := utf8.DecodeRune(pending[n:])
+			if r == utf8.RuneError && size == 1 && !utf8.FullRune(pending[n:]) && i < len(ids)-1 {
+				break // a character cut short: the next token may complete it
+			}
+			n += size
+		}
+		out[i] = strings.ToValidUTF8(string(pending[:n]), "\uFFFD")
+		pending = append(pending[:0:0], pending[n:]...)
+	}
+	return out
 }
 
 // byteDecoder maps the characters of a byte-level BPE vocabulary back to

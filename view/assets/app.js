@@ -51,8 +51,7 @@
     if (x === null || x === undefined) return "–";
     if (typeof x !== "number") return String(x);
     if (Number.isInteger(x)) return String(x);
-    var a = Math.abs(x);
-    return a >= 100 ? x.toFixed(1) : a >= 1 ? x.toFixed(3) : x.toPrecision(3);
+    return String(Math.abs(x) >= 1000 ? Math.round(x) : parseFloat(x.toPrecision(3)));
   }
   function short(s, n) { s = s || ""; return s.length > n ? s.slice(0, n - 1) + "…" : s; }
   function crumbs(items) {
@@ -411,7 +410,7 @@
     return el("table", { className: "roles-table" },
       el("thead", {}, el("tr", {}, ["Role", "Played by", "Score", "Reward", "Advantage"].map(function (h) { return el("th", {}, h); }))),
       el("tbody", {}, roles.map(function (o) {
-        var who = o.member ? o.member + (o.member_version ? " (v" + o.member_version + ")" : "") : o.policy + (o.trained ? " · trained" : "");
+        var who = o.member ? "league " + o.member + (o.member_version ? " (v" + o.member_version + ")" : "") : o.policy === "trained" ? "the trained policy" : o.policy + (o.trained ? " (trained)" : "");
         return el("tr", {}, el("td", {}, o.role), el("td", {}, who),
           el("td", { className: "num" }, o.scored ? fmt(o.score) : "–"), el("td", { className: "num" }, o.scored ? fmt(o.reward) : "–"),
           el("td", { className: "num adv " + (o.advantage > 0 ? "pos" : o.advantage < 0 ? "neg" : "") }, o.scored ? fmt(o.advantage) : "–"));

@@ -152,7 +152,11 @@ type runInfo struct {
 func (s *Server) runInfo(i int) (runInfo, []stepInfo, []skippedFile, error) {
 	src := s.runs[i]
 	c := src.config()
-	info := runInfo{Index: i, Kind: src.Kind, Name: src.Name, Dir: src.Dir, Env: c.Game.Env, Model: c.Policy.Model, Judge: strings.TrimSpace(c.Judge.Kind + " " + c.Judge.Model)}
+	judge := c.Judge.Kind
+	if !slices.Contains([]string{"rule", "game", "python"}, judge) { // the judges that ask a model
+		judge = strings.TrimSpace(judge + " " + c.Judge.Model)
+	}
+	info := runInfo{Index: i, Kind: src.Kind, Name: src.Name, Dir: src.Dir, Env: c.Game.Env, Model: c.Policy.Model, Judge: judge}
 	if c.Run.Name != "" {
 		info.Name = c.Run.Name
 	}

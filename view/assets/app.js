@@ -177,11 +177,13 @@
       ov.run.model ? ["model ", el("b", {}, ov.run.model), " · "] : null,
       ov.run.judge ? ["judge ", el("b", {}, ov.run.judge), " · "] : null,
       ov.steps.length + " step" + (ov.steps.length === 1 ? "" : "s") + " with rollouts",
-      snapshot ? null : el("span", { className: "muted" }, " · re-read every 5 s")));
+      snapshot ? (exported && (exported.from || exported.to) ? " · this export holds steps " + (exported.from || ov.steps.length && ov.steps[0].step) + "–" + (exported.to || ov.run.last_step) : null) : el("span", { className: "muted" }, " · re-read every 5 s")));
     skippedNote(ov.skipped);
     add(main, el("h2", {}, "Steps"));
+    var outside = function (step) { return exported && step > 0 && ((exported.from && step < exported.from) || (exported.to && step > exported.to)); };
     add(main, el("div", { className: "steps" }, ov.steps.length ? ov.steps.map(function (s) {
-      return el("a", { href: "#/run/" + run + "/step/" + s.step, className: "step" + (s.batch ? "" : " nobatch"), title: s.batch ? "rollouts and batch" : "rollouts only (no batch written yet)" }, ov.run.kind === "rollout" ? "rollouts" : s.step);
+      var title = outside(s.step) ? "not in this export" : s.batch ? "rollouts and batch" : "rollouts only (no batch written yet)";
+      return el("a", { href: "#/run/" + run + "/step/" + s.step, className: "step" + (s.batch ? "" : " nobatch") + (outside(s.step) ? " outside" : ""), title: title }, ov.run.kind === "rollout" ? "rollouts" : s.step);
     }) : el("span", { className: "muted" }, "No step has rollouts yet.")));
     if (!ov.charts || !ov.charts.length) {
       if (ov.run.kind === "run") add(main, el("p", { className: "muted" }, "metrics.jsonl has no step lines yet."));
@@ -227,6 +229,7 @@
     if (x0 === x1) { x0 -= 1; x1 += 1; }
     if (y0 === y1) { var d = Math.abs(y0) * 0.1 || 1; y0 -= d; y1 += d; }
     var pad = (y1 - y0) * 0.05; y0 -= pad; y1 += pad;
+    if (Math.min.apply(null, ys) >= 0 && y0 < 0) y0 = 0; // rates, counts and times are never negative
     var sx = function (x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
     var sy = function (y) { return T + (1 - (y - y0) / (y1 - y0)) * (H - T - B); };
     var svg = el("svg:svg", { viewBox: "0 0 " + W + " " + H, className: "chart", role: "img", "aria-label": c.title, "data-chart": c.id });

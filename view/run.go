@@ -289,12 +289,12 @@ func ParseFilter(q map[string][]string) (Filter, error) {
 		}
 		x, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			return f, badRequest("filter %s=%q: want a number", b.key, v)
+			return f, badRequest("filter %s=%q (flag --%s): want a number", b.key, v, strings.ReplaceAll(b.key, "_", "-"))
 		}
 		*b.dst = &x
 	}
 	if f.Agreed != "" && f.Agreed != "yes" && f.Agreed != "no" {
-		return f, badRequest("filter agreed=%q: want yes or no", f.Agreed)
+		return f, badRequest("filter agreed=%q (flag --agreed): want yes or no", f.Agreed)
 	}
 	return f, nil
 }

@@ -91,6 +91,8 @@ func TestBrowser(t *testing.T) {
 		}
 	}
 	browsertest.Screenshot(t, ctx, art, "1-overview")
+	browsertest.Eval[any](t, ctx, `document.querySelector('[data-chart="trainer/loss"]').scrollIntoView({block: 'center'}) || 0`)
+	browsertest.Screenshot(t, ctx, art, "1b-overview-trainer")
 	tip := hover(point)
 	if !strings.Contains(tip, fmt.Sprintf("step %d", step)) || !strings.Contains(tip, "score mean: ") || !strings.Contains(tip, "group min–max: ") {
 		t.Errorf("hovering step %d's point shows %q, want its step, score mean and band", step, tip)

@@ -117,6 +117,33 @@ var fixedCharts = []chartSpec{
 	{group: "Serving", id: "timings", title: "Step time (s)", keys: []metrics.Key{metrics.KeySampleSeconds, metrics.KeyJudgeSeconds, metrics.KeyWaitTrainerSeconds}, labels: []string{"sample", "judge", "wait for trainer"}},
 }
 
+// titles are the chart titles of the trainer's and the judge's known keys
+// (the others are titled by their key).
+var titles = map[metrics.Key]string{
+	metrics.KeyTrainerLoss:            "Trainer: loss",
+	metrics.KeyTrainerKL:              "Trainer: approximate KL to the sampling policy",
+	metrics.KeyTrainerKLRef:           "Trainer: KL to the reference",
+	metrics.KeyTrainerEntropy:         "Trainer: entropy",
+	metrics.KeyTrainerGradNorm:        "Trainer: gradient norm",
+	metrics.KeyTrainerGradNormMax:     "Trainer: largest gradient norm",
+	metrics.KeyTrainerClipFrac:        "Trainer: clipped fraction",
+	metrics.KeyJudgeCalls:             "Judge: calls",
+	metrics.KeyJudgeCallsFailed:       "Judge: failed calls",
+	metrics.KeyJudgeCacheHits:         "Judge: cache hits",
+	metrics.KeyJudgeRetries:           "Judge: retries",
+	metrics.KeyJudge429:               "Judge: HTTP 429 answers",
+	metrics.KeyJudgeLatencyP50:        "Judge: latency p50 (s)",
+	metrics.KeyJudgeLatencyP95:        "Judge: latency p95 (s)",
+	metrics.KeyJudgeCost:              "Judge: cost per step (USD)",
+	metrics.KeyJudgeCostTotal:         "Judge: cost so far (USD)",
+	metrics.KeyJudgeCachedShare:       "Judge: prompt-cache share",
+	metrics.KeyJudgeCorrLength:        "Judge: score vs the final's length (Pearson r)",
+	metrics.KeyJudgeCorrPersonaEcho:   "Judge: score vs persona echo (Pearson r)",
+	metrics.KeyJudgeCorrAgreement:     "Judge: score vs agreement phrases (Pearson r)",
+	metrics.KeyJudgeGoldMovedShare:    "Judge: gold items whose score moved",
+	metrics.KeyJudgeGoldMeanAbsChange: "Judge: gold items' mean absolute change",
+}
+
 // buildCharts turns metrics lines into the overview's charts: the fixed
 // charts that have data, then one per trainer key (trainer/*) and per judge
 // key (judge/*), then the league's ratings.
@@ -170,7 +197,11 @@ func buildCharts(lines []metricLine) []chart {
 			if k == string(metrics.KeyTrainerEmptyBatch) {
 				continue
 			}
-			out = append(out, chart{ID: k, Group: g.group, Title: k, Series: []series{{Key: k, Label: strings.TrimPrefix(k, g.prefix), Points: pts(k, false)}}})
+			title := titles[metrics.Key(k)]
+			if title == "" {
+				title = k
+			}
+			out = append(out, chart{ID: k, Group: g.group, Title: title, Series: []series{{Key: k, Label: strings.TrimPrefix(k, g.prefix), Points: pts(k, false)}}})
 		}
 	}
 	return out

@@ -709,54 +709,43 @@ func (s *Server) dialogue(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var found *rolloutText
-	err = dataset.StreamRows(path, func(row rolloutText) error {
-		if row.RolloutID == id {
-			found = &row
-			return io.EOF
-		}
-		return nil
-	})
-	if err != nil && err != io.EOF {
+	found, err := readRollout[rolloutText](path, id)
+	if err != nil {
 		return nil, &apiError{http.StatusUnprocessableEntity, fmt.Sprintf("step %d's rollouts file cannot be read, skipped: %v", step, err)}
 	}
-	if found == nil {
+	if len(found) == 0 {
 		return nil, notFound("rollout %q is not in step %d (%s)", id, step, path)
 	}
-	out := map[string]any{"step": step, "dialogue": dialogueOf(found)}
+	out := map[string]any{"step": step, "dialogue": dialogueOf(&found[0])}
 	var seqs []seqOut
 	note := ""
 	if bp := src.batchPath(step); bp != "" {
 		if err := s.checkParquet(bp); err != nil {
 			note = fmt.Sprintf("the step's batch cannot be read (%v): the rollout's own token record is shown", err)
-		} else if err := dataset.StreamRows(bp, func(b batchSeq) error {
-			if b.RolloutID == id {
+		} else if rows, err := readRollout[batchSeq](bp, id); err != nil {
+			note = fmt.Sprintf("the step's batch %s cannot be read (%v): the rollout's own token record is shown", bp, err)
+		} else {
+			for _, b := range rows {
 				rw, adv := b.Reward, b.Advantage
 				seqs = append(seqs, seqOut{Role: b.Role, Kind: b.Kind, Source: SourceBatch, Reward: &rw, Advantage: &adv,
 					IDs: b.InputIDs, Mask: b.LossMask, Logprobs: b.InferenceLogprobs, Versions: b.TokenVersions})
 			}
-			return nil
-		}); err != nil {
-			seqs = nil
-			note = fmt.Sprintf("the step's batch %s cannot be read (%v): the rollout's own token record is shown", bp, err)
-		} else if len(seqs) == 0 {
+		}
+		if note == "" && len(seqs) == 0 {
 			note = "this rollout is not in the step's batch (its group was dropped, e.g. for zero reward variance, or its role is not trained): the rollout's own token record is shown"
 		}
 	} else if src.Kind == KindRun {
 		note = "the step's batch is not written yet (no .ready marker): the rollout's own token record is shown"
 	}
 	if len(seqs) == 0 {
-		err := dataset.StreamRows(path, func(row rolloutSeqs) error {
-			if row.RolloutID == id {
-				for _, q := range row.Sequences {
-					seqs = append(seqs, seqOut{Role: q.Role, Kind: q.Kind, Source: SourceRollout, IDs: q.InputIDs, Mask: q.LossMask, Logprobs: q.Logprobs, Versions: q.Versions})
-				}
-				return io.EOF
-			}
-			return nil
-		})
-		if err != nil && err != io.EOF {
+		rows, err := readRollout[rolloutSeqs](path, id)
+		if err != nil {
 			return nil, &apiError{http.StatusUnprocessableEntity, fmt.Sprintf("step %d's rollouts file cannot be read, skipped: %v", step, err)}
+		}
+		for _, row := range rows {
+			for _, q := range row.Sequences {
+				seqs = append(seqs, seqOut{Role: q.Role, Kind: q.Kind, Source: SourceRollout, IDs: q.InputIDs, Mask: q.LossMask, Logprobs: q.Logprobs, Versions: q.Versions})
+			}
 		}
 	}
 	tok := s.tokenizer(src, src.config())

@@ -85,7 +85,7 @@ func TestBrowser(t *testing.T) {
 
 	do("the overview", chromedp.Navigate(ts.URL+"/#/run/0"), chromedp.WaitVisible(css(point)))
 	mainText := text("#main")
-	for _, w := range []string{"Reward: judge score", "Agreement rate", "Rounds", "trainer/loss", "3 steps with rollouts"} {
+	for _, w := range []string{"Reward: judge score", "Agreement rate", "Rounds", "Trainer: loss", "3 steps with rollouts"} {
 		if !strings.Contains(mainText, w) {
 			t.Errorf("the overview lacks %q", w)
 		}

@@ -78,12 +78,16 @@ func TestBrowser(t *testing.T) {
 	point := fmt.Sprintf(`svg[data-chart="reward"] circle[data-step="%d"]`, step)
 	hover := func(sel string) string {
 		t.Helper()
-		browsertest.Eval[any](t, ctx, fmt.Sprintf(`(() => { const e = document.querySelector('%s'); e.scrollIntoView({block: 'center'}); const c = e.getBoundingClientRect();
-			e.dispatchEvent(new MouseEvent('mousemove', {clientX: c.x + c.width/2, clientY: c.y + c.height/2, bubbles: true})); return 0; })()`, sel))
+		browsertest.Hover(t, ctx, sel)
 		return text("#tip")
 	}
 
-	do("the overview", chromedp.Navigate(ts.URL+"/#/run/0"), chromedp.WaitVisible(css(point)))
+	do("the home page", chromedp.Navigate(ts.URL+"/"), chromedp.WaitVisible(css("a.run-link")))
+	if home := text("#main"); !strings.Contains(home, "viewrun") || !strings.Contains(home, "parley rollout output") {
+		t.Errorf("the home page lists %q, want the run and the rollout output", home)
+	}
+	browsertest.Screenshot(t, ctx, art, "0-home")
+	do("the overview", chromedp.Click(css(`a.run-link[href="#/run/0"]`)), chromedp.WaitVisible(css(point)))
 	mainText := text("#main")
 	for _, w := range []string{"Reward: judge score", "Agreement rate", "Rounds", "Trainer: loss", "3 steps with rollouts"} {
 		if !strings.Contains(mainText, w) {
@@ -128,6 +132,14 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("the group shows %d columns, want its 3 members", cols)
 	}
 	browsertest.Screenshot(t, ctx, art, "6-group")
+
+	// The game pages' route hands kind and arguments to view/games'
+	// renderer (stubbed here: the games half tests its own pages).
+	browsertest.Eval[any](t, ctx, `window.parleyGames = {render: (kind, el, args) => { el.textContent = 'rendered ' + kind + ' ' + args.join(','); }}; location.hash = '#/g/tournament/0/a b'; 0`)
+	do("a game page", chromedp.Poll[chromedp.Void](`document.getElementById('main').textContent.startsWith('rendered')`))
+	if got := text("#main"); got != "rendered tournament 0,a b" {
+		t.Errorf("#/g/tournament/0/a b rendered %q, want parleyGames.render(\"tournament\", el, [\"0\", \"a b\"])", got)
+	}
 
 	// The persona filter: the API says which groups it keeps.
 	var all, want groupsAnswer

@@ -9,6 +9,7 @@
   var main = document.getElementById("main");
   var tip = document.getElementById("tip");
   var poll = null;
+  var homeSeen = false;
 
   function api(url) {
     if (snapshot) {
@@ -122,6 +123,11 @@
   function home() {
     crumbs([]);
     return api("/api/index").then(function (ix) {
+      if (ix.runs.length === 1 && !ix.games.length && !homeSeen) {
+        homeSeen = true; // once: going back home later shows the list
+        return route("#/run/0");
+      }
+      homeSeen = true;
       main.textContent = "";
       add(main, el("h1", {}, "What parley wrote"));
       if (ix.runs.length) {
@@ -179,6 +185,12 @@
       ov.steps.length + " step" + (ov.steps.length === 1 ? "" : "s") + " with rollouts",
       snapshot ? (exported && (exported.from || exported.to) ? " · this export holds steps " + (exported.from || ov.steps.length && ov.steps[0].step) + "–" + (exported.to || ov.run.last_step) : null) : el("span", { className: "muted" }, " · re-read every 5 s")));
     skippedNote(ov.skipped);
+    var here = el("p", { className: "meta" });
+    add(main, here);
+    api("/api/index").then(function (ix) {
+      var mine = ix.games.filter(function (g) { return g.Dir === ov.run.dir || g.Dir.indexOf(ov.run.dir + "/") === 0; });
+      if (mine.length) add(here, "Also in this run: ", mine.map(function (g, i) { return [i ? " · " : "", el("a", { href: g.Route }, g.Title)]; }));
+    }).catch(function () {});
     add(main, el("h2", {}, "Steps"));
     var outside = function (step) { return exported && step > 0 && ((exported.from && step < exported.from) || (exported.to && step > exported.to)); };
     add(main, el("div", { className: "steps" }, ov.steps.length ? ov.steps.map(function (s) {

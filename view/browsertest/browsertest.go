@@ -9,9 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 )
 
@@ -109,6 +111,15 @@ func Text(t testing.TB, ctx context.Context, css string) string {
 		t.Fatalf("the text of %s: %v", css, err)
 	}
 	return v
+}
+
+// Hover moves the mouse over the centre of the first element css selects
+// (scrolled into view) with a real input event, as a user's mouse would.
+func Hover(t testing.TB, ctx context.Context, css string) {
+	t.Helper()
+	at := Eval[[]float64](t, ctx, `(() => { const e = document.querySelector(`+strconv.Quote(css)+`);
+		e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect(); return [r.x + r.width/2, r.y + r.height/2]; })()`)
+	Do(t, ctx, "hover "+css, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, at[0], at[1]))
 }
 
 // ArtifactsDir is where screenshots go: $PARLEY_VIEW_ARTIFACTS, else the

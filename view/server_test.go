@@ -36,18 +36,22 @@ type groupsAnswer struct {
 	PersonaPairs  []string `json:"persona_pairs"`
 	Members       []string `json:"members"`
 	Groups        []struct {
-		GroupID       string `json:"group_id"`
-		PersonaPairID string `json:"persona_pair_id"`
-		Members       []struct {
-			RolloutID string `json:"rollout_id"`
-			Match     bool   `json:"match"`
-			Roles     []struct {
-				Role   string `json:"role"`
-				Member string `json:"member"`
-			} `json:"roles"`
-		} `json:"members"`
+		GroupID       string         `json:"group_id"`
+		PersonaPairID string         `json:"persona_pair_id"`
+		Members       []memberAnswer `json:"members"`
 	} `json:"groups"`
 	Error string `json:"error"`
+}
+
+type memberAnswer struct {
+	RolloutID string       `json:"rollout_id"`
+	Match     bool         `json:"match"`
+	Roles     []roleAnswer `json:"roles"`
+}
+
+type roleAnswer struct {
+	Role   string `json:"role"`
+	Member string `json:"member"`
 }
 
 type dialogueAnswer struct {
@@ -209,6 +213,10 @@ func TestFilters(t *testing.T) {
 	var all groupsAnswer
 	get(t, h, "/api/run/groups?run=0&step=3", &all)
 	pair := all.Groups[0].PersonaPairID
+	if len(all.Members) == 0 {
+		t.Fatal("step 3 lists no league member: the fixture's role B is a league")
+	}
+	member := all.Members[0]
 	tests := []struct {
 		name, query string
 		status      int
@@ -223,6 +231,17 @@ func TestFilters(t *testing.T) {
 			}
 			return g.GroupsMatched >= 1
 		}, ""},
+		{"league member", "&member=" + member, 200, func(g groupsAnswer) bool {
+			for _, x := range g.Groups {
+				if !slices.ContainsFunc(x.Members, func(m memberAnswer) bool {
+					return slices.ContainsFunc(m.Roles, func(r roleAnswer) bool { return r.Member == member })
+				}) {
+					return false
+				}
+			}
+			return g.GroupsMatched >= 1
+		}, ""},
+		{"no such member", "&member=snapshot-999999", 200, func(g groupsAnswer) bool { return g.GroupsMatched == 0 }, ""},
 		{"no such persona", "&persona=nobody-has-this", 200, func(g groupsAnswer) bool { return g.GroupsMatched == 0 }, ""},
 		{"reward above any", "&reward_min=2", 200, func(g groupsAnswer) bool { return g.GroupsMatched == 0 }, ""},
 		{"reward range of all", "&reward_min=-1&reward_max=1", 200, func(g groupsAnswer) bool { return g.GroupsMatched == g.GroupsTotal }, ""},
@@ -379,5 +398,31 @@ func TestNoSecret(t *testing.T) {
 		if strings.Contains(p, secret) {
 			t.Errorf("page %d holds the environment's secret", i)
 		}
+	}
+}
+
+// TestNoTokenizer: without a tokenizer.json beside the config's model the
+// dialogue has token ids and no text, and says so.
+func TestNoTokenizer(t *testing.T) {
+	src, _ := trainedRun(t)
+	run := copyRun(t, src)
+	cfg := filepath.Join(run, dataset.ConfigFile)
+	b, _ := os.ReadFile(cfg)
+	var kept []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if !strings.Contains(l, "model:") {
+			kept = append(kept, l)
+		}
+	}
+	os.WriteFile(cfg, []byte(strings.Join(kept, "\n")), 0o644)
+	s, err := view.NewServer([]string{run}, view.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step, id, _ := batchRollout(t, run, 1)
+	var d dialogueAnswer
+	get(t, s.Handler(), view.DialogueURL(0, step, id), &d)
+	if d.Tokenizer != "" || len(d.Sequences) == 0 || len(d.Sequences[0].Text) != 0 || len(d.Sequences[0].IDs) == 0 {
+		t.Errorf("without a model in config.yaml: tokenizer %q, %d sequences, want ids and no text", d.Tokenizer, len(d.Sequences))
 	}
 }

@@ -164,6 +164,14 @@ func TestBrowser(t *testing.T) {
 	}
 	browsertest.Screenshot(t, ctx, art, "7-filtered")
 
+	// The rollout output: its summary and its one file's groups.
+	do("the rollout output", chromedp.Evaluate[chromedp.Void](`location.hash = "#/run/1"`), chromedp.WaitVisible(css("table.summary")),
+		chromedp.Click(css(`a.step[href="#/run/1/step/0"]`)), chromedp.WaitVisible(css("table.groups")))
+	browsertest.Screenshot(t, ctx, art, "7b-rollout-output")
+	if got := text("h1"); !strings.Contains(got, "rollout output") {
+		t.Errorf("the rollout output's groups page is titled %q", got)
+	}
+
 	// The export, opened from file:// with networking off and no server.
 	export := filepath.Join(t.TempDir(), "view.html")
 	f, err := os.Create(export)

@@ -1,6 +1,7 @@
 package view
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -164,11 +165,54 @@ func (s *Server) runInfo(i int) (runInfo, []stepInfo, []skippedFile, error) {
 	if err != nil {
 		return info, nil, nil, err
 	}
+	if info.Env == "" && len(steps) > 0 {
+		info.Env, info.Model = s.firstRow(src, steps[0].Step)
+	}
 	info.Steps, info.Skipped = len(steps), len(skipped)
 	if len(steps) > 0 {
 		info.LastStep = steps[len(steps)-1].Step
 	}
 	return info, steps, skipped, nil
+}
+
+// firstRow is the game and the first role's model of a step's first
+// rollout: what a rollout output, which has no config.yaml, says of itself.
+func (s *Server) firstRow(src *source, step int) (env, model string) {
+	path, err := src.rolloutsPath(step)
+	if err != nil || s.checkParquet(path) != nil {
+		return "", ""
+	}
+	type head struct {
+		Env   string                `parquet:"env"`
+		Roles []dataset.RoleOutcome `parquet:"roles,list"`
+	}
+	_ = dataset.StreamRows(path, func(h head) error {
+		env = h.Env
+		if len(h.Roles) > 0 {
+			model = h.Roles[0].Model
+		}
+		return io.EOF
+	})
+	return env, model
+}
+
+// summary is a rollout output's summary.json, its numbers only.
+func (src *source) summary() map[string]float64 {
+	out := map[string]float64{}
+	b, err := os.ReadFile(filepath.Join(src.Dir, "summary.json"))
+	if err != nil {
+		return out
+	}
+	var raw map[string]any
+	if json.Unmarshal(b, &raw) != nil {
+		return out
+	}
+	for k, v := range raw {
+		if x, ok := v.(float64); ok {
+			out[k] = x
+		}
+	}
+	return out
 }
 
 // index is /api/index: the runs, rollout outputs and game outputs found.
@@ -224,7 +268,11 @@ func (s *Server) overview(r *http.Request) (any, error) {
 	if t := s.tokenizer(src, src.config()); t != nil {
 		tok = t.Path
 	}
-	return map[string]any{"run": info, "steps": steps, "skipped": skipped, "charts": charts, "tokenizer": tok}, nil
+	res := map[string]any{"run": info, "steps": steps, "skipped": skipped, "charts": charts, "tokenizer": tok}
+	if src.Kind == KindRollout {
+		res["summary"] = src.summary()
+	}
+	return res, nil
 }
 
 // rolloutRow is a rollout's summary: the columns the groups page reads
@@ -514,6 +562,7 @@ func (s *Server) groups(r *http.Request) (any, error) {
 	lo, hi := min(page*size, len(matched)), min((page+1)*size, len(matched))
 	out := []groupSummary{}
 	for _, g := range matched[lo:hi] {
+		slices.SortFunc(g.Members, func(a, b memberSummary) int { return int(a.Index - b.Index) })
 		out = append(out, *g)
 	}
 	return map[string]any{

@@ -197,6 +197,12 @@
       var title = outside(s.step) ? "not in this export" : s.batch ? "rollouts and batch" : "rollouts only (no batch written yet)";
       return el("a", { href: "#/run/" + run + "/step/" + s.step, className: "step" + (s.batch ? "" : " nobatch") + (outside(s.step) ? " outside" : ""), title: title }, ov.run.kind === "rollout" ? "rollouts" : s.step);
     }) : el("span", { className: "muted" }, "No step has rollouts yet.")));
+    if (ov.summary && Object.keys(ov.summary).length) {
+      add(main, el("h2", {}, "Summary (summary.json)"));
+      add(main, el("table", { className: "list summary" }, el("tbody", {}, Object.keys(ov.summary).sort().map(function (k) {
+        return el("tr", {}, el("td", {}, k.replace(/_/g, " ")), el("td", { className: "num" }, fmt(ov.summary[k])));
+      }))));
+    }
     if (!ov.charts || !ov.charts.length) {
       if (ov.run.kind === "run") add(main, el("p", { className: "muted" }, "metrics.jsonl has no step lines yet."));
       return;

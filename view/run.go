@@ -225,13 +225,9 @@ func (s *Server) index(*http.Request) (any, error) {
 		}
 		runs = append(runs, info)
 	}
-	found := s.games
-	if found == nil {
-		found = nil
-	}
 	type gameOut struct{ Kind, Title, Dir, Route string }
 	gs := []gameOut{}
-	for _, f := range found {
+	for _, f := range s.games {
 		gs = append(gs, gameOut(f))
 	}
 	return map[string]any{"runs": runs, "games": gs}, nil

@@ -242,12 +242,13 @@
     var xs = [], ys = [];
     c.series.forEach(function (s) { s.points.forEach(function (p) { xs.push(p[0]); ys.push(p[1]); }); });
     if (c.band) c.band.points.forEach(function (p) { xs.push(p[0]); ys.push(p[1], p[2]); });
-    var x0 = Math.min.apply(null, xs), x1 = Math.max.apply(null, xs);
-    var y0 = Math.min.apply(null, ys), y1 = Math.max.apply(null, ys);
+    var lo = function (a) { return a.reduce(function (m, v) { return v < m ? v : m; }, Infinity); };
+    var hi = function (a) { return a.reduce(function (m, v) { return v > m ? v : m; }, -Infinity); };
+    var x0 = lo(xs), x1 = hi(xs), y0 = lo(ys), y1 = hi(ys);
     if (x0 === x1) { x0 -= 1; x1 += 1; }
     if (y0 === y1) { var d = Math.abs(y0) * 0.1 || 1; y0 -= d; y1 += d; }
     var pad = (y1 - y0) * 0.05; y0 -= pad; y1 += pad;
-    if (Math.min.apply(null, ys) >= 0 && y0 < 0) y0 = 0; // rates, counts and times are never negative
+    if (lo(ys) >= 0 && y0 < 0) y0 = 0; // rates, counts and times are never negative
     var sx = function (x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
     var sy = function (y) { return T + (1 - (y - y0) / (y1 - y0)) * (H - T - B); };
     var svg = el("svg:svg", { viewBox: "0 0 " + W + " " + H, className: "chart", role: "img", "aria-label": c.title, "data-chart": c.id });
@@ -274,13 +275,13 @@
     });
     var guide = el("svg:line", { y1: T, y2: H - B, className: "guide", visibility: "hidden" });
     add(svg, guide);
-    var steps = xs.filter(function (v, i, a) { return a.indexOf(v) === i; }).sort(function (a, b) { return a - b; });
+    var steps = Array.from(new Set(xs)).sort(function (a, b) { return a - b; });
     var nearest = function (ev) {
       var r = svg.getBoundingClientRect();
       var x = x0 + ((ev.clientX - r.left) * W / r.width - L) / (W - L - R) * (x1 - x0);
-      var best = steps[0];
-      steps.forEach(function (s) { if (Math.abs(s - x) < Math.abs(best - x)) best = s; });
-      return best;
+      var a = 0, b = steps.length - 1; // binary search: the nearest step
+      while (b - a > 1) { var m = (a + b) >> 1; if (steps[m] < x) a = m; else b = m; }
+      return Math.abs(steps[a] - x) <= Math.abs(steps[b] - x) ? steps[a] : steps[b];
     };
     svg.addEventListener("mousemove", function (ev) {
       var st = nearest(ev);

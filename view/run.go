@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/reward"
 	"gopkg.in/yaml.v3"
 )
 
@@ -154,7 +155,7 @@ func (s *Server) runInfo(i int) (runInfo, []stepInfo, []skippedFile, error) {
 	src := s.runs[i]
 	c := src.config()
 	judge := c.Judge.Kind
-	if !slices.Contains([]string{"rule", "game", "python"}, judge) { // the judges that ask a model
+	if reward.JudgeKind(judge).UsesChat() { // a judge that asks a model names it
 		judge = strings.TrimSpace(judge + " " + c.Judge.Model)
 	}
 	info := runInfo{Index: i, Kind: src.Kind, Name: src.Name, Dir: src.Dir, Env: c.Game.Env, Model: c.Policy.Model, Judge: judge}

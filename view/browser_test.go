@@ -149,8 +149,11 @@ func TestBrowser(t *testing.T) {
 		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`location.hash = "#/run/0/step/%d"`, step)),
 		chromedp.WaitVisible(css(`select[name="persona"]`)),
 		chromedp.SetValue(css(`select[name="persona"]`), pair),
+		// Mark the unfiltered page's table, to wait for the filtered one's
+		// (hashchange comes after the click, asynchronously).
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('table.groups').dataset.old = '1'`),
 		chromedp.Click(css(`form.filters button`)),
-		chromedp.Poll[chromedp.Void](`location.hash.includes('persona=') && document.querySelector('table.groups') !== null`))
+		chromedp.Poll[chromedp.Void](`location.hash.includes('persona=') && document.querySelector('table.groups:not([data-old])') !== null`))
 	shown := browsertest.Eval[[]string](t, ctx, `Array.from(document.querySelectorAll('tr[data-group]')).map(r => r.dataset.group)`)
 	var wantIDs []string
 	for _, g := range want.Groups {

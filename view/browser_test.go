@@ -181,7 +181,18 @@ func TestBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Export(f, view.ExportOptions{From: step, To: step}); err != nil {
+	// Exported with a persona filter: the pair of the batch rollout's group.
+	idPair := ""
+	for _, g := range all.Groups {
+		for _, m := range g.Members {
+			if m.RolloutID == id {
+				idPair = g.PersonaPairID
+			}
+		}
+	}
+	var inExport groupsAnswer
+	get(t, s.Handler(), view.GroupsURL(0, step, view.Filter{Persona: idPair}, 0), &inExport)
+	if _, err := s.Export(f, view.ExportOptions{From: step, To: step, Filter: view.Filter{Persona: idPair}}); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -192,7 +203,11 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("the export's header says %q, want it to say it is an exported snapshot", mode)
 	}
 	browsertest.Screenshot(t, ctx, art, "8-export-overview")
-	do("the export's dialogue", chromedp.Click(css(point)), chromedp.WaitVisible(css(member)), chromedp.Click(css(member)), chromedp.WaitVisible(css(".tokens .tok")))
+	do("the export's groups", chromedp.Click(css(point)), chromedp.WaitVisible(css(member)))
+	if got := text("p.meta"); !strings.Contains(got, fmt.Sprintf("%d of %d groups match", inExport.GroupsMatched, inExport.GroupsTotal)) {
+		t.Errorf("the export's groups page, filtered by persona %q, says %q, want %d of %d groups", idPair, got, inExport.GroupsMatched, inExport.GroupsTotal)
+	}
+	do("the export's dialogue", chromedp.Click(css(member)), chromedp.WaitVisible(css(".tokens .tok")))
 	checkMasks(t, "exported", browsertest.Eval[[]pageSeq](t, ctx, readSeqs), rows)
 	browsertest.Screenshot(t, ctx, art, "9-export-dialogue")
 	outside := 1 + step%3

@@ -65,6 +65,7 @@ func newRoot() *cobra.Command {
 		newTournamentCmd(a),
 		newLeagueCmd(a),
 		newSeriesCmd(a),
+		newViewCmd(a),
 	)
 	// The commands packages registered (seed 002's scenario).
 	for _, c := range command.Commands() {

@@ -51,7 +51,7 @@ bench: build venv
 # $PARLEY_VIEW_BENCH_DIR (default $TMPDIR/parley-view-bench) and reused;
 # PARLEY_VIEW_BENCH_RUN=100x64 benchmarks a smaller one.
 bench-view:
-	$(GO) test -tags viewbench -run '^$$' -bench 'Overview|Dialogue' -benchmem -benchtime 5x -timeout 60m ./view 2>&1 | tee bench-view.txt
+	$(GO) test -run '^$$' -bench 'Overview|Dialogue' -benchmem -benchtime 5x -timeout 60m ./view 2>&1 | tee bench-view.txt
 
 # Remade when its maker or the pinned packages (trl's Qwen3 template) change.
 tiny-model: venv $(TINY)/model.safetensors

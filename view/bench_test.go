@@ -1,17 +1,3 @@
-//go:build viewbench
-
-// Package view_test benchmarks parley view on a large run: issue 31 asks
-// that a run of 1,900 steps × 256 rollouts open its overview in under a
-// second and a dialogue in under 200 ms on this machine (2 cores).
-// Measured here, never asserted in a test:
-//
-//	make bench-view
-//
-// The run is synthetic (view/viewtest.Large), written once into
-// $PARLEY_VIEW_BENCH_DIR (default os.TempDir()/parley-view-bench) and
-// reused; PARLEY_VIEW_BENCH_RUN=SxR (e.g. 100x64) benchmarks a smaller
-// one. Each benchmark reports peak-RSS-MB: the process's peak resident
-// memory while it ran (VmHWM, reset before it starts; Linux only).
 package view_test
 
 import (
@@ -29,6 +15,19 @@ import (
 	"github.com/parleyhq/parley/view"
 	"github.com/parleyhq/parley/view/viewtest"
 )
+
+// The benchmarks of parley view on a large run: issue 31 asks
+// that a run of 1,900 steps × 256 rollouts open its overview in under a
+// second and a dialogue in under 200 ms on this machine (2 cores).
+// Measured here, never asserted in a test:
+//
+//	make bench-view
+//
+// The run is synthetic (view/viewtest.Large), written once into
+// $PARLEY_VIEW_BENCH_DIR (default os.TempDir()/parley-view-bench) and
+// reused; PARLEY_VIEW_BENCH_RUN=SxR (e.g. 100x64) benchmarks a smaller
+// one. Each benchmark reports peak-RSS-MB: the process's peak resident
+// memory while it ran (VmHWM, reset before it starts; Linux only).
 
 // benchRun returns the run the benchmarks read.
 func benchRun(b *testing.B) viewtest.Generated {

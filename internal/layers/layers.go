@@ -58,6 +58,7 @@ var Module = []Layer{
 	{"league, handshake", []string{"league/...", "handshake/..."}},
 	{"training loop", []string{"train/..."}},
 	{"evaluation", []string{"eval/..."}},
+	{"viewer", []string{"view/..."}},
 	{"composition root", []string{"app/..."}},
 	{"binary", []string{"cmd/parley/..."}},
 }

@@ -180,7 +180,7 @@ func TestBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprintf("holder %s × requester %s: %d games", m.Rows[0], m.Cols[0], m.Count[0][0]); m.Count[0][0] > 0 && head != want {
+	if want := fmt.Sprintf("holder %s × requester %s: %d game", m.Rows[0], m.Cols[0], m.Count[0][0]); m.Count[0][0] > 0 && !strings.HasPrefix(head, want) {
 		t.Errorf("cell heading %q, want %q", head, want)
 	}
 	t.Logf("screenshots in %s", out)

@@ -66,7 +66,7 @@
   // grid; onCell(row, col) is called when a cell with games is clicked.
   function heatmap(m, onCell) {
     var cw = 84, ch = 34, left = 150, top = 96;
-    var w = left + cw * m.cols.length + 10, h = top + ch * m.rows.length + 10;
+    var w = left + cw * m.cols.length + 100, h = top + ch * m.rows.length + 10;
     var lo = Infinity, hi = -Infinity;
     m.value.forEach(function (r) { r.forEach(function (v) { if (v != null) { lo = Math.min(lo, v); hi = Math.max(hi, v); } }); });
     if (lo > 0 && hi <= 1) lo = 0;
@@ -98,10 +98,10 @@
   // ledger entry of each holder turn (offers, moves, balances) beside it.
   function gamesView(cell) {
     var box = el("div", { class: "g-games" },
-      el("h3", {}, cell.seats[0] + " " + cell.row + " × " + cell.seats[1] + " " + cell.col + ": " + cell.games.length + " games"),
+      el("h3", {}, cell.seats[0] + " " + cell.row + " × " + cell.seats[1] + " " + cell.col + ": " + cell.games.length + (cell.games.length === 1 ? " game" : " games")),
       errors(cell.errors));
     cell.games.forEach(function (g) {
-      var head = el("div", { class: "g-game-head" },
+      var head = el("span", { class: "g-game-head" },
         el("b", {}, g.id), " ", g.condition ? "condition " + g.condition + ", " : "",
         "scenario " + (g.scenario || "–") + ", value " + fmt(g.value, 3),
         g.summary.ended ? ", ended: " + g.summary.ended : "",
@@ -128,7 +128,10 @@
     var parts = [];
     if ("balance_before" in e) parts.push(el("div", {}, "balance " + fmt(e.balance_before) + " → " + fmt(e.balance_after)));
     if ("moved" in e) parts.push(el("div", { class: e.moved > 0 ? "g-moved" : "" }, "moved " + fmt(e.moved)));
-    if (e.verdict) parts.push(el("div", { class: "g-dim" }, "verdict " + JSON.stringify(e.verdict)));
+    if (e.verdict) parts.push(el("div", { class: "g-dim" }, "verdict: " + Object.keys(e.verdict).filter(function (k) {
+      var v = e.verdict[k];
+      return v !== "" && v !== false && v != null;
+    }).map(function (k) { return k + " " + (typeof e.verdict[k] === "object" ? JSON.stringify(e.verdict[k]) : e.verdict[k]); }).join(", ")));
     if (e.note) parts.push(el("div", { class: "g-dim" }, e.note));
     if (e.parsed === false) parts.push(el("div", { class: "g-bad" }, "unparsed" + (e.error ? ": " + e.error : "")));
     if (!parts.length) parts.push(el("code", {}, JSON.stringify(e)));
@@ -173,8 +176,10 @@
     Object.keys(xt).forEach(function (v) { s.appendChild(svg("text", { x: X(+v), y: h - b + 14, "text-anchor": "middle", class: "g-tick" }, v)); });
     s.appendChild(svg("text", { x: (l + w - r) / 2, y: h - 4, "text-anchor": "middle", class: "g-axis" }, o.xlabel || ""));
     s.appendChild(svg("text", { x: 12, y: t + (h - t - b) / 2, transform: "rotate(-90 12 " + (t + (h - t - b) / 2) + ")", "text-anchor": "middle", class: "g-axis" }, o.ylabel || ""));
+    var labels = [];
     lines.forEach(function (ln, k) {
       var pts = ln.points;
+      if (ln.ci != null) k = ln.ci;
       if (pts.length && pts[0].lo != null) {
         var up = pts.map(function (p) { return X(p.x) + "," + Y(p.hi); });
         var dn = pts.slice().reverse().map(function (p) { return X(p.x) + "," + Y(p.lo); });
@@ -186,7 +191,13 @@
           svg("title", {}, ln.name + " at " + p.x + ": " + fmt(p.y, o.digits == null ? 3 : o.digits) + (p.lo != null ? " (± " + fmt(p.y - p.lo, 0) + ")" : ""))));
       });
       var last = pts[pts.length - 1];
-      if (last) s.appendChild(svg("text", { x: w - r + 6, y: Y(last.y) + 4 + (k % 3 - 1) * 2, class: "g-legend g-c" + (k % 6) + " " + (ln.cls || "") }, ln.name));
+      if (last) labels.push({ y: Y(last.y) + 4, name: ln.name, cls: "g-legend g-c" + (k % 6) + " " + (ln.cls || "") });
+    });
+    // End labels, pushed apart so that none overlaps the one above.
+    labels.sort(function (a, b) { return a.y - b.y; });
+    labels.forEach(function (lb, i) {
+      if (i > 0 && lb.y < labels[i - 1].y + 12) lb.y = labels[i - 1].y + 12;
+      s.appendChild(svg("text", { x: w - r + 6, y: lb.y, class: lb.cls }, lb.name));
     });
     return s;
   }
@@ -213,7 +224,8 @@
             if (cp === obs) return;
             var pts = [];
             one.games.forEach(function (g) { var v = g.trust[obs] && g.trust[obs][cp]; if (v != null) pts.push({ x: g.index + 1, y: v }); });
-            if (pts.length) lines.push({ name: name(cp), points: pts, cls: cp === one.adversary ? "g-advline" : "" });
+            // One color per party across the charts.
+            if (pts.length) lines.push({ name: name(cp), points: pts, ci: one.roles.indexOf(cp), cls: cp === one.adversary ? "g-advline" : "" });
           });
           if (lines.length) charts.appendChild(el("div", { class: "g-chartbox" }, el("h4", {}, "Trust of " + name(obs) + " after each game"),
             lineChart(lines, { y0: 0, y1: 1, xlabel: "game", ylabel: "trust", width: 440, height: 200 })));

@@ -21,19 +21,6 @@ import (
 	"github.com/parleyhq/parley/view/games"
 )
 
-func foundOf(t *testing.T, root string) map[string]games.Found {
-	t.Helper()
-	found, err := games.Scan(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]games.Found{}
-	for _, f := range found {
-		m[f.Kind] = f
-	}
-	return m
-}
-
 // TestScan: each kind of output is found, at the directory itself and
 // one level down; a folder of none finds none; a missing one is an error
 // naming it.

@@ -103,7 +103,7 @@ func artifacts(t *testing.T) string {
 
 func route(found []games.Found, kind string) string {
 	for _, f := range found {
-		if f.Kind == kind {
+		if kind == "pairwise" && f.Kind == "compare" && strings.HasSuffix(f.Dir, ".jsonl") || f.Kind == kind && !strings.HasSuffix(f.Dir, ".jsonl") {
 			return f.Route
 		}
 	}
@@ -139,6 +139,7 @@ func TestBrowser(t *testing.T) {
 		{"league", "league", "svg.g-heatmap", true, []string{"League run", "snapshot-000002", "1530 ± 150", "rating over training", "Cross-play step-000004", "step-000002"}},
 		{"series", "series", "svg.g-chart", false, []string{"(adversary)", "Trust of", "Adversary:"}},
 		{"compare", "compare", ".g-verdict", false, []string{"dilemma-01", "Verdicts, both orders", "base shown first", "step 4's answer"}},
+		{"pairwise", "pairwise", ".g-verdict", false, []string{"Pairwise ca-lora vs base", "greedy, run 1", "ca-lora shown first", "base shown first"}},
 	} {
 		if err := chromedp.Do(ctx, chromedp.Navigate(base+"/"+route(found, tc.kind)), chromedp.WaitVisible(chromedp.CSS(tc.wait))); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)

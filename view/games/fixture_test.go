@@ -26,6 +26,8 @@ import (
 // the same run's held-out evaluations.
 type fixture struct {
 	Root, Tournament, Series, Run string
+	// Pairwise is the eval pairwise details file.
+	Pairwise string
 }
 
 var (
@@ -140,8 +142,29 @@ func makeFixture() (fixture, error) {
 			return f, err
 		}
 	}
+	// `parley eval pairwise`: an adapter against the base on two
+	// conflict-resolution prompts, its details and results files.
+	pw := filepath.Join(root, "pw")
+	pcfg, err := config.Parse([]byte(fmt.Sprintf(pairwiseYAML, filepath.Join(root, "runs"), url, url+"/v1")))
+	if err != nil {
+		return f, err
+	}
+	if err := app.Pairwise(ctx, pcfg, app.Env{}, app.PairwiseOptions{Left: "adapter:ca-lora=/adapters/ca", Right: "base", Set: "conflict",
+		Runs: 1, Prompts: 2, Decodings: []string{"greedy"}, Out: filepath.Join(pw, "pairwise.json"), Details: filepath.Join(pw, "details.jsonl")}); err != nil {
+		return f, fmt.Errorf("eval pairwise: %w", err)
+	}
+	f.Pairwise = filepath.Join(pw, "details.jsonl")
 	return f, nil
 }
+
+const pairwiseYAML = `run: {name: evaltest, dir: %s, seed: 3}
+policy: {endpoints: [%q], model: sim-policy, request_timeout: 20s}
+sampling: {temperature: 1.0, top_p: 1.0, max_tokens: 48, final_max_tokens: 64}
+game: {env: deliberation, deliberation: {max_rounds: 3}}
+rollout: {group_size: 1, concurrency: 8}
+judge: {kind: ca, base_url: %q, model: sim-judge, api_key_env: "", concurrency: 8, timeout: 20s}
+log: {level: error}
+`
 
 func tournamentYAML(url string) string {
 	y := fmt.Sprintf(`seed: 3

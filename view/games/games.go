@@ -114,6 +114,12 @@ func scanOne(dir string) []Found {
 	if m, _ := filepath.Glob(filepath.Join(rd.EvalsDir(), "step-*.json")); len(m) > 0 {
 		out = append(out, newFound(KindCompare, "held-out evaluations "+base, dir))
 	}
+	details, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	for _, p := range details {
+		if isPairwiseDetails(p) {
+			out = append(out, newFound(KindCompare, "pairwise "+filepath.Base(p), p))
+		}
+	}
 	return out
 }
 

@@ -30,7 +30,7 @@ func TestScan(t *testing.T) {
 		dir  string
 		want []string
 	}{
-		{f.Root, []string{"compare", "league", "series", "tournament"}},
+		{f.Root, []string{"compare", "compare", "league", "series", "tournament"}},
 		{f.Tournament, []string{"tournament"}},
 		{f.Series, []string{"series"}},
 		{f.Run, []string{"compare", "league"}},
@@ -471,5 +471,49 @@ func TestCorruptFiles(t *testing.T) {
 	code, body := get(t, srv.URL+"/api/games/tournament?id="+idOf(t, found, "tournament"))
 	if code != 200 || !strings.Contains(body, filepath.Base(gamesDir[0])) {
 		t.Errorf("API on a corrupt game: %d %.300s", code, body)
+	}
+}
+
+// TestComparePairwise: an `eval pairwise --details` file is found beside
+// its results, its sides named from them, and each prompt's comparisons
+// are the file's, with the verdicts of both orders.
+func TestComparePairwise(t *testing.T) {
+	f := shared(t)
+	found, err := games.Scan(filepath.Dir(f.Pairwise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 1 || found[0].Kind != "compare" || found[0].Dir != f.Pairwise {
+		t.Fatalf("found %+v, want the details file", found)
+	}
+	c, err := games.ReadCompare(f.Pairwise)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Pairwise || c.Left != "ca-lora" || c.Right != "base" || len(c.Prompts) != 2 || len(c.Errors) != 0 {
+		t.Fatalf("compare %+v", c)
+	}
+	b, err := os.ReadFile(f.Pairwise)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	n := 0
+	for _, p := range c.Prompts {
+		cp, err := games.ReadComparePrompt(f.Pairwise, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cs := range cp.Steps {
+			for _, x := range cs {
+				n++
+				if x.PromptID != p || x.LeftWins+x.RightWins+x.Ties != 2 || x.LeftFinal == "" || x.RightFinal == "" {
+					t.Errorf("prompt %s: %+v, want both orders' verdicts and both finals", p, x)
+				}
+			}
+		}
+	}
+	if n != len(lines) {
+		t.Errorf("%d comparisons read, the file has %d", n, len(lines))
 	}
 }

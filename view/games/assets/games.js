@@ -266,8 +266,44 @@
     });
   }
 
+  // sideBySide shows one comparison: both finals and the verdicts of
+  // both orders.
+  function sideBySide(x, left, right) {
+    return el("div", { class: "g-pair" },
+      el("div", { class: "g-compare" },
+        el("div", { class: "g-final" }, el("div", { class: "g-dim" }, left + (x.aspect ? ", aspect " + x.aspect : "")), x.left_final),
+        el("div", { class: "g-final g-base" }, el("div", { class: "g-dim" }, right), x.right_final)),
+      el("div", { class: "g-verdict" },
+        el("b", {}, "Verdicts, both orders: "), x.left_wins + " " + left + ", " + x.right_wins + " " + right + ", " + x.ties + " ties" + (x.excluded ? " (excluded: " + x.excluded + ")" : ""),
+        el("div", {}, el("i", {}, left + " shown first: "), x.left_first_rationale || "–"),
+        el("div", {}, el("i", {}, right + " shown first: "), x.right_first_rationale || "–")));
+  }
+
+  // pairwise shows an eval pairwise details file: a prompt's comparisons
+  // by decoding and run.
+  function pairwise(root, id, c) {
+    root.appendChild(el("h2", {}, "Pairwise " + c.left + " vs " + c.right + " (" + c.name + ")"));
+    root.appendChild(errors(c.errors) || el("span"));
+    var sp = el("select", { name: "prompt" }, c.prompts.map(function (p) { return el("option", { value: p }, p); }));
+    var out = el("div", {});
+    var show = function () {
+      P.api(q("/api/games/compare/prompt", { id: id, prompt: sp.value })).then(function (p) {
+        clear(out);
+        Object.keys(p.steps).sort().forEach(function (k) {
+          out.appendChild(el("h4", {}, k));
+          p.steps[k].forEach(function (x) { out.appendChild(sideBySide(x, c.left, c.right)); });
+        });
+      }, function (e) { fail(clear(out), e); });
+    };
+    sp.addEventListener("change", show);
+    root.appendChild(el("div", { class: "g-pick" }, "prompt ", sp));
+    root.appendChild(out);
+    if (c.prompts.length) show();
+  }
+
   function compare(root, id) {
     return P.api(q("/api/games/compare", { id: id })).then(function (c) {
+      if (c.pairwise) return pairwise(root, id, c);
       root.appendChild(el("h2", {}, "Held-out evaluations " + c.name));
       root.appendChild(errors(c.errors) || el("span"));
       root.appendChild(el("table", { class: "g-table" },

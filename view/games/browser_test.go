@@ -136,7 +136,7 @@ func TestBrowser(t *testing.T) {
 		want             []string
 	}{
 		{"tournament", "tournament", "svg.g-heatmap", true, []string{"Tournament tour", m.Rows[0], "holder", "requester", "balance", "moved"}},
-		{"league", "league", "svg.g-heatmap", true, []string{"League run", "snapshot-000002", "1530 ± 150", "rating over training", "Cross-play step-000004", "step-000002"}},
+		{"league", "league", "svg.g-heatmap", true, []string{"League run", "snapshot-000002", "1530 ± 150", "Ratings over training", "Cross-play step-000004", "step-000002"}},
 		{"series", "series", "svg.g-chart", false, []string{"(adversary)", "Trust of", "Adversary:"}},
 		{"compare", "compare", ".g-verdict", false, []string{"dilemma-01", "Verdicts, both orders", "base shown first", "step 4's answer"}},
 		{"pairwise", "pairwise", ".g-verdict", false, []string{"Pairwise ca-lora vs base", "greedy, run 1", "ca-lora shown first", "base shown first"}},

@@ -119,6 +119,8 @@ func makeFixture() (fixture, error) {
 		{ID: league.SnapshotID(2), Kind: "snapshot", Version: 2, JoinedStep: 2, Rating: statsRating(1530, 150), Games: 6},
 	}
 	for s := 2; s <= 4; s += 2 {
+		// The members' ratings move between the kept files.
+		r.Members[0].Rating.R, r.Members[0].Rating.RD = 1400+25*float64(s), 200-25*float64(s)
 		if err := league.Save(rd.LeaguePath(s), lg); err != nil {
 			return f, err
 		}

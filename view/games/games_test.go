@@ -265,6 +265,11 @@ func TestLeague(t *testing.T) {
 	if len(r.History) != len(st.Roles[0].History) || r.History[3] != st.Roles[0].History[3] || len(r.Members) != 2 || r.Members[1].Rating.RD != 150 {
 		t.Errorf("role %+v, want the league file's %+v", r, st.Roles[0])
 	}
+	// The frozen member's rating at each kept league file.
+	mh := r.MemberHistory[league.FrozenID(0)]
+	if len(mh) != 2 || mh[0] != (league.Point{Step: 2, R: 1450, RD: 150}) || mh[1] != (league.Point{Step: 4, R: 1500, RD: 100}) {
+		t.Errorf("pool[0]'s ratings over training %+v, want the league files' (1450 ± 150 at step 2, 1500 ± 100 at step 4)", mh)
+	}
 	if len(l.CrossPlay) != 1 || l.CrossPlay[0].Name != "step-000004" {
 		t.Fatalf("cross-play %+v", l.CrossPlay)
 	}

@@ -32,6 +32,9 @@ type LeagueRole struct {
 	Trained Rating         `json:"trained"`
 	Members []LeagueMember `json:"members"`
 	History []league.Point `json:"history"`
+	// MemberHistory is each member's rating (with RD) at every step a
+	// league file was kept, by member id.
+	MemberHistory map[string][]league.Point `json:"member_history"`
 }
 
 // Rating is a Glicko-2 rating and its deviation.
@@ -71,7 +74,8 @@ func ReadLeague(dir string) (*LeagueOut, error) {
 	if st != nil {
 		out.Step = step
 		for _, r := range st.Roles {
-			lr := LeagueRole{Role: r.Role, Trained: Rating{r.Trained.R, r.Trained.RD}, Members: []LeagueMember{}, History: r.History}
+			lr := LeagueRole{Role: r.Role, Trained: Rating{r.Trained.R, r.Trained.RD}, Members: []LeagueMember{}, History: r.History,
+				MemberHistory: memberHistory(rd, r.Role, step)}
 			if lr.History == nil {
 				lr.History = []league.Point{}
 			}
@@ -142,4 +146,36 @@ func crossPlayDir(run, xp string) (string, error) {
 		return "", fmt.Errorf("%w: %s is not a cross-play tournament (looked for %s)", errBadRequest, p, tournament.SpecFile)
 	}
 	return p, nil
+}
+
+// memberHistory reads every league file of the run up to step and
+// collects role's members' ratings at each (files that do not parse are
+// left out: newestLeague names the newest; older ones only thin the
+// lines).
+func memberHistory(rd dataset.RunDir, role string, upTo int) map[string][]league.Point {
+	out := map[string][]league.Point{}
+	entries, _ := os.ReadDir(rd.LeagueDir())
+	var steps []int
+	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), ".json"); ok {
+			if n, ok := dataset.ParseStepName(name); ok && n <= upTo {
+				steps = append(steps, n)
+			}
+		}
+	}
+	sort.Ints(steps)
+	for _, s := range steps {
+		b, err := os.ReadFile(rd.LeaguePath(s))
+		if err != nil {
+			continue
+		}
+		var st league.State
+		if json.Unmarshal(b, &st) != nil || st.Role(role) == nil {
+			continue
+		}
+		for _, m := range st.Role(role).Members {
+			out[m.ID] = append(out[m.ID], league.Point{Step: s, R: m.Rating.R, RD: m.Rating.RD})
+		}
+	}
+	return out
 }

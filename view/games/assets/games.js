@@ -248,9 +248,14 @@
             return el("tr", {}, el("td", {}, m.id), el("td", {}, m.kind), el("td", {}, m.joined_step ? "step " + m.joined_step : "–"),
               el("td", {}, fmt(m.rating.r, 0) + " ± " + fmt(m.rating.rd, 0)), el("td", {}, String(m.games)), el("td", {}, String(m.drawn)));
           }))));
-        if (r.history.length) root.appendChild(el("div", { class: "g-chartbox" }, el("h4", {}, "Trained " + r.role + "'s rating over training (band: ± RD)"),
-          lineChart([{ name: "trained " + r.role, points: r.history.map(function (p) { return { x: p.step, y: p.r, lo: p.r - p.rd, hi: p.r + p.rd }; }) }],
-            { xlabel: "step", ylabel: "Glicko-2 rating", digits: 0 })));
+        var band = function (p) { return { x: p.step, y: p.r, lo: p.r - p.rd, hi: p.r + p.rd }; };
+        var lines = [];
+        if (r.history.length) lines.push({ name: "trained " + r.role, points: r.history.map(band) });
+        Object.keys(r.member_history || {}).sort().forEach(function (m) {
+          lines.push({ name: m, points: r.member_history[m].map(band) });
+        });
+        if (lines.length) root.appendChild(el("div", { class: "g-chartbox" }, el("h4", {}, "Ratings over training: the trained " + r.role + " and the league's members (band: ± RD)"),
+          lineChart(lines, { xlabel: "step", ylabel: "Glicko-2 rating", digits: 0, width: 760, height: 280 })));
       });
       l.crossplay.forEach(function (xp) {
         var games = el("div", { class: "g-cellbox" }, el("p", { class: "g-dim" }, "Click a cell to open its games."));

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,6 +184,14 @@ func TestBrowser(t *testing.T) {
 	}
 	if want := fmt.Sprintf("holder %s × requester %s: %d game", m.Rows[0], m.Cols[0], m.Count[0][0]); m.Count[0][0] > 0 && !strings.HasPrefix(head, want) {
 		t.Errorf("cell heading %q, want %q", head, want)
+	}
+	// A cell's route opens it: #/g/tournament/<id>/<row>/<col>.
+	cellRoute := route(found, "tournament") + "/" + url.PathEscape(m.Rows[3]) + "/" + url.PathEscape(m.Cols[0])
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/"+cellRoute), chromedp.WaitVisible(chromedp.CSS(".g-games h3"))); err != nil {
+		t.Fatal(err)
+	}
+	if head, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS(".g-games h3"))); err != nil || !strings.HasPrefix(head, "holder "+m.Rows[3]+" × requester "+m.Cols[0]) {
+		t.Errorf("route %s opened %q (%v)", cellRoute, head, err)
 	}
 	t.Logf("screenshots in %s", out)
 }

@@ -138,19 +138,25 @@
     return el("div", {}, parts);
   }
 
-  function tournament(root, id) {
+  // openCell loads a cell's games into box.
+  function openCell(box, url) {
+    clear(box).appendChild(el("p", {}, "Loading…"));
+    return P.api(url).then(function (cell) {
+      clear(box).appendChild(gamesView(cell));
+    }, function (e) { fail(clear(box), e); });
+  }
+
+  // tournament: args are [id] or [id, row, col] (a cell opened).
+  function tournament(root, id, args) {
     return P.api(q("/api/games/tournament", { id: id })).then(function (m) {
       var games = el("div", { class: "g-cellbox" }, el("p", { class: "g-dim" }, "Click a cell to open its games."));
+      var cellURL = function (r, c) { return q("/api/games/tournament/games", { id: id, row: r, col: c }); };
       root.appendChild(el("h2", {}, "Tournament " + m.name));
       root.appendChild(el("p", {}, m.games + " games played, " + m.failed + " failed. Cell: " + m.measure + "."));
       root.appendChild(errors(m.errors) || el("span"));
-      root.appendChild(heatmap(m, function (r, c) {
-        clear(games).appendChild(el("p", {}, "Loading…"));
-        P.api(q("/api/games/tournament/games", { id: id, row: r, col: c })).then(function (cell) {
-          clear(games).appendChild(gamesView(cell));
-        }, function (e) { fail(clear(games), e); });
-      }));
+      root.appendChild(heatmap(m, function (r, c) { openCell(games, cellURL(r, c)); }));
       root.appendChild(games);
+      if (args[1] && args[2]) return openCell(games, cellURL(args[1], args[2]));
     });
   }
 
@@ -236,7 +242,9 @@
     });
   }
 
-  function leaguePage(root, id) {
+  // leaguePage: args are [id] or [id, xp, row, col] (a cross-play cell
+  // opened).
+  function leaguePage(root, id, args) {
     return P.api(q("/api/games/league", { id: id })).then(function (l) {
       root.appendChild(el("h2", {}, "League " + l.name + (l.step ? " (after step " + l.step + ")" : "")));
       root.appendChild(errors(l.errors) || el("span"));
@@ -260,13 +268,10 @@
       l.crossplay.forEach(function (xp) {
         var games = el("div", { class: "g-cellbox" }, el("p", { class: "g-dim" }, "Click a cell to open its games."));
         root.appendChild(el("h3", {}, "Cross-play " + xp.name + ": " + xp.matrix.games + " games, " + xp.matrix.failed + " failed"));
-        root.appendChild(heatmap(xp.matrix, function (r, c) {
-          clear(games).appendChild(el("p", {}, "Loading…"));
-          P.api(q("/api/games/league/games", { id: id, xp: xp.name, row: r, col: c })).then(function (cell) {
-            clear(games).appendChild(gamesView(cell));
-          }, function (e) { fail(clear(games), e); });
-        }));
+        var cellURL = function (r, c) { return q("/api/games/league/games", { id: id, xp: xp.name, row: r, col: c }); };
+        root.appendChild(heatmap(xp.matrix, function (r, c) { openCell(games, cellURL(r, c)); }));
         root.appendChild(games);
+        if (args[1] === xp.name && args[2] && args[3]) openCell(games, cellURL(args[2], args[3]));
       });
     });
   }
@@ -357,7 +362,8 @@
       root.appendChild(page);
       var fn = pages[kind];
       if (!fn) { fail(page, "no games page of kind " + kind); return Promise.resolve(); }
-      return fn(page, (args || [])[0]).catch(function (e) { fail(page, e); });
+      args = args || [];
+      return Promise.resolve(fn(page, args[0], args)).catch(function (e) { fail(page, e); });
     }
   };
 })();

@@ -2,6 +2,7 @@ package games_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -194,4 +195,64 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("route %s opened %q (%v)", cellRoute, head, err)
 	}
 	t.Logf("screenshots in %s", out)
+}
+
+// TestBrowserSnapshot: the pages fetch only URLs that games.URLs lists,
+// spelled as it spells them: served from a snapshot of those URLs alone
+// (as the export embeds them, no API behind it), every page and the
+// first cell of each heatmap still load.
+func TestBrowserSnapshot(t *testing.T) {
+	f := shared(t)
+	ctx := browser(t)
+	found, err := games.Scan(f.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls, err := games.URLs(found)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(games.Handler(found))
+	defer api.Close()
+	snap := map[string]json.RawMessage{}
+	for _, u := range urls {
+		code, body := get(t, api.URL+u)
+		if code != 200 {
+			t.Fatalf("GET %s: %d", u, code)
+		}
+		snap[u] = json.RawMessage(body)
+	}
+	b, err := json.Marshal(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := strings.Replace(stubPage, "api: function (url) {", "api: function (url) { if (!(url in window.PARLEY_SNAPSHOT)) return Promise.reject(new Error(\"not in the snapshot: \" + url)); return Promise.resolve(window.PARLEY_SNAPSHOT[url]);", 1)
+	page = strings.Replace(page, "<script>", "<script>window.PARLEY_SNAPSHOT = "+string(b)+";</script><script>", 1)
+	mux := http.NewServeMux()
+	mux.Handle("/assets/games/", http.StripPrefix("/assets/games/", http.FileServerFS(games.Assets)))
+	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, page) })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	for _, kind := range []string{"tournament", "league", "series", "compare", "pairwise"} {
+		if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"+route(found, kind)), chromedp.WaitVisible(chromedp.CSS("h2"))); err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+		if kind == "tournament" || kind == "league" {
+			if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(".g-click")), chromedp.WaitVisible(chromedp.CSS(".g-games h3"))); err != nil {
+				t.Fatalf("%s: click a cell: %v", kind, err)
+			}
+		}
+		if kind == "compare" || kind == "pairwise" {
+			if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(".g-verdict"))); err != nil {
+				t.Fatalf("%s: %v", kind, err)
+			}
+		}
+		text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(text, "Could not load") || strings.Contains(text, "not in the snapshot") {
+			t.Errorf("%s from the snapshot: %.600s", kind, text)
+		}
+	}
 }

@@ -65,7 +65,7 @@ func closeServer(s *view.Server) {
 
 // get serves one GET of url and returns the bytes of its response, failing
 // on any status but 200.
-func get(b *testing.B, h http.Handler, url string) int {
+func benchGet(b *testing.B, h http.Handler, url string) int {
 	b.Helper()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, url, nil))
@@ -116,7 +116,7 @@ func BenchmarkOverview(b *testing.B) {
 	open := func(b *testing.B, h http.Handler) int {
 		n := 0
 		for _, u := range urls {
-			n += get(b, h, u)
+			n += benchGet(b, h, u)
 		}
 		return n
 	}
@@ -172,10 +172,10 @@ func BenchmarkDialogue(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				s, h := newServer(b, run.Dir)
-				get(b, h, "/api/index")
+				benchGet(b, h, "/api/index")
 				b.StartTimer()
-				get(b, h, groupsURL(step))
-				get(b, h, dialogueURL(step, rollout(step, i)))
+				benchGet(b, h, groupsURL(step))
+				benchGet(b, h, dialogueURL(step, rollout(step, i)))
 				b.StopTimer()
 				closeServer(s)
 				b.StartTimer()
@@ -187,10 +187,10 @@ func BenchmarkDialogue(b *testing.B) {
 			p := startPeak()
 			s, h := newServer(b, run.Dir)
 			defer closeServer(s)
-			get(b, h, "/api/index")
+			benchGet(b, h, "/api/index")
 			var bytes, n int
 			for b.Loop() {
-				bytes += get(b, h, groupsURL(step))
+				bytes += benchGet(b, h, groupsURL(step))
 				n++
 			}
 			b.ReportMetric(float64(bytes)/1024/float64(n), "resp-KB/op")
@@ -200,11 +200,11 @@ func BenchmarkDialogue(b *testing.B) {
 			p := startPeak()
 			s, h := newServer(b, run.Dir)
 			defer closeServer(s)
-			get(b, h, "/api/index")
-			get(b, h, groupsURL(step))
+			benchGet(b, h, "/api/index")
+			benchGet(b, h, groupsURL(step))
 			var bytes, n int
 			for b.Loop() {
-				bytes += get(b, h, dialogueURL(step, rollout(step, n)))
+				bytes += benchGet(b, h, dialogueURL(step, rollout(step, n)))
 				n++
 			}
 			b.ReportMetric(float64(bytes)/1024/float64(n), "resp-KB/op")

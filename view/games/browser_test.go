@@ -1,106 +1,35 @@
 package games_test
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/parleyhq/parley/view"
+	"github.com/parleyhq/parley/view/browsertest"
 	"github.com/parleyhq/parley/view/games"
 )
 
-// stubPage stands in for view's index.html and app.js until they land: a
-// window.parley with api (fetch), el and route, routing #/g/<kind>/<args>
-// to window.parleyGames.render, then the games assets.
-const stubPage = `<!doctype html><html><head><meta charset="utf-8"><title>parley view (games test page)</title>
-<link rel="stylesheet" href="/assets/games/games.css"></head><body style="margin:12px">
-<main id="main"></main>
-<script>
-window.parley = {
-  api: function (url) { return fetch(url).then(function (r) { return r.json().then(function (j) { if (!r.ok) throw new Error(j.error || r.status); return j; }); }); },
-  el: function (tag, attrs) {
-    var n = document.createElement(tag);
-    for (var k in attrs || {}) n.setAttribute(k, attrs[k]);
-    for (var i = 2; i < arguments.length; i++) { var c = arguments[i]; n.appendChild(typeof c === "string" ? document.createTextNode(c) : c); }
-    return n;
-  },
-  route: function (hash) {
-    if (location.hash !== hash) { location.hash = hash; return; }
-    var p = hash.replace(/^#\/g\//, "").split("/").map(decodeURIComponent);
-    window.parleyGames.render(p[0], document.getElementById("main"), p.slice(1));
-  }
-};
-window.addEventListener("hashchange", function () { window.parley.route(location.hash); });
-</script>
-<script src="/assets/games/games.js"></script>
-<script>if (location.hash) window.parley.route(location.hash);</script>
-</body></html>`
-
-// testServer serves the stub page, the games assets and the games API over
-// the outputs found under root.
-func testServer(t *testing.T, root string) (string, []games.Found) {
+// viewServer serves parley view (its real pages: app.js routes #/g/… to
+// games.js) over the game outputs under root, and the outputs found.
+func viewServer(t *testing.T, root string) (*view.Server, string, []games.Found) {
 	t.Helper()
+	s, err := view.NewServer([]string{root}, view.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
 	found, err := games.Scan(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/api/games/", games.Handler(found))
-	mux.Handle("/assets/games/", http.StripPrefix("/assets/games/", http.FileServerFS(games.Assets)))
-	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprint(w, stubPage)
-	})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv.URL, found
-}
-
-// browser starts headless Chromium at 1280×800, or skips when there is
-// none (unless PARLEY_REQUIRE_BROWSER=1).
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	path := "/usr/bin/chromium"
-	if _, err := os.Stat(path); err != nil {
-		if p, err := exec.LookPath("chromium"); err == nil {
-			path = p
-		} else if os.Getenv("PARLEY_REQUIRE_BROWSER") == "1" {
-			t.Fatal("PARLEY_REQUIRE_BROWSER=1 and no chromium (looked for /usr/bin/chromium and chromium on PATH)")
-		} else {
-			t.Skip("no chromium (looked for /usr/bin/chromium and chromium on PATH)")
-		}
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
-		chromedp.WindowSize(1280, 800), chromedp.Flag("headless", true))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancel)
-	ctx, cancel2 := chromedp.NewContext(actx)
-	t.Cleanup(cancel2)
-	ctx, cancel3 := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(cancel3)
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
-		t.Fatal(err)
-	}
-	return ctx
-}
-
-func artifacts(t *testing.T) string {
-	if d := os.Getenv("PARLEY_VIEW_ARTIFACTS"); d != "" {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	return t.TempDir()
+	return s, srv.URL, found
 }
 
 func route(found []games.Found, kind string) string {
@@ -118,15 +47,12 @@ func route(found []games.Found, kind string) string {
 // on the page's content and saving screenshots.
 func TestBrowser(t *testing.T) {
 	f := shared(t)
-	ctx := browser(t)
-	base, found := testServer(t, f.Root)
-	out := artifacts(t)
+	ctx := browsertest.New(t, browsertest.Options{})
+	_, base, found := viewServer(t, f.Root)
+	out := browsertest.ArtifactsDir(t)
 	shot := func(name string) error {
-		b, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(out, name), b, 0o644)
+		browsertest.Screenshot(t, ctx, out, "games-"+strings.TrimSuffix(name, ".png"))
+		return nil
 	}
 	m, err := games.ReadTournament(f.Tournament)
 	if err != nil {
@@ -197,62 +123,36 @@ func TestBrowser(t *testing.T) {
 	t.Logf("screenshots in %s", out)
 }
 
-// TestBrowserSnapshot: the pages fetch only URLs that games.URLs lists,
-// spelled as it spells them: served from a snapshot of those URLs alone
-// (as the export embeds them, no API behind it), every page and the
-// first cell of each heatmap still load.
-func TestBrowserSnapshot(t *testing.T) {
+// TestBrowserExport: parley view --export over the game outputs, opened
+// from file:// with networking off and no server: the pages fetch only
+// what the export holds (games.URLs, as the pages spell them), so every
+// page and the first cell of each heatmap still load.
+func TestBrowserExport(t *testing.T) {
 	f := shared(t)
-	ctx := browser(t)
-	found, err := games.Scan(f.Root)
+	s, _, found := viewServer(t, f.Root)
+	export := filepath.Join(t.TempDir(), "games.html")
+	w, err := os.Create(export)
 	if err != nil {
 		t.Fatal(err)
 	}
-	urls, err := games.URLs(found)
-	if err != nil {
+	if _, err := s.Export(w, view.ExportOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	api := httptest.NewServer(games.Handler(found))
-	defer api.Close()
-	snap := map[string]json.RawMessage{}
-	for _, u := range urls {
-		code, body := get(t, api.URL+u)
-		if code != 200 {
-			t.Fatalf("GET %s: %d", u, code)
-		}
-		snap[u] = json.RawMessage(body)
-	}
-	b, err := json.Marshal(snap)
-	if err != nil {
+	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	page := strings.Replace(stubPage, "api: function (url) {", "api: function (url) { if (!(url in window.PARLEY_SNAPSHOT)) return Promise.reject(new Error(\"not in the snapshot: \" + url)); return Promise.resolve(window.PARLEY_SNAPSHOT[url]);", 1)
-	page = strings.Replace(page, "<script>", "<script>window.PARLEY_SNAPSHOT = "+string(b)+";</script><script>", 1)
-	mux := http.NewServeMux()
-	mux.Handle("/assets/games/", http.StripPrefix("/assets/games/", http.FileServerFS(games.Assets)))
-	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, page) })
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
+	ctx := browsertest.New(t, browsertest.Options{Offline: true})
 	for _, kind := range []string{"tournament", "league", "series", "compare", "pairwise"} {
-		if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"+route(found, kind)), chromedp.WaitVisible(chromedp.CSS("h2"))); err != nil {
-			t.Fatalf("%s: %v", kind, err)
-		}
+		browsertest.Do(t, ctx, kind, chromedp.Navigate("file://"+export+route(found, kind)), chromedp.WaitVisible(chromedp.CSS("h2")))
 		if kind == "tournament" || kind == "league" {
-			if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(".g-click")), chromedp.WaitVisible(chromedp.CSS(".g-games h3"))); err != nil {
-				t.Fatalf("%s: click a cell: %v", kind, err)
-			}
+			browsertest.Do(t, ctx, kind+": click a cell", chromedp.Click(chromedp.CSS(".g-click")), chromedp.WaitVisible(chromedp.CSS(".g-games h3")))
 		}
 		if kind == "compare" || kind == "pairwise" {
-			if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(".g-verdict"))); err != nil {
-				t.Fatalf("%s: %v", kind, err)
-			}
+			browsertest.Do(t, ctx, kind, chromedp.WaitVisible(chromedp.CSS(".g-verdict")))
 		}
-		text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(text, "Could not load") || strings.Contains(text, "not in the snapshot") {
-			t.Errorf("%s from the snapshot: %.600s", kind, text)
+		text := browsertest.Text(t, ctx, "body")
+		if strings.Contains(text, "Could not load") || strings.Contains(text, "Not in this export") {
+			t.Errorf("%s from the export: %.600s", kind, text)
 		}
 	}
 }

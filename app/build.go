@@ -160,7 +160,8 @@ func newJudge(cfg config.Config, cacheDir string, observe func(time.Duration, er
 			return nil, nil, fmt.Errorf("config key judge: %w", err)
 		}
 		if cfg.Judge.Mode == reward.ModeGroup {
-			g := reward.NewCAGroupJudge(c, reward.GroupOptions{Seed: cfg.Run.Seed, PositionCheck: cfg.Judge.PositionCheck})
+			g := reward.NewCAGroupJudge(c, reward.GroupOptions{Seed: cfg.Run.Seed, PositionCheck: cfg.Judge.PositionCheck,
+				RationaleMaxChars: cfg.Judge.RationaleMaxChars})
 			return g, func() { _ = c.Close() }, nil
 		}
 		return reward.NewCAJudge(c).WithRationaleMaxChars(cfg.Judge.RationaleMaxChars), func() { _ = c.Close() }, nil

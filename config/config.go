@@ -242,8 +242,9 @@ type Judge struct {
 	ChatEndpoint `yaml:",inline"`
 	// Rule configures the rule scorer when Kind is rule.
 	Rule Rule `yaml:"rule"`
-	// RationaleMaxChars, when positive, bounds the CA judge's rationale in
-	// the structured-output schema (JSON schema maxLength), so that a small
+	// RationaleMaxChars, when positive, bounds the CA judge's rationale
+	// (each member's in group mode) in the structured-output schema (JSON
+	// schema maxLength), so that a small
 	// judge served by vLLM cannot write its rationale until the token limit
 	// cuts off the score. OpenAI's strict structured output refuses
 	// maxLength: leave 0 (unbounded) there. Needs structured_output.

@@ -81,3 +81,59 @@ func deref(p *int) any {
 	}
 	return *p
 }
+
+// TestGroupJudgeRationaleBound: the group judge bounds every member's
+// rationale as the pointwise judge does (judge.rationale_max_chars), and
+// the bound is part of its cache key.
+func TestGroupJudgeRationaleBound(t *testing.T) {
+	srv := chattest.NewFakeAPI(t, func(n int, w http.ResponseWriter, r *http.Request, req chattest.Body) {
+		chattest.WriteReply(w, `{"scores":[{"label":"S1","rationale":"short","score":3}]}`)
+	})
+	opts := testClientOptions(srv)
+	opts.CacheDir = t.TempDir()
+	c, _ := newTestChat(t, opts)
+	for _, tt := range []struct {
+		name      string
+		bound     int
+		wantMax   *int
+		wantCalls int
+	}{
+		{"unbounded by default", 0, nil, 1},
+		{"bounded: a new question", 120, ptr(120), 2},
+		{"bounded the same: from the cache", 120, ptr(120), 2},
+	} {
+		j := NewCAGroupJudge(c, GroupOptions{RationaleMaxChars: tt.bound})
+		res, err := j.Judge(context.Background(), therapist())
+		if err != nil || res.Score != 3 {
+			t.Fatalf("%s: Judge = %+v, %v; want score 3", tt.name, res, err)
+		}
+		if srv.Calls() != tt.wantCalls {
+			t.Errorf("%s: %d API calls, want %d", tt.name, srv.Calls(), tt.wantCalls)
+		}
+		var body chattest.Body
+		if err := json.Unmarshal(srv.Body(srv.Calls()-1), &body); err != nil {
+			t.Fatal(err)
+		}
+		var s struct {
+			Properties struct {
+				Scores struct {
+					Items struct {
+						Properties struct {
+							Rationale struct {
+								MaxLength *int `json:"maxLength"`
+							} `json:"rationale"`
+						} `json:"properties"`
+					} `json:"items"`
+				} `json:"scores"`
+			} `json:"properties"`
+		}
+		schema := body.ResponseFormat.JSONSchema.Schema
+		if err := json.Unmarshal(schema, &s); err != nil {
+			t.Fatalf("%s: schema %s: %v", tt.name, schema, err)
+		}
+		got := s.Properties.Scores.Items.Properties.Rationale.MaxLength
+		if (got == nil) != (tt.wantMax == nil) || (got != nil && *got != *tt.wantMax) {
+			t.Errorf("%s: rationale maxLength = %v, want %v (schema %s)", tt.name, deref(got), deref(tt.wantMax), schema)
+		}
+	}
+}

@@ -44,9 +44,15 @@ const caGroupSystem = "You are an impartial evaluator of proposed solutions to d
 // (1-based) of a group request: S1, S2, ...
 func GroupLabel(p int) string { return "S" + strconv.Itoa(p) }
 
-// groupSchema is the strict JSON schema of a group verdict over labels.
-func groupSchema(labels []string) json.RawMessage {
+// groupSchema is the strict JSON schema of a group verdict over labels;
+// maxChars > 0 bounds each rationale (JSON schema maxLength, as
+// CAJudge.WithRationaleMaxChars does the pointwise one).
+func groupSchema(labels []string, maxChars int) json.RawMessage {
 	enum, _ := json.Marshal(labels)
+	bound := ""
+	if maxChars > 0 {
+		bound = fmt.Sprintf(`, "maxLength": %d`, maxChars)
+	}
 	return compactJSON(fmt.Sprintf(`{
   "type": "object",
   "properties": {
@@ -57,7 +63,7 @@ func groupSchema(labels []string) json.RawMessage {
         "type": "object",
         "properties": {
           "label": {"type": "string", "enum": %s},
-          "rationale": {"type": "string", "description": "One to three sentences explaining the score against the rubric."},
+          "rationale": {"type": "string", "description": "One to three sentences explaining the score against the rubric."%s},
           "score": {"type": "integer", "enum": [1, 2, 3, 4, 5], "description": "Collective Agency score from 1 (lowest) to 5 (highest)."}
         },
         "required": ["label", "rationale", "score"],
@@ -67,7 +73,7 @@ func groupSchema(labels []string) json.RawMessage {
   },
   "required": ["scores"],
   "additionalProperties": false
-}`, len(labels), len(labels), enum))
+}`, len(labels), len(labels), enum, bound))
 }
 
 // RenderCAGroupPrompt renders the user message of the CA group judge: the
@@ -250,6 +256,10 @@ type GroupOptions struct {
 	// and the group id, re-scored in reversed order to measure position
 	// bias (0: none; 1: every group).
 	PositionCheck float64
+	// RationaleMaxChars, when positive, bounds each member's rationale in
+	// the structured-output schema (judge.rationale_max_chars); the bound
+	// is part of the cache key.
+	RationaleMaxChars int
 }
 
 // CAGroupJudge is the CA judge in group mode: a group's finals are scored
@@ -370,6 +380,15 @@ func (j *CAGroupJudge) JudgeGroup(ctx context.Context, rs []*dataset.Rollout) (G
 	return v, nil
 }
 
+// version is the cache key's prompt version: CAGroupVersion, with the
+// rationale's bound when there is one.
+func (j *CAGroupJudge) version() string {
+	if n := j.opts.RationaleMaxChars; n > 0 {
+		return fmt.Sprintf("%s/rationale-max-%d", CAGroupVersion, n)
+	}
+	return CAGroupVersion
+}
+
 // ask asks for the scores of rs shown in order perm, returning one item
 // per position and the reply (its backend), adding the paid usage to v.
 func (j *CAGroupJudge) ask(ctx context.Context, rs []*dataset.Rollout, perm []int, v *GroupVerdict) ([]groupItem, groupReply, error) {
@@ -381,9 +400,9 @@ func (j *CAGroupJudge) ask(ctx context.Context, rs []*dataset.Rollout, perm []in
 	out, err := j.chat.Ask(ctx, chat.Call{
 		System:     caGroupSystem,
 		User:       RenderCAGroupPrompt(shown),
-		Version:    CAGroupVersion,
+		Version:    j.version(),
 		SchemaName: CAGroupSchemaName,
-		Schema:     groupSchema(labels),
+		Schema:     groupSchema(labels, j.opts.RationaleMaxChars),
 		Parse: func(reply chat.Reply) (any, error) {
 			items, err := parseGroup(reply, labels)
 			if err != nil {

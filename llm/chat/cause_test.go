@@ -14,7 +14,9 @@ import (
 // TestCause: each kind of failure is named the same way whatever wraps
 // it, so that callers count and warn once per cause.
 func TestCause(t *testing.T) {
-	wrap := func(err error) error { return fmt.Errorf("reward.CAJudge.Judge r1: judge m: giving up after 3 attempts: %w", err) }
+	wrap := func(err error) error {
+		return fmt.Errorf("reward.CAJudge.Judge r1: judge m: giving up after 3 attempts: %w", err)
+	}
 	tests := []struct {
 		err  error
 		want string

@@ -15,6 +15,7 @@ import (
 
 	"github.com/parleyhq/parley/dataset"
 	"github.com/parleyhq/parley/reward"
+	"github.com/parleyhq/parley/train"
 	"gopkg.in/yaml.v3"
 )
 
@@ -732,6 +733,37 @@ type rolloutSeqs struct {
 	Sequences []dataset.Sequence `parquet:"sequences,list"`
 }
 
+// auditOut is a rollout's score by the audit judge (judge.audit), beside
+// the training judge's.
+type auditOut struct {
+	Judge string `json:"judge"`
+	train.AuditItem
+}
+
+// audited is the audit judge's verdict on a run's rollout, from
+// audit/step-N.json; nil when the step or the rollout was not audited, or
+// the record cannot be read (the page shows no audit, as for a run without
+// one).
+func (src *source) audited(step int, rolloutID string) *auditOut {
+	if src.Kind != KindRun {
+		return nil
+	}
+	b, err := os.ReadFile(dataset.RunDir(src.Dir).AuditPath(step))
+	if err != nil {
+		return nil
+	}
+	var rec train.AuditRecord
+	if json.Unmarshal(b, &rec) != nil {
+		return nil
+	}
+	for _, it := range rec.Items {
+		if it.RolloutID == rolloutID {
+			return &auditOut{Judge: rec.Judge, AuditItem: it}
+		}
+	}
+	return nil
+}
+
 // Sources of a dialogue's sequences.
 const (
 	SourceBatch   = "batch"
@@ -763,6 +795,9 @@ func (s *Server) dialogue(r *http.Request) (any, error) {
 		return nil, notFound("rollout %q is not in step %d (%s)", id, step, path)
 	}
 	out := map[string]any{"step": step, "dialogue": dialogueOf(&found[0])}
+	if a := src.audited(step, id); a != nil {
+		out["audit"] = a
+	}
 	var seqs []seqOut
 	note := ""
 	if bp := src.batchPath(step); bp != "" {

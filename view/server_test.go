@@ -3,6 +3,7 @@ package view_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/dataset"
+	"github.com/parleyhq/parley/train"
 	"github.com/parleyhq/parley/view"
 )
 
@@ -424,5 +426,72 @@ func TestNoTokenizer(t *testing.T) {
 	get(t, s.Handler(), view.DialogueURL(0, step, id), &d)
 	if d.Tokenizer != "" || len(d.Sequences) == 0 || len(d.Sequences[0].Text) != 0 || len(d.Sequences[0].IDs) == 0 {
 		t.Errorf("without a model in config.yaml: tokenizer %q, %d sequences, want ids and no text", d.Tokenizer, len(d.Sequences))
+	}
+}
+
+// TestDialogueAudit: a dialogue of a run with an audit judge
+// (judge.audit) carries the audit judge's verdict on the rollout, or its
+// failure; a rollout the audit did not sample, and a run without audits,
+// carry none.
+func TestDialogueAudit(t *testing.T) {
+	run, _ := trainedRun(t)
+	run = copyRun(t, run)
+	step, id, _ := batchRollout(t, run, 2)
+	rs, err := dataset.ReadAllRollouts(dataset.RunDir(run).RolloutsPath(step))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := ""
+	for _, r := range rs {
+		if r.RolloutID != id {
+			other = r.RolloutID
+		}
+	}
+	score := 2.0
+	rec := train.AuditRecord{Step: step, Judge: "gpt-audit", Items: []train.AuditItem{
+		{RolloutID: id, TrainScore: 4, AuditScore: &score, Rationale: "hedges"},
+		{RolloutID: other, TrainScore: 3, Cause: "rate limited (HTTP 429)", Error: "giving up"},
+	}}
+	b, _ := json.Marshal(rec)
+	if err := os.MkdirAll(dataset.RunDir(run).AuditDir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dataset.RunDir(run).AuditPath(step), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := view.NewServer([]string{run}, view.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		Audit *struct {
+			Judge      string   `json:"judge"`
+			TrainScore float64  `json:"train_score"`
+			AuditScore *float64 `json:"audit_score"`
+			Rationale  string   `json:"rationale"`
+			Cause      string   `json:"cause"`
+		} `json:"audit"`
+	}
+	for _, tt := range []struct {
+		rollout, cause string
+		score          float64 // 0: no score
+	}{{id, "", 2}, {other, "rate limited (HTTP 429)", 0}} {
+		var a answer
+		get(t, s.Handler(), fmt.Sprintf("/api/run/dialogue?run=0&step=%d&rollout=%s", step, tt.rollout), &a)
+		switch {
+		case a.Audit == nil:
+			t.Errorf("%s: no audit in the dialogue", tt.rollout)
+		case a.Audit.Judge != "gpt-audit" || a.Audit.Cause != tt.cause || (tt.score != 0) != (a.Audit.AuditScore != nil) ||
+			(a.Audit.AuditScore != nil && *a.Audit.AuditScore != tt.score):
+			t.Errorf("%s: audit %+v, want judge gpt-audit, score %v, cause %q", tt.rollout, a.Audit, tt.score, tt.cause)
+		}
+	}
+	if err := os.Remove(dataset.RunDir(run).AuditPath(step)); err != nil {
+		t.Fatal(err)
+	}
+	var a answer
+	get(t, s.Handler(), fmt.Sprintf("/api/run/dialogue?run=0&step=%d&rollout=%s", step, id), &a)
+	if a.Audit != nil {
+		t.Errorf("a step without an audit record: audit %+v, want none", a.Audit)
 	}
 }

@@ -458,6 +458,20 @@
       d.outcome ? el("div", { className: "judge" }, el("h4", {}, "Game outcome"), el("code", { className: "text" }, d.outcome)) : null);
   }
 
+  // auditBox is the audit judge's verdict on an audited rollout
+  // (judge.audit), beside the training judge's score.
+  function auditBox(a) {
+    if (!a) return null;
+    var head = "Audit judge" + (a.judge ? " · " + a.judge : "");
+    if (a.audit_score === undefined || a.audit_score === null) {
+      return el("div", { className: "judge audit" }, el("h4", {}, head + " · failed"),
+        el("div", { className: "text bad" }, (a.cause || "failure") + (a.error ? ": " + a.error : "")));
+    }
+    return el("div", { className: "judge audit" },
+      el("h4", {}, head + " · score " + fmt(a.audit_score) + " (training judge " + fmt(a.train_score) + ")"),
+      el("div", { className: "text" }, a.rationale || "(no rationale)"));
+  }
+
   // ---- one dialogue with its tokens ----
   function dialoguePage(run, step, rollout) {
     return Promise.all([api("/api/run/overview?run=" + run), api("/api/run/dialogue?run=" + run + "&step=" + step + "&rollout=" + encodeURIComponent(rollout))]).then(function (r) {
@@ -469,7 +483,7 @@
       add(main, taskBox(d));
       add(main, el("div", { className: "two" },
         el("div", {}, el("h2", {}, "Dialogue"), outcome(d), turns(d)),
-        el("div", {}, el("h2", {}, "Rewards"), rolesTable(d.roles), finalBox(d))));
+        el("div", {}, el("h2", {}, "Rewards"), rolesTable(d.roles), finalBox(d), auditBox(x.audit))));
       add(main, el("h2", {}, "Tokens"));
       add(main, el("p", { className: "legend-tokens" }, el("span", { className: "tok m1" }, "trained (loss mask 1)"), " ", el("span", { className: "tok m0" }, "masked (loss mask 0: prompts, the other side's turns)"), " · hover a token for its id and logprob"));
       if (x.note) add(main, el("p", { className: "note" }, x.note));

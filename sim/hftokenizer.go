@@ -1,10 +1,9 @@
 package sim
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
+
+	"github.com/parleyhq/parley/internal/bpe"
 )
 
 // LoadTokenizer makes the simulator's tokenizer speak a served model's
@@ -17,42 +16,23 @@ import (
 // choose. The special tokens are the file's added tokens; <|im_start|> and
 // <|im_end|> are required.
 func LoadTokenizer(path string) (*Tokenizer, error) {
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		path = filepath.Join(path, "tokenizer.json")
-	}
-	data, err := os.ReadFile(path)
+	f, err := bpe.Read(path)
 	if err != nil {
 		return nil, fmt.Errorf("sim.LoadTokenizer: %w", err)
 	}
-	var f struct {
-		AddedTokens []struct {
-			ID      int32  `json:"id"`
-			Content string `json:"content"`
-		} `json:"added_tokens"`
-		PreTokenizer *struct {
-			Type string `json:"type"`
-		} `json:"pre_tokenizer"`
-		Model struct {
-			Type  string           `json:"type"`
-			Vocab map[string]int32 `json:"vocab"`
-		} `json:"model"`
+	path = f.Path
+	if f.PreTokenizer != "ByteLevel" {
+		return nil, fmt.Errorf("sim.LoadTokenizer: %s: pre_tokenizer %q, want a byte-level BPE (model.type BPE, pre_tokenizer ByteLevel)",
+			path, f.PreTokenizer)
 	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("sim.LoadTokenizer: %s: %w", path, err)
-	}
-	if f.Model.Type != "BPE" || f.PreTokenizer == nil || f.PreTokenizer.Type != "ByteLevel" {
-		return nil, fmt.Errorf("sim.LoadTokenizer: %s: model.type %q with pre_tokenizer %v, want a byte-level BPE (model.type BPE, pre_tokenizer ByteLevel)",
-			path, f.Model.Type, f.PreTokenizer)
-	}
-	t := &Tokenizer{words: make(map[string]int32, len(f.Model.Vocab)), endOfText: -1, imStart: -1, imEnd: -1, thinkStart: -1, thinkEnd: -1}
+	t := &Tokenizer{words: make(map[string]int32, len(f.Vocab)), endOfText: -1, imStart: -1, imEnd: -1, thinkStart: -1, thinkEnd: -1}
 	for b := range t.byteID {
 		t.byteID[b] = -1
 	}
 	added := map[string]bool{}
-	for _, a := range f.AddedTokens {
+	for _, a := range f.Added {
 		added[a.Content] = true
 	}
-	unbyte := byteLevelDecoder()
 	setPiece := func(id int32, text string) error {
 		if id < 0 {
 			return fmt.Errorf("sim.LoadTokenizer: %s: token %q has id %d", path, text, id)
@@ -64,26 +44,20 @@ func LoadTokenizer(path string) (*Tokenizer, error) {
 		t.vocabSize = max(t.vocabSize, id+1)
 		return nil
 	}
-	for piece, id := range f.Model.Vocab {
-		if added[piece] {
+	for _, p := range f.Vocab {
+		if added[p.Text] {
 			continue
 		}
-		raw := make([]byte, 0, len(piece))
-		for _, r := range piece {
-			b, ok := unbyte[r]
-			if !ok {
-				return nil, fmt.Errorf("sim.LoadTokenizer: %s: vocabulary piece %q is not byte-level (rune %q)", path, piece, r)
-			}
-			raw = append(raw, b)
+		if !p.ByteLevel {
+			return nil, fmt.Errorf("sim.LoadTokenizer: %s: vocabulary piece %q is not byte-level", path, p.Text)
 		}
-		text := string(raw)
-		if err := setPiece(id, text); err != nil {
+		if err := setPiece(p.ID, p.Text); err != nil {
 			return nil, err
 		}
-		if len(raw) == 1 {
-			t.byteID[raw[0]] = id
-		} else if isWordPiece(text) {
-			t.words[text] = id
+		if len(p.Text) == 1 {
+			t.byteID[p.Text[0]] = p.ID
+		} else if isWordPiece(p.Text) {
+			t.words[p.Text] = p.ID
 		}
 	}
 	for b, id := range t.byteID {
@@ -91,7 +65,7 @@ func LoadTokenizer(path string) (*Tokenizer, error) {
 			return nil, fmt.Errorf("sim.LoadTokenizer: %s: byte 0x%02x has no token of its own", path, b)
 		}
 	}
-	for _, a := range f.AddedTokens {
+	for _, a := range f.Added {
 		if err := setPiece(a.ID, a.Content); err != nil {
 			return nil, err
 		}
@@ -132,21 +106,4 @@ func isWordPiece(p string) bool {
 		}
 	}
 	return true
-}
-
-// byteLevelDecoder maps the characters of a byte-level BPE vocabulary back
-// to bytes (GPT-2's bytes_to_unicode, inverted): printable Latin-1 bytes
-// stand for themselves, the others for 256, 257, ... in byte order.
-func byteLevelDecoder() map[rune]byte {
-	m := make(map[rune]byte, 256)
-	n := 0
-	for b := 0; b < 256; b++ {
-		if (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF) {
-			m[rune(b)] = byte(b)
-			continue
-		}
-		m[rune(256+n)] = byte(b)
-		n++
-	}
-	return m
 }

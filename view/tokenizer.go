@@ -1,12 +1,13 @@
 package view
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/parleyhq/parley/internal/bpe"
 )
 
 // Tokenizer decodes token ids to text: a byte-level BPE tokenizer.json's
@@ -23,53 +24,25 @@ type Tokenizer struct {
 // LoadTokenizer reads path, a tokenizer.json or a model folder holding
 // one, of a byte-level BPE tokenizer.
 func LoadTokenizer(path string) (*Tokenizer, error) {
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		path = filepath.Join(path, "tokenizer.json")
-	}
-	data, err := os.ReadFile(path)
+	f, err := bpe.Read(path)
 	if err != nil {
 		return nil, fmt.Errorf("view.LoadTokenizer: %w", err)
 	}
-	var f struct {
-		AddedTokens []struct {
-			ID      int    `json:"id"`
-			Content string `json:"content"`
-		} `json:"added_tokens"`
-		Model struct {
-			Type  string         `json:"type"`
-			Vocab map[string]int `json:"vocab"`
-		} `json:"model"`
-	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("view.LoadTokenizer: %s: %w", path, err)
-	}
-	if f.Model.Type != "BPE" {
-		return nil, fmt.Errorf("view.LoadTokenizer: %s: model.type %q, want a byte-level BPE", path, f.Model.Type)
-	}
-	t := &Tokenizer{Path: path}
-	set := func(id int, s string) {
+	t := &Tokenizer{Path: f.Path}
+	set := func(id int32, s string) {
 		if id < 0 || id > 10_000_000 {
 			return
 		}
-		for id >= len(t.pieces) {
+		for int(id) >= len(t.pieces) {
 			t.pieces = append(t.pieces, "")
 			t.known = append(t.known, false)
 		}
 		t.pieces[id], t.known[id] = s, true
 	}
-	unbyte := byteDecoder()
-	for piece, id := range f.Model.Vocab {
-		var b strings.Builder
-		for _, r := range piece {
-			if c, ok := unbyte[r]; ok {
-				b.WriteByte(c)
-			} else {
-				b.WriteRune(r)
-			}
-		}
-		set(id, b.String())
+	for _, p := range f.Vocab {
+		set(p.ID, p.Text)
 	}
-	for _, a := range f.AddedTokens {
+	for _, a := range f.Added {
 		set(a.ID, a.Content)
 	}
 	return t, nil
@@ -106,23 +79,6 @@ func (t *Tokenizer) Pieces(ids []int32) []string {
 		pending = append(pending[:0:0], pending[n:]...)
 	}
 	return out
-}
-
-// byteDecoder maps the characters of a byte-level BPE vocabulary back to
-// bytes (GPT-2's bytes_to_unicode, inverted): printable Latin-1 bytes
-// stand for themselves, the others for 256, 257, … in byte order.
-func byteDecoder() map[rune]byte {
-	m := make(map[rune]byte, 256)
-	n := 0
-	for b := 0; b < 256; b++ {
-		if (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF) {
-			m[rune(b)] = byte(b)
-			continue
-		}
-		m[rune(256+n)] = byte(b)
-		n++
-	}
-	return m
 }
 
 // runConfig is the part of a run's frozen config.yaml the viewer reads:

@@ -495,16 +495,26 @@ func (s *Server) openStep(src *source, step int) (string, error) {
 	return path, nil
 }
 
-// groups is /api/run/groups: a page of a step's groups, summaries only.
-func (s *Server) groups(r *http.Request) (any, error) {
+// stepFile reads a request's run and step (?run=I&step=N) and opens the
+// step's rollouts file: the source, the step and the file's path.
+func (s *Server) stepFile(r *http.Request) (*source, int, string, error) {
 	src, _, err := s.runParam(r)
 	if err != nil {
-		return nil, err
+		return nil, 0, "", err
 	}
 	step, err := stepParam(r)
 	if err != nil {
-		return nil, err
+		return nil, 0, "", err
 	}
+	path, err := s.openStep(src, step)
+	if err != nil {
+		return nil, 0, "", err
+	}
+	return src, step, path, nil
+}
+
+// groups is /api/run/groups: a page of a step's groups, summaries only.
+func (s *Server) groups(r *http.Request) (any, error) {
 	filter, err := ParseFilter(r.URL.Query())
 	if err != nil {
 		return nil, err
@@ -515,7 +525,7 @@ func (s *Server) groups(r *http.Request) (any, error) {
 			return nil, badRequest("page %q: want 0 or more", p)
 		}
 	}
-	path, err := s.openStep(src, step)
+	_, step, path, err := s.stepFile(r)
 	if err != nil {
 		return nil, err
 	}
@@ -669,19 +679,11 @@ func dialogueOf(r *rolloutText) dialogueOut {
 
 // group is /api/run/group: one group's members, side by side.
 func (s *Server) group(r *http.Request) (any, error) {
-	src, _, err := s.runParam(r)
-	if err != nil {
-		return nil, err
-	}
-	step, err := stepParam(r)
+	_, step, path, err := s.stepFile(r)
 	if err != nil {
 		return nil, err
 	}
 	id := r.URL.Query().Get("group")
-	path, err := s.openStep(src, step)
-	if err != nil {
-		return nil, err
-	}
 	members := []dialogueOut{}
 	err = dataset.StreamRows(path, func(row rolloutText) error {
 		if row.GroupID == id {
@@ -774,19 +776,11 @@ const (
 // from the step's batch when the rollout was trained (the loss mask the
 // trainer read), else from the rollout's own record.
 func (s *Server) dialogue(r *http.Request) (any, error) {
-	src, _, err := s.runParam(r)
-	if err != nil {
-		return nil, err
-	}
-	step, err := stepParam(r)
+	src, step, path, err := s.stepFile(r)
 	if err != nil {
 		return nil, err
 	}
 	id := r.URL.Query().Get("rollout")
-	path, err := s.openStep(src, step)
-	if err != nil {
-		return nil, err
-	}
 	found, err := readRollout[rolloutText](path, id)
 	if err != nil {
 		return nil, &apiError{http.StatusUnprocessableEntity, fmt.Sprintf("step %d's rollouts file cannot be read, skipped: %v", step, err)}

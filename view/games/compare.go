@@ -69,14 +69,8 @@ func readEvals(dir string) ([]harness.EvalResult, []string, error) {
 			continue
 		}
 		path := filepath.Join(ed, e.Name())
-		b, err := os.ReadFile(path)
-		if err != nil {
-			errs = append(errs, err.Error())
-			continue
-		}
-		var r harness.EvalResult
-		if err := json.Unmarshal(b, &r); err != nil {
-			errs = append(errs, fmt.Sprintf("%s: skipped, does not parse: %v", path, err))
+		r, ok := readJSON[harness.EvalResult](path, &errs)
+		if !ok {
 			continue
 		}
 		out = append(out, r)

@@ -259,3 +259,18 @@ func URLs(found []Found) ([]string, error) {
 	sort.Strings(out)
 	return out, nil
 }
+
+// readJSON reads the JSON file path into a T; a file that cannot be read
+// or does not parse is named in errs, skipped (ok false), never fatal.
+func readJSON[T any](path string, errs *[]string) (v T, ok bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		*errs = append(*errs, err.Error())
+		return v, false
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		*errs = append(*errs, fmt.Sprintf("%s: skipped, does not parse: %v", path, err))
+		return v, false
+	}
+	return v, true
+}

@@ -121,14 +121,8 @@ func newestLeague(rd dataset.RunDir) (*league.State, int, []string) {
 	var errs []string
 	for _, s := range steps {
 		path := rd.LeaguePath(s)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			errs = append(errs, err.Error())
-			continue
-		}
-		var st league.State
-		if err := json.Unmarshal(b, &st); err != nil {
-			errs = append(errs, fmt.Sprintf("%s: skipped, does not parse: %v", path, err))
+		st, ok := readJSON[league.State](path, &errs)
+		if !ok {
 			continue
 		}
 		return &st, s, errs

@@ -92,14 +92,8 @@ func readOneSeries(root, id string) (OneSeries, []string) {
 	roles := map[string]bool{}
 	for _, n := range names {
 		path := filepath.Join(root, id, n)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			errs = append(errs, err.Error())
-			continue
-		}
-		var r rollout.GameRecord
-		if err := json.Unmarshal(b, &r); err != nil {
-			errs = append(errs, fmt.Sprintf("%s: skipped, does not parse: %v", path, err))
+		r, ok := readJSON[rollout.GameRecord](path, &errs)
+		if !ok {
 			continue
 		}
 		var st seriesState

@@ -69,14 +69,8 @@ func readRecords(dir string) (recs []tournament.Record, errs []string, err error
 			continue
 		}
 		path := filepath.Join(gd, name)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			errs = append(errs, err.Error())
-			continue
-		}
-		var r tournament.Record
-		if err := json.Unmarshal(b, &r); err != nil {
-			errs = append(errs, fmt.Sprintf("%s: skipped, does not parse: %v", path, err))
+		r, ok := readJSON[tournament.Record](path, &errs)
+		if !ok {
 			continue
 		}
 		if r.Match.ID+".json" != name {

@@ -66,7 +66,7 @@ func Load(path string, fs *pflag.FlagSet) (Config, error) {
 var OwnEnv = []string{
 	"PARLEY_BIN", "PARLEY_CONFIG", "PARLEY_CRASH_AT", "PARLEY_GPUS_PER_NODE", "PARLEY_HANDSHAKE_TOKEN",
 	"PARLEY_MAX_LORA_RANK", "PARLEY_MODEL", "PARLEY_NO_UV", "PARLEY_PYTHON", "PARLEY_RDZV_PORT",
-	"PARLEY_REQUIRE_VLLM", "PARLEY_SERVED_MODEL", "PARLEY_TINY_MODEL", "PARLEY_TRAINER_TOKEN",
+	"PARLEY_REQUIRE_BROWSER", "PARLEY_REQUIRE_VLLM", "PARLEY_SERVED_MODEL", "PARLEY_TINY_MODEL", "PARLEY_TRAINER_TOKEN",
 	"PARLEY_VLLM_LOG", "PARLEY_VLLM_MODEL", "PARLEY_VLLM_NODES", "PARLEY_VLLM_PORT",
 	"PARLEY_VLLM_STARTED_URL", "PARLEY_VLLM_START_TIMEOUT", "PARLEY_VLLM_URL",
 	// the tests'
@@ -74,7 +74,7 @@ var OwnEnv = []string{
 }
 
 // ownEnvPrefixes start the tests' and benchmarks' own PARLEY_* variables.
-var ownEnvPrefixes = []string{"PARLEY_TEST_", "PARLEY_BENCH_", "PARLEY_CONTRACT_", "PARLEY_E2E_"}
+var ownEnvPrefixes = []string{"PARLEY_TEST_", "PARLEY_BENCH_", "PARLEY_CONTRACT_", "PARLEY_E2E_", "PARLEY_VIEW_"}
 
 // checkEnv refuses a PARLEY_* variable of environ that is neither a
 // config key's (EnvName), nor one of OwnEnv, nor named by one of cfg's

@@ -44,11 +44,7 @@ func TestCAJudgeRationaleBound(t *testing.T) {
 		if srv.Calls() != tt.wantCalls {
 			t.Errorf("%s: %d API calls, want %d", tt.name, srv.Calls(), tt.wantCalls)
 		}
-		var body chattest.Body
-		if err := json.Unmarshal(srv.Body(srv.Calls()-1), &body); err != nil {
-			t.Fatal(err)
-		}
-		schema := body.ResponseFormat.JSONSchema.Schema
+		schema := lastSchema(t, srv)
 		var s struct {
 			Properties struct {
 				Rationale struct {
@@ -74,6 +70,17 @@ func TestCAJudgeRationaleBound(t *testing.T) {
 }
 
 func ptr(n int) *int { return &n }
+
+// lastSchema is the response-format JSON schema of the fake API's last
+// request.
+func lastSchema(t *testing.T, srv *chattest.FakeAPI) json.RawMessage {
+	t.Helper()
+	var body chattest.Body
+	if err := json.Unmarshal(srv.Body(srv.Calls()-1), &body); err != nil {
+		t.Fatal(err)
+	}
+	return body.ResponseFormat.JSONSchema.Schema
+}
 
 func deref(p *int) any {
 	if p == nil {
@@ -110,10 +117,6 @@ func TestGroupJudgeRationaleBound(t *testing.T) {
 		if srv.Calls() != tt.wantCalls {
 			t.Errorf("%s: %d API calls, want %d", tt.name, srv.Calls(), tt.wantCalls)
 		}
-		var body chattest.Body
-		if err := json.Unmarshal(srv.Body(srv.Calls()-1), &body); err != nil {
-			t.Fatal(err)
-		}
 		var s struct {
 			Properties struct {
 				Scores struct {
@@ -127,7 +130,7 @@ func TestGroupJudgeRationaleBound(t *testing.T) {
 				} `json:"scores"`
 			} `json:"properties"`
 		}
-		schema := body.ResponseFormat.JSONSchema.Schema
+		schema := lastSchema(t, srv)
 		if err := json.Unmarshal(schema, &s); err != nil {
 			t.Fatalf("%s: schema %s: %v", tt.name, schema, err)
 		}

@@ -124,9 +124,9 @@ func (r AuditRecord) line() metrics.Line {
 
 // auditPoint is an audited step's two means, for the alarm.
 type auditPoint struct {
-	step             int
-	train, audit     float64
-	hasMeans, alarmd bool
+	step            int
+	train, audit    float64
+	hasMeans, fired bool
 }
 
 // OverOptimised reports whether the over-optimisation alarm fires on a
@@ -153,9 +153,6 @@ func OverOptimised(train, audit []float64, threshold float64) bool {
 	return dTrain >= threshold-eps && dAudit <= -threshold+eps
 }
 
-// auditJob is a written step to audit.
-type auditJob struct{ step int }
-
 // auditRunner runs the loop's audits, one step at a time, in its own
 // goroutine: queueing never blocks the loop, and the runner touches
 // nothing of the loop's state but the metrics file, under metricsMu.
@@ -167,7 +164,7 @@ type auditRunner struct {
 
 	mu     sync.Mutex
 	queued map[int]bool
-	jobs   []auditJob
+	jobs   []int // the written steps to audit, in order
 	wake   chan struct{}
 	closed bool
 	hist   []auditPoint   // audited steps, ascending (the worker's)
@@ -257,7 +254,7 @@ func readAuditRecord(path string) (AuditRecord, error) {
 
 // point is the record's means for the alarm.
 func (r AuditRecord) point() auditPoint {
-	return auditPoint{step: r.Step, train: r.TrainMean, audit: r.AuditMean, hasMeans: r.Agreement != nil, alarmd: r.Alarm}
+	return auditPoint{step: r.Step, train: r.TrainMean, audit: r.AuditMean, hasMeans: r.Agreement != nil, fired: r.Alarm}
 }
 
 // appendAuditLine appends rec's line to metrics.jsonl unless it is there,
@@ -290,7 +287,7 @@ func (au *auditRunner) queue(step int) {
 	au.mu.Lock()
 	if !au.queued[step] {
 		au.queued[step] = true
-		au.jobs = append(au.jobs, auditJob{step: step})
+		au.jobs = append(au.jobs, step)
 	}
 	au.mu.Unlock()
 	select {
@@ -299,9 +296,9 @@ func (au *auditRunner) queue(step int) {
 	}
 }
 
-// next takes the oldest queued job; ok is false once the queue is closed
+// next takes the oldest queued step; ok is false once the queue is closed
 // and empty.
-func (au *auditRunner) next(ctx context.Context) (auditJob, bool) {
+func (au *auditRunner) next(ctx context.Context) (int, bool) {
 	for {
 		au.mu.Lock()
 		if len(au.jobs) > 0 {
@@ -313,12 +310,12 @@ func (au *auditRunner) next(ctx context.Context) (auditJob, bool) {
 		closed := au.closed
 		au.mu.Unlock()
 		if closed {
-			return auditJob{}, false
+			return 0, false
 		}
 		select {
 		case <-au.wake:
 		case <-ctx.Done():
-			return auditJob{}, false
+			return 0, false
 		}
 	}
 }
@@ -364,12 +361,12 @@ func (au *auditRunner) finish(runErr error) error {
 func (au *auditRunner) work(ctx context.Context) {
 	defer close(au.done)
 	for {
-		job, ok := au.next(ctx)
+		step, ok := au.next(ctx)
 		if !ok || ctx.Err() != nil {
 			return
 		}
-		if err := au.run(ctx, job.step); err != nil && ctx.Err() == nil {
-			au.l.log.Warn("audit failed; parley train --resume audits the step again", zap.Int("step", job.step), zap.Error(err))
+		if err := au.run(ctx, step); err != nil && ctx.Err() == nil {
+			au.l.log.Warn("audit failed; parley train --resume audits the step again", zap.Int("step", step), zap.Error(err))
 		}
 	}
 }
@@ -463,15 +460,14 @@ func (au *auditRunner) alarm(p auditPoint) bool {
 	w := au.opts.Window
 	var train, audit []float64
 	prev := false
-	for _, q := range insertPoint(slices.Clone(au.hist), p) {
-		if q.step > p.step || !q.hasMeans {
+	for _, q := range au.hist {
+		if q.step >= p.step || !q.hasMeans {
 			continue
 		}
-		if q.step < p.step {
-			prev = q.alarmd
-		}
+		prev = q.fired
 		train, audit = append(train, q.train), append(audit, q.audit)
 	}
+	train, audit = append(train, p.train), append(audit, p.audit)
 	if len(train) < w {
 		return false
 	}
